@@ -1,0 +1,72 @@
+// graphcap/error.hpp - the exceptions graphcap throws.
+//
+//   graphcap::error            base of everything graphcap throws
+//   ├── graphcap::cuda_error   a CUDA call failed: the call, cudaGetErrorName, the message, a hint
+//   │   └── capture_error      a capture could not begin or end (invalidated, unjoined fork, ...)
+//   └── graphcap::state_error  the graph was used in a state that does not allow the call
+//
+// capture_error derives from cuda_error because every capture failure graphcap reports carries
+// the CUDA status that caused it (cudaErrorStreamCaptureUnsupported for a capture on the legacy
+// default stream, which graphcap rejects before calling CUDA, mirroring what CUDA would return).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace graphcap {
+
+/// Base of every exception graphcap throws.
+class error : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// A CUDA runtime or driver call failed.
+class cuda_error : public error {
+public:
+  cuda_error(cudaError_t code, std::string_view call, std::string_view hint = {})
+      : error(describe(code, call, hint)), code_(code), call_(call) {}
+
+  /// The status the CUDA call returned.
+  [[nodiscard]] cudaError_t code() const noexcept { return code_; }
+  /// The CUDA call (or graphcap operation) that failed, e.g. "cudaStreamEndCapture".
+  [[nodiscard]] const std::string& call() const noexcept { return call_; }
+
+private:
+  static std::string describe(cudaError_t code, std::string_view call, std::string_view hint) {
+    std::string text{"graphcap: "};
+    text.append(call);
+    text += " failed: ";
+    text += cudaGetErrorName(code);
+    text += " (";
+    text += cudaGetErrorString(code);
+    text += ")";
+    if (!hint.empty()) {
+      text += ". Hint: ";
+      text.append(hint);
+    }
+    return text;
+  }
+
+  cudaError_t code_;
+  std::string call_;
+};
+
+/// A stream capture could not begin or end; the graph is left empty and can capture again,
+/// and no stream is left capturing.
+class capture_error : public cuda_error {
+public:
+  using cuda_error::cuda_error;
+};
+
+/// A call that the graph's current state does not allow (replay before capture, capturing
+/// twice without reset, ...). The message names the state and what to do.
+class state_error : public error {
+public:
+  using error::error;
+};
+
+} // namespace graphcap

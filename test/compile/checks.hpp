@@ -1,0 +1,86 @@
+// test/compile/checks.hpp - compile-time facts about graphcap, checked under g++ and nvcc.
+// Building this is the test: a broken promise is a build error.
+#pragma once
+
+#include <graphcap/graphcap.hpp>
+
+#include <concepts>
+#include <cstdint>
+#include <type_traits>
+
+namespace graphcap_checks {
+
+using namespace graphcap;
+
+// ---- "off" policies are empty: they cost no byte -------------------------------------------------
+static_assert(std::is_empty_v<pool::none>);
+static_assert(std::is_empty_v<annot::off>);
+static_assert(std::is_empty_v<liveness::off>);
+static_assert(std::is_empty_v<mode::global> && std::is_empty_v<mode::thread_local_> &&
+              std::is_empty_v<mode::relaxed>);
+static_assert(std::is_empty_v<annot::off::marker>);
+
+// ---- the lean graph is exactly the handles a hand-written program keeps --------------------------
+// A careful hand-written capture/replay keeps the template, the executable graph, a capture
+// stream, the capture device, the node count and a state; graphcap adds nothing to that.
+struct hand_written_graph {
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  cudaStream_t capture_stream;
+  int device;
+  std::uint32_t node_count;
+  std::uint8_t state;
+  bool keep_graph;
+};
+static_assert(sizeof(lean_graph) == sizeof(hand_written_graph));
+static_assert(sizeof(lean_graph) == 3 * sizeof(void*) + 2 * sizeof(std::uint32_t) + 8);
+// Every mode is as lean: the mode is a template argument, never stored.
+static_assert(sizeof(basic_graph<mode::relaxed, pool::none, annot::off, liveness::off>) ==
+              sizeof(lean_graph));
+static_assert(sizeof(basic_graph<mode::thread_local_, pool::none, annot::off, liveness::off>) ==
+              sizeof(lean_graph));
+
+// ---- the mode value goes straight into cudaStreamBeginCapture -----------------------------------
+static_assert(mode::global::value == cudaStreamCaptureModeGlobal);
+static_assert(mode::thread_local_::value == cudaStreamCaptureModeThreadLocal);
+static_assert(mode::relaxed::value == cudaStreamCaptureModeRelaxed);
+
+// ---- concepts: each policy satisfies its own slot's concept and no other -----------------------
+static_assert(capture_mode<mode::global> && capture_mode<mode::thread_local_> &&
+              capture_mode<mode::relaxed>);
+static_assert(pool_strategy<pool::none>);
+static_assert(annotation_policy<annot::off>);
+static_assert(liveness_policy<liveness::off>);
+static_assert(!capture_mode<pool::none> && !capture_mode<int>);
+static_assert(!pool_strategy<annot::off> && !pool_strategy<mode::global>);
+static_assert(!annotation_policy<liveness::off> && !annotation_policy<pool::none>);
+static_assert(!liveness_policy<annot::off> && !liveness_policy<void*>);
+
+// ---- graph_with: named policies in any order, lean defaults for the rest ------------------------
+static_assert(std::is_same_v<graph_with<>, lean_graph>);
+static_assert(std::is_same_v<graph_with<mode::relaxed>,
+                             basic_graph<mode::relaxed, pool::none, annot::off, liveness::off>>);
+static_assert(std::is_same_v<graph_with<liveness::off, mode::thread_local_, annot::off>,
+                             basic_graph<mode::thread_local_, pool::none, annot::off,
+                                         liveness::off>>);
+static_assert(std::is_same_v<graph_with<pool::none, mode::global>, lean_graph>);
+
+// ---- the graph type: move-only, nothrow moves, scope move-only ----------------------------------
+static_assert(!std::is_copy_constructible_v<lean_graph> && !std::is_copy_assignable_v<lean_graph>);
+static_assert(std::is_nothrow_move_constructible_v<lean_graph> &&
+              std::is_nothrow_move_assignable_v<lean_graph>);
+static_assert(std::is_nothrow_destructible_v<lean_graph>);
+static_assert(std::is_nothrow_default_constructible_v<lean_graph>);
+static_assert(!std::is_copy_constructible_v<lean_graph::scope> &&
+              std::is_nothrow_move_constructible_v<lean_graph::scope>);
+static_assert(std::is_nothrow_destructible_v<lean_graph::scope>);
+
+// ---- errors: one hierarchy, capture failures are CUDA failures ----------------------------------
+static_assert(std::derived_from<cuda_error, error> && std::derived_from<capture_error, cuda_error> &&
+              std::derived_from<state_error, error> && std::derived_from<error, std::runtime_error>);
+
+// ---- annot::off's mark returns the empty marker -------------------------------------------------
+static_assert(std::is_same_v<decltype(std::declval<lean_graph::scope&>().mark("x")),
+                             annot::off::marker>);
+
+} // namespace graphcap_checks

@@ -1,0 +1,2 @@
+#include "checks.hpp"
+int main() { return 0; }

@@ -1,0 +1,11 @@
+// expect: liveness_policy
+// The fourth slot takes a liveness policy.
+#include <graphcap/graphcap.hpp>
+
+namespace gc = graphcap;
+#ifdef GRAPHCAP_CONTROL
+using wrong = gc::basic_graph<gc::mode::global, gc::pool::none, gc::annot::off, gc::liveness::off>;
+#else
+using wrong = gc::basic_graph<gc::mode::global, gc::pool::none, gc::annot::off, gc::annot::off>;
+#endif
+int main() { wrong graph; }

@@ -1,0 +1,13 @@
+// expect: deleted
+// A graph owns CUDA handles: it moves, it never copies.
+#include <graphcap/graphcap.hpp>
+#include <utility>
+
+int main() {
+  graphcap::lean_graph original;
+#ifdef GRAPHCAP_CONTROL
+  graphcap::lean_graph moved = std::move(original);
+#else
+  graphcap::lean_graph copy = original;
+#endif
+}

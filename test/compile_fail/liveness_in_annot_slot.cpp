@@ -1,0 +1,11 @@
+// expect: annotation_policy
+// The third slot takes an annotation policy.
+#include <graphcap/graphcap.hpp>
+
+namespace gc = graphcap;
+#ifdef GRAPHCAP_CONTROL
+using wrong = gc::basic_graph<gc::mode::global, gc::pool::none, gc::annot::off, gc::liveness::off>;
+#else
+using wrong = gc::basic_graph<gc::mode::global, gc::pool::none, gc::liveness::off, gc::liveness::off>;
+#endif
+int main() { wrong graph; }

@@ -1,0 +1,11 @@
+// expect: capture_mode
+// The first slot takes a capture mode (mode::global, mode::thread_local_, mode::relaxed).
+#include <graphcap/graphcap.hpp>
+
+namespace gc = graphcap;
+#ifdef GRAPHCAP_CONTROL
+using wrong = gc::basic_graph<gc::mode::relaxed, gc::pool::none, gc::annot::off, gc::liveness::off>;
+#else
+using wrong = gc::basic_graph<gc::pool::none, gc::pool::none, gc::annot::off, gc::liveness::off>;
+#endif
+int main() { wrong graph; }

@@ -1,0 +1,51 @@
+// Control API of the CUDA runtime test double (graphcap_cuda_double).
+//
+// Tests link the double instead of libcudart; these functions let them reset
+// it, shape its environment, inject failures and observe what was called.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace cuda_double {
+
+// Destroys every stream, event, graph, executable, capture, pool and
+// allocation, clears call counts and injected faults, and restores the
+// defaults (one device, driver present). Each thread's last error, current
+// device and capture mode are reset too.
+void reset();
+
+// Number of devices the fake driver reports (default 1).
+void set_device_count(int count);
+
+// When on, every runtime call fails with cudaErrorInsufficientDriver, as on
+// a machine without a GPU driver (cudaDriverGetVersion still succeeds with 0,
+// cudaRuntimeGetVersion with 13000, and the last error stays set).
+void simulate_no_driver(bool on);
+
+// The nth next call of `function_name` (counting from now) fails once with
+// `error`, without side effects. Works for every runtime entry point of the
+// double and for driver functions reached via cudaGetDriverEntryPoint (the
+// error's numeric value is then returned as a CUresult).
+void fail_call(const char* function_name, cudaError_t error, int nth = 1);
+
+// Live objects, for leak checks.
+std::size_t live_streams();      // created by the user, not destroyed
+std::size_t live_events();
+std::size_t live_graphs();       // includes graphs of ongoing captures
+std::size_t live_execs();
+std::size_t live_allocations();  // device, pinned host and backed graph memory
+
+// How many times a function of the double was called since the last reset
+// or clear_call_counts().
+std::size_t calls(const char* function_name);
+void clear_call_counts();
+
+// Stable ids for a future CUPTI double: the graph's process-unique id, and
+// (graph id << 32 | node creation index) for a node. Clones keep indices.
+std::uint32_t graph_id(cudaGraph_t graph);
+std::uint64_t node_id(cudaGraphNode_t node);
+
+}  // namespace cuda_double

@@ -1,0 +1,296 @@
+// Internal state of the CUDA runtime test double. Not part of the public API.
+//
+// The double models one process-wide CUDA runtime: handles are pointers to the
+// structs defined here (the CUDA headers only forward-declare them), all state
+// lives behind one global mutex, and eager (non-captured) work runs on the
+// calling thread at once, so every stream is always idle.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+namespace cuda_double::detail {
+
+struct Capture;
+
+// An edge as the runtime stores it: the node it comes from plus its data.
+struct Edge {
+    CUgraphNode_st* from;
+    cudaGraphEdgeData data;
+};
+
+bool operator==(const cudaGraphEdgeData& a, const cudaGraphEdgeData& b);
+
+}  // namespace cuda_double::detail
+
+struct CUstream_st {
+    enum class Kind { user, legacy, per_thread };
+    Kind kind = Kind::user;
+    unsigned flags = 0;
+    int priority = 0;
+    int device = 0;
+    unsigned long long id = 0;
+    // Capture membership: the sequence this stream takes part in, and the
+    // stream's capture frontier (the dependencies of the next captured node).
+    cuda_double::detail::Capture* capture = nullptr;
+    std::vector<CUgraphNode_st*> frontier;
+    std::vector<cudaGraphEdgeData> frontier_edges;  // parallel to frontier
+
+    // The per-thread default stream synchronizes with the legacy stream like
+    // any stream created without cudaStreamNonBlocking.
+    bool blocking() const { return kind != Kind::user || (flags & cudaStreamNonBlocking) == 0; }
+};
+
+struct CUevent_st {
+    enum class State { never, recorded, captured };
+    unsigned flags = 0;
+    int device = 0;
+    State state = State::never;
+    std::chrono::steady_clock::time_point stamp{};
+    // Valid while state == captured: the capture it was recorded in and the
+    // recording stream's frontier at that moment.
+    unsigned long long capture_id = 0;
+    std::vector<CUgraphNode_st*> nodes;
+};
+
+struct CUgraph_st {
+    std::uint32_t id = 0;
+    std::uint32_t next_index = 0;
+    std::vector<std::unique_ptr<CUgraphNode_st>> nodes;  // creation order
+    // Live executables instantiated from this graph while it holds memory
+    // allocation nodes: CUDA allows one at a time. Shared so that an exec
+    // outliving its graph can still release its slot.
+    std::shared_ptr<int> alloc_execs = std::make_shared<int>(0);
+    // cudaGraphClone bookkeeping for cudaGraphNodeFindInClone.
+    const CUgraph_st* cloned_from = nullptr;
+    std::map<const CUgraphNode_st*, CUgraphNode_st*> clone_of;
+    bool user_visible = true;  // false for exec snapshots and child graphs
+};
+
+struct CUgraphNode_st {
+    CUgraph_st* graph = nullptr;
+    cudaGraphNodeType type = cudaGraphNodeTypeEmpty;
+    std::uint32_t index = 0;  // per-graph creation index (kept by clones)
+    std::vector<cuda_double::detail::Edge> deps;  // incoming edges
+    // Payload, by type.
+    cudaHostNodeParams host{};
+    cudaMemsetParams memset{};
+    cudaMemcpy3DParms memcpy{};
+    cudaEvent_t event = nullptr;
+    cudaMemAllocNodeParams alloc{};  // alloc.dptr is the reserved address
+    void* free_ptr = nullptr;
+    std::unique_ptr<CUgraph_st> child;
+};
+
+struct CUgraphExec_st {
+    unsigned long long id = 0;
+    unsigned long long flags = 0;
+    std::unique_ptr<CUgraph_st> graph;  // snapshot taken at instantiation
+    std::vector<CUgraphNode_st*> order;  // topological launch order
+    std::shared_ptr<int> alloc_slot;     // set when holding the one-exec slot
+};
+
+struct CUmemPoolHandle_st {
+    int device = 0;
+    bool is_default = false;
+    bool destroyed = false;  // destroyed by the user, freed once unused
+    cudaMemPoolProps props{};
+    unsigned long long release_threshold = 0;
+    unsigned long long used = 0, used_high = 0, reserved = 0, reserved_high = 0;
+    int reuse_follow_event = 1, reuse_opportunistic = 1, reuse_internal = 1;
+    std::multimap<std::size_t, void*> cache;  // freed blocks kept for reuse
+};
+
+namespace cuda_double::detail {
+
+inline constexpr std::size_t kAlignment = 256;
+inline constexpr int kRuntimeVersion = 13000;
+inline constexpr int kDriverVersion = 13000;
+
+struct Capture {
+    unsigned long long id = 0;
+    cudaGraph_t graph = nullptr;
+    bool owns_graph = true;  // false for cudaStreamBeginCaptureToGraph
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeGlobal;
+    std::thread::id thread;
+    cudaStream_t origin = nullptr;
+    bool invalidated = false;
+    std::vector<cudaStream_t> streams;  // origin first, then joined streams
+};
+
+struct Allocation {
+    enum class Kind { device, pinned, graph };
+    void* base = nullptr;
+    std::size_t size = 0;      // requested size
+    std::size_t capacity = 0;  // rounded size of the host block backing it
+    Kind kind = Kind::device;
+    int device = 0;
+    CUmemPoolHandle_st* pool = nullptr;  // stream-ordered allocations
+    unsigned long long buffer_id = 0;
+    // Graph allocations: the address is reserved while any alloc node refers
+    // to it and is backed ("mapped") between its alloc and free.
+    bool mapped = true;
+    int graph_refs = 0;
+};
+
+struct Fault {
+    int remaining;
+    cudaError_t error;
+};
+
+struct State {
+    // Recursive so that host functions run under it may use the control API.
+    std::recursive_mutex mu;
+    std::atomic<std::uint64_t> generation{1};
+    int device_count = 1;
+    bool no_driver = false;
+    std::size_t total_memory = std::size_t{80} << 30;
+
+    std::unordered_set<cudaStream_t> streams;  // user streams
+    std::map<int, std::unique_ptr<CUstream_st>> legacy;  // per device
+    std::map<std::pair<std::thread::id, int>, std::unique_ptr<CUstream_st>> per_thread;
+    std::unordered_set<cudaEvent_t> events;
+    std::unordered_set<cudaGraph_t> graphs;  // user-visible graphs
+    std::unordered_set<cudaGraphNode_t> nodes;  // nodes of user-visible graphs
+    std::unordered_set<cudaGraphExec_t> execs;
+    std::map<unsigned long long, std::unique_ptr<Capture>> captures;
+    std::map<std::uintptr_t, Allocation> allocations;
+    std::map<int, std::unique_ptr<CUmemPoolHandle_st>> default_pools;
+    std::map<int, cudaMemPool_t> current_pools;
+    std::unordered_set<cudaMemPool_t> pools;  // user-created, not yet freed
+
+    std::map<std::string, std::size_t> calls;
+    std::map<std::string, std::vector<Fault>> faults;
+
+    unsigned long long next_stream_id = 16;
+    unsigned long long next_capture_id = 1;
+    std::uint32_t next_graph_id = 1;
+    unsigned long long next_exec_id = 1;
+    unsigned long long next_buffer_id = 1;
+};
+
+State& state();
+
+// Per-thread runtime state. A generation stamp lets reset() clear the state
+// of every thread without reaching into their thread_local storage.
+struct ThreadState {
+    std::uint64_t generation = 0;
+    cudaError_t last_error = cudaSuccess;
+    int device = 0;
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeGlobal;
+    bool in_callback = false;
+};
+ThreadState& thread_state();
+
+// Pops an injected fault for `name`, if one is due on this call.
+bool take_fault(const char* name, cudaError_t& error);
+
+// Runs `body` as the runtime entry point `name`: counts the call, applies
+// no-driver mode and fault injection, holds the global lock and records a
+// failure as the thread's last error.
+template <class Body>
+cudaError_t api(const char* name, Body&& body, bool needs_driver = true) {
+    ThreadState& ts = thread_state();
+    if (ts.in_callback) {
+        // Host functions must not call CUDA; CUDA may report this.
+        ts.last_error = cudaErrorNotPermitted;
+        return cudaErrorNotPermitted;
+    }
+    State& st = state();
+    std::lock_guard<std::recursive_mutex> lock(st.mu);
+    ++st.calls[name];
+    cudaError_t err = cudaSuccess;
+    if (st.no_driver && needs_driver) {
+        err = cudaErrorInsufficientDriver;
+    } else if (!take_fault(name, err)) {
+        err = body();
+    }
+    // cudaErrorNotReady reports status, not failure: it is not recorded.
+    if (err != cudaSuccess && err != cudaErrorNotReady) ts.last_error = err;
+    return err;
+}
+
+// --- devices -------------------------------------------------------------
+bool valid_device(int device);
+
+// --- streams -------------------------------------------------------------
+// Maps a handle (including 0, cudaStreamLegacy, cudaStreamPerThread) to its
+// object, or nullptr if it is not a live stream.
+CUstream_st* resolve_stream(cudaStream_t handle);
+
+// --- capture -------------------------------------------------------------
+// Where a stream operation goes: captured into `capture` or run eagerly.
+struct Target {
+    CUstream_st* stream = nullptr;
+    Capture* capture = nullptr;
+};
+// Validates the stream and applies the capture rules every stream operation
+// obeys (invalidated capture, implicit legacy-stream dependency).
+cudaError_t begin_stream_op(cudaStream_t handle, Target& target);
+// Appends a node to the capture graph after the stream's frontier and makes
+// it the new frontier.
+CUgraphNode_st* capture_node(const Target& target, cudaGraphNodeType type);
+// For calls CUDA deems unsafe during capture (implicit synchronization or
+// allocation): fails with cudaErrorStreamCaptureUnsupported, invalidating
+// the offending captures, when the calling thread's capture mode forbids it.
+cudaError_t check_unsafe_call();
+// cudaDeviceSynchronize is illegal during any capture, in any mode.
+cudaError_t check_device_sync();
+// Work on the legacy stream while a blocking stream captures.
+cudaError_t check_legacy_implicit(const CUstream_st* stream);
+Capture* find_capture(unsigned long long id);
+Capture* event_capture(const CUevent_st* event);
+void end_all_captures();
+void invalidate(Capture* capture);
+
+// --- graphs --------------------------------------------------------------
+CUgraph_st* new_graph(bool user_visible);
+void destroy_graph(CUgraph_st* graph);
+CUgraphNode_st* add_node(CUgraph_st* graph, cudaGraphNodeType type, CUgraphNode_st* const* deps,
+                         const cudaGraphEdgeData* edges, std::size_t count);
+bool is_node_of(const CUgraph_st* graph, const CUgraphNode_st* node);
+CUgraph_st* clone_graph(const CUgraph_st& source, bool user_visible);
+void release_graph_contents(CUgraph_st& graph);
+bool has_memory_nodes(const CUgraph_st& graph, bool alloc_only);
+void release_node_payload(CUgraphNode_st& node);
+void destroy_exec(cudaGraphExec_t exec);
+cudaError_t run_graph(const std::vector<CUgraphNode_st*>& order);
+bool topological_order(const CUgraph_st& graph, std::vector<CUgraphNode_st*>& order);
+
+// --- memory --------------------------------------------------------------
+Allocation* find_allocation(const void* ptr);
+// True when [ptr, ptr+bytes) lies in device-accessible memory. Reserved but
+// unbacked graph allocations count only if `allow_reserved`.
+bool device_range(const void* ptr, std::size_t bytes, bool allow_reserved);
+cudaError_t check_memcpy(void* dst, const void* src, std::size_t count, cudaMemcpyKind kind,
+                         bool allow_reserved);
+cudaError_t check_memset(const cudaMemsetParams& params, bool allow_reserved);
+void do_memcpy3d(const cudaMemcpy3DParms& p);
+void do_memset(const cudaMemsetParams& p);
+cudaMemcpy3DParms memcpy1d_params(void* dst, const void* src, std::size_t count, cudaMemcpyKind kind);
+std::size_t memset_extent(const cudaMemsetParams& p);
+// Graph allocations: reserve an address (alloc node creation), drop a
+// reference (node destruction), back/unback it (alloc/free at launch).
+void* reserve_graph_allocation(std::size_t size, int device);
+void release_graph_reference(void* base);
+void map_graph_allocation(Allocation& a);
+void unmap_graph_allocation(Allocation& a);
+void release_pools_on_sync();
+void free_all_memory();
+
+// --- bookkeeping -----------------------------------------------------------
+void record_event_now(CUevent_st* event);
+void run_host_function(cudaHostFn_t fn, void* data);
+
+}  // namespace cuda_double::detail

@@ -1,0 +1,40 @@
+#include "kernels.cuh"
+
+#include <vector>
+
+namespace gctest {
+
+__global__ void add_scalar(float* data, float value, std::size_t count) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i < count) {
+    data[i] += value;
+  }
+}
+
+__global__ void fill(float* data, float value, std::size_t count) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i < count) {
+    data[i] = value;
+  }
+}
+
+__global__ void spin(long long cycles) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
+}
+
+double sum(const float* device, std::size_t count) {
+  std::vector<float> host(count);
+  if (cudaMemcpy(host.data(), device, count * sizeof(float), cudaMemcpyDeviceToHost) !=
+      cudaSuccess) {
+    return -1.0;
+  }
+  double total = 0.0;
+  for (const float value : host) {
+    total += value;
+  }
+  return total;
+}
+
+} // namespace gctest

@@ -1,0 +1,92 @@
+// test/support/cuda_helpers.hpp - small RAII helpers for tests that issue CUDA work themselves.
+#pragma once
+
+#include "catch.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <string>
+
+/// REQUIRE that a CUDA call succeeded, printing the error's name if not.
+#define CUDA_REQUIRE(call)                                                                         \
+  do {                                                                                             \
+    const cudaError_t cuda_require_status = (call);                                                \
+    INFO(#call << " -> " << cudaGetErrorName(cuda_require_status));                                \
+    REQUIRE(cuda_require_status == cudaSuccess);                                                   \
+  } while (false)
+
+namespace gctest {
+
+/// A stream owned by the test (non-blocking unless asked otherwise).
+class stream {
+public:
+  explicit stream(unsigned int flags = cudaStreamNonBlocking) {
+    CUDA_REQUIRE(cudaStreamCreateWithFlags(&handle_, flags));
+  }
+  ~stream() { static_cast<void>(cudaStreamDestroy(handle_)); }
+  stream(const stream&) = delete;
+  stream& operator=(const stream&) = delete;
+  operator cudaStream_t() const noexcept { return handle_; } // NOLINT: a test helper
+  void synchronize() const { CUDA_REQUIRE(cudaStreamSynchronize(handle_)); }
+
+private:
+  cudaStream_t handle_ = nullptr;
+};
+
+/// An event owned by the test.
+class event {
+public:
+  explicit event(unsigned int flags = cudaEventDisableTiming) {
+    CUDA_REQUIRE(cudaEventCreateWithFlags(&handle_, flags));
+  }
+  ~event() { static_cast<void>(cudaEventDestroy(handle_)); }
+  event(const event&) = delete;
+  event& operator=(const event&) = delete;
+  operator cudaEvent_t() const noexcept { return handle_; } // NOLINT: a test helper
+
+private:
+  cudaEvent_t handle_ = nullptr;
+};
+
+/// Device memory for `count` objects of T, owned by the test.
+template <class T>
+class device_buffer {
+public:
+  explicit device_buffer(std::size_t count) : count_(count) {
+    CUDA_REQUIRE(cudaMalloc(reinterpret_cast<void**>(&data_), count * sizeof(T)));
+  }
+  ~device_buffer() { static_cast<void>(cudaFree(data_)); }
+  device_buffer(const device_buffer&) = delete;
+  device_buffer& operator=(const device_buffer&) = delete;
+  [[nodiscard]] T* get() const noexcept { return data_; }
+  [[nodiscard]] std::size_t size() const noexcept { return count_; }
+  [[nodiscard]] std::size_t bytes() const noexcept { return count_ * sizeof(T); }
+
+private:
+  T* data_ = nullptr;
+  std::size_t count_;
+};
+
+/// Whether `stream` is capturing, asked of CUDA directly (not through graphcap).
+inline bool capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  CUDA_REQUIRE(cudaStreamIsCapturing(stream, &status));
+  return status != cudaStreamCaptureStatusNone;
+}
+
+/// The runtime's last error is clear (graphcap must never leave one of its own behind).
+/// Without a driver CUDA's initialization error is sticky (every call, cudaGetLastError too,
+/// returns it), so on such a machine that one error is all that may be there.
+inline void require_no_last_error() {
+  const cudaError_t last = cudaPeekAtLastError();
+  INFO("last error: " << cudaGetErrorName(last));
+  if (last == cudaErrorInsufficientDriver || last == cudaErrorNoDevice) {
+    int devices = 0;
+    REQUIRE(cudaGetDeviceCount(&devices) == last);
+    return;
+  }
+  REQUIRE(last == cudaSuccess);
+}
+
+} // namespace gctest

@@ -191,6 +191,10 @@ cudaError_t cudaGraphCreate(cudaGraph_t* pGraph, unsigned int flags) {
 cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
     return api(__func__, [&] {
         if (!live_graph(graph)) return cudaErrorInvalidValue;
+        // A graph still receiving captured work must outlive the capture.
+        for (const auto& [id, c] : state().captures) {
+            if (c->graph == graph) return cudaErrorIllegalState;
+        }
         destroy_graph(graph);
         return cudaSuccess;
     });

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Builds everything and runs the whole suite, the examples and (if built) the benchmarks on a
+# machine with a GPU. Used on the H200 through the device tool; logs go to $OUT when set.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out="${OUT:-build-gpu/logs}"
+mkdir -p "$out"
+export PATH="/usr/local/cuda/bin:$PATH"
+build=build-gpu
+watch() { # what runs, every 60 s, so that a hang names its culprit
+  while sleep 60; do
+    { date +%T; ps -eo pid,etime,args --sort=start_time | grep -vE "ps -eo|sleep|grep" | tail -12; } >>"$out/ps.log"
+  done
+}
+watch &
+watcher=$!
+trap 'kill $watcher 2>/dev/null' EXIT
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+  -DGRAPHCAP_BUILD_BENCHMARKS="${GRAPHCAP_BUILD_BENCHMARKS:-OFF}" >"$out/configure.log" 2>&1 ||
+  { tail -50 "$out/configure.log"; exit 1; }
+SECONDS=0
+timeout "${BUILD_TIMEOUT:-300}" cmake --build "$build" -j "$(nproc)" >"$out/build.log" 2>&1
+built=$?
+echo "build: status $built after ${SECONDS}s"
+if [ $built -ne 0 ]; then
+  grep -E "error|FAILED" -A5 "$out/build.log" | head -60
+  tail -5 "$out/build.log"; tail -30 "$out/ps.log" 2>/dev/null
+  exit 1
+fi
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.txt"
+SECONDS=0
+(cd "$build" && timeout "${TEST_TIMEOUT:-240}" ctest -j8 --output-on-failure --timeout 120) >"$out/ctest.log" 2>&1
+status=$?
+echo "ctest: status $status after ${SECONDS}s"
+grep -E "Failed|Timeout|Exception|\*\*\*" "$out/ctest.log" | head -40
+grep -E "tests passed" "$out/ctest.log"
+for example in "$build"/examples/example_*; do
+  timeout 60 "$example" 2>&1 | tee -a "$out/examples.log"
+done
+exit $status

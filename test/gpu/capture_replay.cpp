@@ -1,4 +1,5 @@
-// GPU tests: real kernels captured and replayed (PyTorch's core graph scenarios).
+// GPU tests: real kernels captured and replayed (PyTorch's core graph scenarios). The kernels
+// live in kernels.cu; this file is plain C++.
 #include <graphcap/graphcap.hpp>
 
 #include "catch.hpp"
@@ -14,13 +15,13 @@ constexpr std::size_t n = 1000;
 TEST_CASE("capture 10 increments of a buffer of ones, replay once: sum 11000") {
   gctest::stream stream;
   gctest::device_buffer<float> data(n);
-  gctest::fill<<<gctest::blocks_for(n), 256, 0, stream>>>(data.get(), 1.0F, n);
+  gctest::launch_fill(stream, data.get(), 1.0F, n);
   stream.synchronize();
 
   gc::lean_graph graph;
   graph.capture(stream, [&](cudaStream_t s) {
     for (int i = 0; i < 10; ++i) {
-      gctest::add_scalar<<<gctest::blocks_for(n), 256, 0, s>>>(data.get(), 1.0F, n);
+      gctest::launch_add_scalar(s, data.get(), 1.0F, n);
     }
   });
   CHECK(graph.node_count() == 10);
@@ -34,11 +35,11 @@ TEST_CASE("capture 10 increments of a buffer of ones, replay once: sum 11000") {
 TEST_CASE("reset and recapture a different computation") {
   gctest::stream stream;
   gctest::device_buffer<float> data(n);
-  gctest::fill<<<gctest::blocks_for(n), 256, 0, stream>>>(data.get(), 1.0F, n);
+  gctest::launch_fill(stream, data.get(), 1.0F, n);
   gc::lean_graph graph;
   graph.capture([&](cudaStream_t s) {
     for (int i = 0; i < 10; ++i) {
-      gctest::add_scalar<<<gctest::blocks_for(n), 256, 0, s>>>(data.get(), 1.0F, n);
+      gctest::launch_add_scalar(s, data.get(), 1.0F, n);
     }
   });
   graph.replay(stream);
@@ -47,7 +48,7 @@ TEST_CASE("reset and recapture a different computation") {
   graph.reset();
   graph.capture([&](cudaStream_t s) {
     for (int i = 0; i < 10; ++i) {
-      gctest::add_scalar<<<gctest::blocks_for(n), 256, 0, s>>>(data.get(), 2.0F, n);
+      gctest::launch_add_scalar(s, data.get(), 2.0F, n);
     }
   });
   graph.replay(stream);
@@ -62,7 +63,7 @@ TEST_CASE("timing events recorded inside the graph report elapsed time after a r
   gc::lean_graph graph;
   graph.capture(stream, [&](cudaStream_t s) {
     CUDA_REQUIRE(cudaEventRecordWithFlags(start, s, cudaEventRecordExternal));
-    gctest::spin<<<1, 1, 0, s>>>(1'000'000);
+    gctest::launch_spin(s, 1'000'000);
     CUDA_REQUIRE(cudaEventRecordWithFlags(stop, s, cudaEventRecordExternal));
   });
   graph.replay(stream);
@@ -75,9 +76,9 @@ TEST_CASE("timing events recorded inside the graph report elapsed time after a r
 TEST_CASE("each mode captures and replays kernels") {
   gctest::stream stream;
   gctest::device_buffer<float> data(n);
-  gctest::fill<<<gctest::blocks_for(n), 256, 0, stream>>>(data.get(), 0.0F, n);
+  gctest::launch_fill(stream, data.get(), 0.0F, n);
   auto add_one = [&](cudaStream_t s) {
-    gctest::add_scalar<<<gctest::blocks_for(n), 256, 0, s>>>(data.get(), 1.0F, n);
+    gctest::launch_add_scalar(s, data.get(), 1.0F, n);
   };
   gc::graph_with<gc::mode::global> global;
   gc::graph_with<gc::mode::thread_local_> local;
@@ -98,7 +99,7 @@ TEST_CASE("1000 capture/replay/reset cycles do not grow device memory") {
   gc::lean_graph graph;
   auto cycle = [&] {
     graph.capture([&](cudaStream_t s) {
-      gctest::add_scalar<<<gctest::blocks_for(n), 256, 0, s>>>(data.get(), 1.0F, n);
+      gctest::launch_add_scalar(s, data.get(), 1.0F, n);
     });
     graph.replay(stream);
     graph.reset();

@@ -15,7 +15,9 @@ using server = gc::graph_with<gc::mode::thread_local_>;
 static_assert(std::is_same_v<lean, gc::lean_graph>);
 static_assert(sizeof(server) == sizeof(lean), "a capture mode is a type, never stored");
 
-__global__ void touch(int* flag) { *flag += 1; }
+__global__ void touch(int* flag) {
+  *flag += 1;
+}
 
 int main() {
   std::printf("configurations: sizeof(lean_graph) = %zu bytes (three handles, a device, a node "

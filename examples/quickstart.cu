@@ -57,7 +57,8 @@ int main() {
     graph.replay(stream);
   }
   example::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-  const std::chrono::duration<double, std::micro> replayed = std::chrono::steady_clock::now() - start;
+  const std::chrono::duration<double, std::micro> replayed =
+      std::chrono::steady_clock::now() - start;
 
   std::printf("quickstart: %d steps of %d kernels (graph of %zu nodes)\n", steps, kernels_per_step,
               graph.node_count());

@@ -239,10 +239,10 @@ public:
   /// the graph keeps ownership. Editing it takes effect at the next instantiate().
   [[nodiscard]] cudaGraph_t raw_graph() const {
     if (!graph_) {
-      throw state_error(message("raw_graph()", keep_graph_
-                                                   ? "capture first"
-                                                   : "construct the graph with graphcap::keep_graph "
-                                                     "to keep the template after instantiation"));
+      throw state_error(
+          message("raw_graph()", keep_graph_ ? "capture first"
+                                             : "construct the graph with graphcap::keep_graph "
+                                               "to keep the template after instantiation"));
     }
     return graph_.get();
   }
@@ -263,7 +263,8 @@ public:
       throw state_error(message("debug_dump()", "construct the graph with graphcap::keep_graph "
                                                 "to keep the template for debug_dump()"));
     }
-    const unsigned int flags = verbose ? static_cast<unsigned int>(cudaGraphDebugDotFlagsVerbose) : 0U;
+    const unsigned int flags =
+        verbose ? static_cast<unsigned int>(cudaGraphDebugDotFlagsVerbose) : 0U;
     detail::check(cudaGraphDebugDotPrint(graph_.get(), path.c_str(), flags),
                   "cudaGraphDebugDotPrint");
   }
@@ -307,7 +308,8 @@ private:
       }
       state_ = graph_state::empty;
       abort_policies();
-      const cudaError_t reported = status == cudaSuccess ? cudaErrorStreamCaptureInvalidated : status;
+      const cudaError_t reported =
+          status == cudaSuccess ? cudaErrorStreamCaptureInvalidated : status;
       detail::throw_cuda<capture_error>(reported, "cudaStreamEndCapture",
                                         invalidation_hint(reported, stream));
     }
@@ -387,7 +389,7 @@ private:
   GRAPHCAP_COLD void recover_failed_replay(cudaError_t status, cudaStream_t stream) {
     if (!exec_) {
       static_cast<void>(cudaGetLastError()); // the failed launch of a null graph
-      ensure_executable("replay()");          // throws unless lazily instantiable
+      ensure_executable("replay()");         // throws unless lazily instantiable
       detail::check(cudaGraphLaunch(exec_.get(), stream), "cudaGraphLaunch");
       return;
     }
@@ -440,10 +442,11 @@ private:
     return text;
   }
 
-  template <class Work>
-  static decltype(auto) run_capture(scope cap, Work&& work) {
-    if constexpr (std::is_invocable_v<Work, scope&>) {
-      using result = std::invoke_result_t<Work, scope&>;
+  // `Scope` is always `scope`; a template parameter because `scope` is still incomplete here.
+  template <class Scope, class Work>
+  static decltype(auto) run_capture(Scope cap, Work&& work) {
+    if constexpr (std::is_invocable_v<Work, Scope&>) {
+      using result = std::invoke_result_t<Work, Scope&>;
       if constexpr (std::is_void_v<result>) {
         std::invoke(std::forward<Work>(work), cap);
         cap.end();
@@ -478,7 +481,8 @@ private:
     }
   }
 
-  // -- data: the handles a hand-written program needs, then the policies (empty when off) ----------
+  // -- data: the handles a hand-written program needs, then the policies (empty when off)
+  // ----------
 
   detail::graph_handle graph_;        // the captured template (kept only with keep_graph)
   detail::exec_handle exec_;          // the executable graph

@@ -40,17 +40,15 @@ template <class... Policies>
 struct policy_selection {
   static constexpr auto categories = hana::tuple_t<typename category_of<Policies>::type...>;
 
-  static_assert(!hana::any_of(categories, [](auto category) {
-                  return category == hana::type_c<void>;
-                }),
+  static_assert(!hana::any_of(categories,
+                              [](auto category) { return category == hana::type_c<void>; }),
                 "graphcap::graph_with: every argument must be a graphcap policy: a type from "
                 "graphcap::mode, graphcap::pool, graphcap::annot or graphcap::liveness");
 
   template <class Category>
   static constexpr auto count_of() {
-    return hana::count_if(categories, [](auto category) {
-      return category == hana::type_c<Category>;
-    });
+    return hana::count_if(categories,
+                          [](auto category) { return category == hana::type_c<Category>; });
   }
   static_assert(count_of<mode_category>() <= hana::size_c<1>,
                 "graphcap::graph_with: two capture modes given; name at most one graphcap::mode");

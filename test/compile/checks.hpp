@@ -12,7 +12,8 @@ namespace graphcap_checks {
 
 using namespace graphcap;
 
-// ---- "off" policies are empty: they cost no byte -------------------------------------------------
+// ---- "off" policies are empty: they cost no byte
+// -------------------------------------------------
 static_assert(std::is_empty_v<pool::none>);
 static_assert(std::is_empty_v<annot::off>);
 static_assert(std::is_empty_v<liveness::off>);
@@ -20,9 +21,10 @@ static_assert(std::is_empty_v<mode::global> && std::is_empty_v<mode::thread_loca
               std::is_empty_v<mode::relaxed>);
 static_assert(std::is_empty_v<annot::off::marker>);
 
-// ---- the lean graph is exactly the handles a hand-written program keeps --------------------------
-// A careful hand-written capture/replay keeps the template, the executable graph, a capture
-// stream, the capture device, the node count and a state; graphcap adds nothing to that.
+// ---- the lean graph is exactly the handles a hand-written program keeps
+// -------------------------- A careful hand-written capture/replay keeps the template, the
+// executable graph, a capture stream, the capture device, the node count and a state; graphcap adds
+// nothing to that.
 struct hand_written_graph {
   cudaGraph_t graph;
   cudaGraphExec_t exec;
@@ -60,9 +62,9 @@ static_assert(!liveness_policy<annot::off> && !liveness_policy<void*>);
 static_assert(std::is_same_v<graph_with<>, lean_graph>);
 static_assert(std::is_same_v<graph_with<mode::relaxed>,
                              basic_graph<mode::relaxed, pool::none, annot::off, liveness::off>>);
-static_assert(std::is_same_v<graph_with<liveness::off, mode::thread_local_, annot::off>,
-                             basic_graph<mode::thread_local_, pool::none, annot::off,
-                                         liveness::off>>);
+static_assert(
+    std::is_same_v<graph_with<liveness::off, mode::thread_local_, annot::off>,
+                   basic_graph<mode::thread_local_, pool::none, annot::off, liveness::off>>);
 static_assert(std::is_same_v<graph_with<pool::none, mode::global>, lean_graph>);
 
 // ---- the graph type: move-only, nothrow moves, scope move-only ----------------------------------
@@ -76,11 +78,13 @@ static_assert(!std::is_copy_constructible_v<lean_graph::scope> &&
 static_assert(std::is_nothrow_destructible_v<lean_graph::scope>);
 
 // ---- errors: one hierarchy, capture failures are CUDA failures ----------------------------------
-static_assert(std::derived_from<cuda_error, error> && std::derived_from<capture_error, cuda_error> &&
-              std::derived_from<state_error, error> && std::derived_from<error, std::runtime_error>);
+static_assert(std::derived_from<cuda_error, error> &&
+              std::derived_from<capture_error, cuda_error> &&
+              std::derived_from<state_error, error> &&
+              std::derived_from<error, std::runtime_error>);
 
 // ---- annot::off's mark returns the empty marker -------------------------------------------------
-static_assert(std::is_same_v<decltype(std::declval<lean_graph::scope&>().mark("x")),
-                             annot::off::marker>);
+static_assert(
+    std::is_same_v<decltype(std::declval<lean_graph::scope&>().mark("x")), annot::off::marker>);
 
 } // namespace graphcap_checks

@@ -1,2 +1,4 @@
 #include "checks.hpp"
-int main() { return 0; }
+int main() {
+  return 0;
+}

@@ -8,4 +8,6 @@ using wrong = gc::basic_graph<gc::mode::global, gc::pool::none, gc::annot::off, 
 #else
 using wrong = gc::basic_graph<gc::mode::global, gc::pool::none, gc::annot::off, gc::annot::off>;
 #endif
-int main() { wrong graph; }
+int main() {
+  wrong graph;
+}

@@ -7,4 +7,6 @@ using config = graphcap::graph_with<graphcap::mode::global>;
 #else
 using config = graphcap::graph_with<graphcap::mode::global, graphcap::mode::relaxed>;
 #endif
-int main() { config graph; }
+int main() {
+  config graph;
+}

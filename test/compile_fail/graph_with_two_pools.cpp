@@ -5,6 +5,9 @@
 #ifdef GRAPHCAP_CONTROL
 using config = graphcap::graph_with<graphcap::pool::none, graphcap::annot::off>;
 #else
-using config = graphcap::graph_with<graphcap::pool::none, graphcap::annot::off, graphcap::pool::none>;
+using config =
+    graphcap::graph_with<graphcap::pool::none, graphcap::annot::off, graphcap::pool::none>;
 #endif
-int main() { config graph; }
+int main() {
+  config graph;
+}

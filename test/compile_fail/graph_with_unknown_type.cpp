@@ -7,4 +7,6 @@ using config = graphcap::graph_with<graphcap::mode::relaxed>;
 #else
 using config = graphcap::graph_with<graphcap::mode::relaxed, int>;
 #endif
-int main() { config graph; }
+int main() {
+  config graph;
+}

@@ -7,6 +7,9 @@ namespace gc = graphcap;
 #ifdef GRAPHCAP_CONTROL
 using wrong = gc::basic_graph<gc::mode::global, gc::pool::none, gc::annot::off, gc::liveness::off>;
 #else
-using wrong = gc::basic_graph<gc::mode::global, gc::mode::relaxed, gc::annot::off, gc::liveness::off>;
+using wrong =
+    gc::basic_graph<gc::mode::global, gc::mode::relaxed, gc::annot::off, gc::liveness::off>;
 #endif
-int main() { wrong graph; }
+int main() {
+  wrong graph;
+}

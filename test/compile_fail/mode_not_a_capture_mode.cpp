@@ -12,4 +12,6 @@ struct my_mode {
 #endif
 };
 using config = gc::basic_graph<my_mode, gc::pool::none, gc::annot::off, gc::liveness::off>;
-int main() { config graph; }
+int main() {
+  config graph;
+}

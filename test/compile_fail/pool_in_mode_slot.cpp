@@ -8,4 +8,6 @@ using wrong = gc::basic_graph<gc::mode::relaxed, gc::pool::none, gc::annot::off,
 #else
 using wrong = gc::basic_graph<gc::pool::none, gc::pool::none, gc::annot::off, gc::liveness::off>;
 #endif
-int main() { wrong graph; }
+int main() {
+  wrong graph;
+}

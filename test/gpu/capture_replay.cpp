@@ -77,9 +77,7 @@ TEST_CASE("each mode captures and replays kernels") {
   gctest::stream stream;
   gctest::device_buffer<float> data(n);
   gctest::launch_fill(stream, data.get(), 0.0F, n);
-  auto add_one = [&](cudaStream_t s) {
-    gctest::launch_add_scalar(s, data.get(), 1.0F, n);
-  };
+  auto add_one = [&](cudaStream_t s) { gctest::launch_add_scalar(s, data.get(), 1.0F, n); };
   gc::graph_with<gc::mode::global> global;
   gc::graph_with<gc::mode::thread_local_> local;
   gc::graph_with<gc::mode::relaxed> relaxed;
@@ -98,9 +96,7 @@ TEST_CASE("1000 capture/replay/reset cycles do not grow device memory") {
   gctest::device_buffer<float> data(n);
   gc::lean_graph graph;
   auto cycle = [&] {
-    graph.capture([&](cudaStream_t s) {
-      gctest::launch_add_scalar(s, data.get(), 1.0F, n);
-    });
+    graph.capture([&](cudaStream_t s) { gctest::launch_add_scalar(s, data.get(), 1.0F, n); });
     graph.replay(stream);
     graph.reset();
   };

@@ -41,7 +41,9 @@ void launch_fill(cudaStream_t stream, float* data, float value, std::size_t coun
   fill<<<blocks_for(count), threads, 0, stream>>>(data, value, count);
 }
 
-void launch_spin(cudaStream_t stream, long long cycles) { spin<<<1, 1, 0, stream>>>(cycles); }
+void launch_spin(cudaStream_t stream, long long cycles) {
+  spin<<<1, 1, 0, stream>>>(cycles);
+}
 
 double sum(const float* device, std::size_t count) {
   std::vector<float> host(count);

@@ -61,7 +61,7 @@ TEST_CASE("only 0 and cudaStreamLegacy are the legacy default stream") {
   CHECK_FALSE(gc::is_legacy_default_stream(cudaStreamPerThread));
 }
 
-TEST_CASE("reset of an empty graph is harmless; moved-from graphs are empty") {
+TEST_CASE("reset of an empty graph is harmless and moved-from graphs are empty") {
   gc::lean_graph graph;
   REQUIRE_NOTHROW(graph.reset());
   gc::lean_graph other = std::move(graph);

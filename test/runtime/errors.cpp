@@ -12,7 +12,9 @@ namespace gc = graphcap;
 
 namespace {
 
-void CUDART_CB add_one(void* counter) { ++*static_cast<int*>(counter); }
+void CUDART_CB add_one(void* counter) {
+  ++*static_cast<int*>(counter);
+}
 
 /// After a failed capture: the graph is empty, the stream free, and the graph captures again.
 void require_recovered(gc::lean_graph& graph, cudaStream_t stream) {

@@ -16,14 +16,16 @@ namespace gc = graphcap;
 
 namespace {
 
-void CUDART_CB add_one(void* counter) { ++*static_cast<int*>(counter); }
+void CUDART_CB add_one(void* counter) {
+  ++*static_cast<int*>(counter);
+}
 
 /// Captures `count` memsets of `value` followed by a copy to `host`, on `stream`.
 void fill_and_copy(cudaStream_t stream, gctest::device_buffer<unsigned char>& device,
                    std::vector<unsigned char>& host, int value) {
   CUDA_REQUIRE(cudaMemsetAsync(device.get(), value, device.bytes(), stream));
-  CUDA_REQUIRE(cudaMemcpyAsync(host.data(), device.get(), device.bytes(), cudaMemcpyDeviceToHost,
-                               stream));
+  CUDA_REQUIRE(
+      cudaMemcpyAsync(host.data(), device.get(), device.bytes(), cudaMemcpyDeviceToHost, stream));
 }
 
 } // namespace
@@ -101,7 +103,7 @@ TEST_CASE("reset, then recapture a different computation into the same graph") {
   CHECK(counter == 1);
 }
 
-TEST_CASE("the three callable forms: scope, stream, nothing; the work's result is returned") {
+TEST_CASE("the three callable forms (scope, stream, nothing) and the work result returned") {
   gctest::stream stream;
   int counter = 0;
   gc::lean_graph with_scope;
@@ -112,12 +114,12 @@ TEST_CASE("the three callable forms: scope, stream, nothing; the work's result i
   CHECK(answer == 42);
 
   gc::lean_graph with_stream;
-  with_stream.capture(stream, [&](cudaStream_t s) {
-    CUDA_REQUIRE(cudaLaunchHostFunc(s, add_one, &counter));
-  });
+  with_stream.capture(
+      stream, [&](cudaStream_t s) { CUDA_REQUIRE(cudaLaunchHostFunc(s, add_one, &counter)); });
 
   gc::lean_graph with_nothing;
-  with_nothing.capture(stream, [&] { CUDA_REQUIRE(cudaLaunchHostFunc(stream, add_one, &counter)); });
+  with_nothing.capture(stream,
+                       [&] { CUDA_REQUIRE(cudaLaunchHostFunc(stream, add_one, &counter)); });
 
   with_scope.replay(stream);
   with_stream.replay(stream);
@@ -213,7 +215,7 @@ TEST_CASE("without keep_graph: no template after capture, instantiate() twice is
   CHECK(counter == 1);
 }
 
-TEST_CASE("capturing twice without reset is a state_error; the first graph stays usable") {
+TEST_CASE("capturing twice without reset is a state_error and the first graph stays usable") {
   gctest::stream stream;
   int counter = 0;
   gc::lean_graph graph;
@@ -238,7 +240,7 @@ TEST_CASE("upload() prepares the first replay") {
   CHECK(counter == 1);
 }
 
-TEST_CASE("a moved graph replays; the moved-from graph is empty") {
+TEST_CASE("a moved graph replays and the moved-from graph is empty") {
   gctest::stream stream;
   int counter = 0;
   gc::lean_graph first;

@@ -14,7 +14,9 @@ namespace gc = graphcap;
 
 namespace {
 
-void CUDART_CB add_one(void* counter) { ++*static_cast<std::atomic<int>*>(counter); }
+void CUDART_CB add_one(void* counter) {
+  ++*static_cast<std::atomic<int>*>(counter);
+}
 
 /// Runs `other_thread` on a second thread while `Graph` captures, and returns what
 /// cudaMalloc returned there. The capture itself then ends (or fails) normally.
@@ -83,9 +85,8 @@ TEST_CASE("destroying graph A while another thread captures B in global mode is 
   gctest::stream stream_b;
   std::atomic<int> counter{0};
   auto graph_a = std::make_unique<gc::lean_graph>();
-  graph_a->capture(stream_a, [&](cudaStream_t s) {
-    CUDA_REQUIRE(cudaLaunchHostFunc(s, add_one, &counter));
-  });
+  graph_a->capture(stream_a,
+                   [&](cudaStream_t s) { CUDA_REQUIRE(cudaLaunchHostFunc(s, add_one, &counter)); });
   graph_a->replay(stream_a);
   stream_a.synchronize();
 

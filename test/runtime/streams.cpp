@@ -7,7 +7,9 @@
 namespace gc = graphcap;
 
 namespace {
-void CUDART_CB add_one(void* counter) { ++*static_cast<int*>(counter); }
+void CUDART_CB add_one(void* counter) {
+  ++*static_cast<int*>(counter);
+}
 } // namespace
 
 TEST_CASE("replay on the legacy default stream, the per-thread stream and a user stream") {

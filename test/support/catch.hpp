@@ -12,12 +12,16 @@
 #include <catch2/matchers/catch_matchers_string.hpp>
 #define GRAPHCAP_CATCH_MAJOR 3
 namespace gctest {
-inline auto contains(const std::string& text) { return Catch::Matchers::ContainsSubstring(text); }
+inline auto contains(const std::string& text) {
+  return Catch::Matchers::ContainsSubstring(text);
+}
 } // namespace gctest
 #else
 #include <catch2/catch.hpp>
 #define GRAPHCAP_CATCH_MAJOR 2
 namespace gctest {
-inline auto contains(const std::string& text) { return Catch::Matchers::Contains(text); }
+inline auto contains(const std::string& text) {
+  return Catch::Matchers::Contains(text);
+}
 } // namespace gctest
 #endif

@@ -27,6 +27,8 @@ public:
   }
   relaxed_capture_mode_guard(const relaxed_capture_mode_guard&) = delete;
   relaxed_capture_mode_guard& operator=(const relaxed_capture_mode_guard&) = delete;
+  relaxed_capture_mode_guard(relaxed_capture_mode_guard&&) = delete;
+  relaxed_capture_mode_guard& operator=(relaxed_capture_mode_guard&&) = delete;
 
 private:
   cudaStreamCaptureMode previous_ = cudaStreamCaptureModeRelaxed;

@@ -27,13 +27,15 @@ constexpr std::string_view hint_for(cudaError_t code) noexcept {
   case cudaErrorStreamCaptureUnsupported:
     return "an operation not permitted during stream capture (cudaMalloc, a synchronize, a query "
            "of a capturing stream, or a capture on the legacy default stream) was called; move it "
-           "out of the capture, or use mode::thread_local_ / mode::relaxed if another thread made it";
+           "out of the capture, or use mode::thread_local_ / mode::relaxed if another thread made "
+           "it";
   case cudaErrorStreamCaptureInvalidated:
     return "the capture was invalidated by an earlier operation not permitted during capture "
            "(cudaMalloc, a synchronizing call, or another thread's unsafe call under mode::global)";
   case cudaErrorStreamCaptureUnjoined:
     return "work was forked to another stream during the capture and never joined back: record an "
-           "event on each forked stream and cudaStreamWaitEvent the capture stream on it before the "
+           "event on each forked stream and cudaStreamWaitEvent the capture stream on it before "
+           "the "
            "capture ends";
   case cudaErrorStreamCaptureUnmatched:
     return "the capture was ended on a stream other than the one it began on";
@@ -63,7 +65,7 @@ constexpr std::string_view hint_for(cudaError_t code) noexcept {
 /// leaves a status of its own behind for an unrelated cudaGetLastError to find.
 template <class Error = cuda_error>
 GRAPHCAP_COLD [[noreturn]] void throw_cuda(cudaError_t code, std::string_view call,
-                                            std::string_view hint = {}) {
+                                           std::string_view hint = {}) {
   static_cast<void>(cudaGetLastError());
   throw Error(code, call, hint.empty() ? hint_for(code) : hint);
 }

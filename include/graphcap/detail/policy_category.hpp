@@ -13,6 +13,8 @@ struct annot_category {};
 struct liveness_category {};
 
 template <class P>
-concept has_policy_category = requires { typename P::policy_category; };
+concept has_policy_category = requires {
+  typename P::policy_category;
+};
 
 } // namespace graphcap::detail

@@ -21,23 +21,22 @@ using annotation_entry = std::pair<std::string_view, std::string_view>;
 
 /// An Annot policy: lifecycle hooks plus `mark`, which opens a tagging scope on a capture stream.
 template <class A>
-concept annotation_policy =
-    detail::has_policy_category<A> &&
+concept annotation_policy = detail::has_policy_category<A> &&
     std::same_as<typename A::policy_category, detail::annot_category> &&
     std::is_nothrow_move_constructible_v<A> && std::is_nothrow_move_assignable_v<A> &&
     requires(A& annot, cudaStream_t stream, cudaGraph_t graph, cudaGraphExec_t exec,
              std::string_view name, std::initializer_list<annotation_entry> entries) {
-      annot.mark(stream, name);
-      annot.mark(stream, entries);
-      annot.before_capture(stream);
-      annot.after_capture_begin(stream);
-      annot.before_capture_end(stream);
-      annot.after_capture_end(graph);
-      annot.on_capture_abort();
-      annot.after_instantiate(exec);
-      annot.before_replay(stream);
-      annot.on_reset();
-    };
+  annot.mark(stream, name);
+  annot.mark(stream, entries);
+  annot.before_capture(stream);
+  annot.after_capture_begin(stream);
+  annot.before_capture_end(stream);
+  annot.after_capture_end(graph);
+  annot.on_capture_abort();
+  annot.after_instantiate(exec);
+  annot.before_replay(stream);
+  annot.on_reset();
+};
 
 namespace annot {
 
@@ -47,10 +46,17 @@ struct off : detail::no_hooks<detail::annot_category> {
   /// What `mark` returns when annotations are off: an empty RAII object, so that code written
   /// for annotated graphs compiles unchanged and costs nothing.
   struct [[nodiscard("a marker tags the nodes captured while it lives; name it")]] marker {
-    // User-provided (and empty) so that `auto region = cap.mark("x");` draws no unused-variable
-    // warning, as the marker of an enabled policy would not; it still compiles to nothing.
+    // The destructor is user-provided (and empty) so that `auto region = cap.mark("x");` draws
+    // no unused-variable warning, as the marker of an enabled policy would not. It still
+    // compiles to nothing.
+    constexpr marker() noexcept = default;
+    constexpr marker(const marker&) noexcept = default;
+    constexpr marker(marker&&) noexcept = default;
+    constexpr marker& operator=(const marker&) noexcept = default;
+    constexpr marker& operator=(marker&&) noexcept = default;
     constexpr ~marker() {} // NOLINT(modernize-use-equals-default): see above
   };
+
 
   constexpr marker mark(cudaStream_t /*stream*/, std::string_view /*name*/) noexcept { return {}; }
   constexpr marker mark(cudaStream_t /*stream*/,

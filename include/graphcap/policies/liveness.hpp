@@ -15,22 +15,21 @@ namespace graphcap {
 
 /// A Liveness policy: lifecycle hooks plus `add_input`, for inputs the graph reaches indirectly.
 template <class L>
-concept liveness_policy =
-    detail::has_policy_category<L> &&
+concept liveness_policy = detail::has_policy_category<L> &&
     std::same_as<typename L::policy_category, detail::liveness_category> &&
     std::is_nothrow_move_constructible_v<L> && std::is_nothrow_move_assignable_v<L> &&
     requires(L& live, cudaStream_t stream, cudaGraph_t graph, cudaGraphExec_t exec,
              const void* pointer) {
-      live.add_input(pointer);
-      live.before_capture(stream);
-      live.after_capture_begin(stream);
-      live.before_capture_end(stream);
-      live.after_capture_end(graph);
-      live.on_capture_abort();
-      live.after_instantiate(exec);
-      live.before_replay(stream);
-      live.on_reset();
-    };
+  live.add_input(pointer);
+  live.before_capture(stream);
+  live.after_capture_begin(stream);
+  live.before_capture_end(stream);
+  live.after_capture_end(graph);
+  live.on_capture_abort();
+  live.after_instantiate(exec);
+  live.before_replay(stream);
+  live.on_reset();
+};
 
 namespace liveness {
 

@@ -21,12 +21,11 @@ namespace graphcap {
 
 /// A Mode policy: a stateless type naming a cudaStreamCaptureMode.
 template <class M>
-concept capture_mode =
-    detail::has_policy_category<M> &&
+concept capture_mode = detail::has_policy_category<M> &&
     std::same_as<typename M::policy_category, detail::mode_category> && std::is_empty_v<M> &&
     requires {
-      { M::value } -> std::convertible_to<cudaStreamCaptureMode>;
-    };
+  { M::value } -> std::convertible_to<cudaStreamCaptureMode>;
+};
 
 namespace mode {
 

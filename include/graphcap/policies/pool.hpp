@@ -18,22 +18,21 @@ namespace graphcap {
 /// A Pool policy: lifecycle hooks, a flag saying whether it can allocate, and the flags it needs
 /// passed to cudaGraphInstantiateWithFlags.
 template <class P>
-concept pool_strategy =
-    detail::has_policy_category<P> &&
+concept pool_strategy = detail::has_policy_category<P> &&
     std::same_as<typename P::policy_category, detail::pool_category> &&
     std::is_nothrow_move_constructible_v<P> && std::is_nothrow_move_assignable_v<P> &&
     requires(P& pool, cudaStream_t stream, cudaGraph_t graph, cudaGraphExec_t exec) {
-      { P::can_allocate } -> std::convertible_to<bool>;
-      { P::instantiate_flags } -> std::convertible_to<unsigned long long>;
-      pool.before_capture(stream);
-      pool.after_capture_begin(stream);
-      pool.before_capture_end(stream);
-      pool.after_capture_end(graph);
-      pool.on_capture_abort();
-      pool.after_instantiate(exec);
-      pool.before_replay(stream);
-      pool.on_reset();
-    };
+  { P::can_allocate } -> std::convertible_to<bool>;
+  { P::instantiate_flags } -> std::convertible_to<unsigned long long>;
+  pool.before_capture(stream);
+  pool.after_capture_begin(stream);
+  pool.before_capture_end(stream);
+  pool.after_capture_end(graph);
+  pool.on_capture_abort();
+  pool.after_instantiate(exec);
+  pool.before_replay(stream);
+  pool.on_reset();
+};
 
 namespace pool {
 

@@ -14,121 +14,147 @@ namespace {
 // Like api(), for driver functions: counted, fault-injectable, locked.
 template <class Body>
 CUresult driver_api(const char* name, Body&& body) {
-    if (thread_state().in_callback) return CUDA_ERROR_NOT_PERMITTED;
-    State& st = state();
-    std::lock_guard<std::recursive_mutex> lock(st.mu);
-    ++st.calls[name];
-    if (st.no_driver) return CUDA_ERROR_NOT_INITIALIZED;
-    cudaError_t injected = cudaSuccess;
-    if (take_fault(name, injected)) return static_cast<CUresult>(injected);
-    return body();
+  if (thread_state().in_callback)
+    return CUDA_ERROR_NOT_PERMITTED;
+  State& st = state();
+  std::lock_guard<std::recursive_mutex> lock(st.mu);
+  ++st.calls[name];
+  if (st.no_driver)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  cudaError_t injected = cudaSuccess;
+  if (take_fault(name, injected))
+    return static_cast<CUresult>(injected);
+  return body();
 }
 
 CUresult CUDAAPI pointer_get_attribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr) {
-    return driver_api("cuPointerGetAttribute", [&] {
-        if (!data) return CUDA_ERROR_INVALID_VALUE;
-        const void* p = reinterpret_cast<const void*>(static_cast<std::uintptr_t>(ptr));
-        const Allocation* a = find_allocation(p);
-        // Freed (or never allocated) memory has no attributes.
-        if (!a || !a->mapped) return CUDA_ERROR_INVALID_VALUE;
-        const bool pinned = a->kind == Allocation::Kind::pinned;
-        switch (attribute) {
-            case CU_POINTER_ATTRIBUTE_BUFFER_ID:
-                *static_cast<unsigned long long*>(data) = a->buffer_id;
-                break;
-            case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: *static_cast<int*>(data) = a->device; break;
-            case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
-                *static_cast<unsigned int*>(data) = pinned ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
-                break;
-            case CU_POINTER_ATTRIBUTE_DEVICE_POINTER: *static_cast<CUdeviceptr*>(data) = ptr; break;
-            case CU_POINTER_ATTRIBUTE_HOST_POINTER:
-                if (!pinned) return CUDA_ERROR_INVALID_VALUE;
-                *static_cast<void**>(data) = const_cast<void*>(p);
-                break;
-            case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
-                *static_cast<CUdeviceptr*>(data) = reinterpret_cast<std::uintptr_t>(a->base);
-                break;
-            case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *static_cast<std::size_t*>(data) = a->size; break;
-            case CU_POINTER_ATTRIBUTE_IS_MANAGED: *static_cast<unsigned int*>(data) = 0; break;
-            case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
-                *static_cast<CUmemoryPool*>(data) = a->pool;
-                break;
-            default: return CUDA_ERROR_INVALID_VALUE;
-        }
-        return CUDA_SUCCESS;
-    });
+  return driver_api("cuPointerGetAttribute", [&] {
+    if (!data)
+      return CUDA_ERROR_INVALID_VALUE;
+    const void* p = reinterpret_cast<const void*>(static_cast<std::uintptr_t>(ptr));
+    const Allocation* a = find_allocation(p);
+    // Freed (or never allocated) memory has no attributes.
+    if (!a || !a->mapped)
+      return CUDA_ERROR_INVALID_VALUE;
+    const bool pinned = a->kind == Allocation::Kind::pinned;
+    switch (attribute) {
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+      *static_cast<unsigned long long*>(data) = a->buffer_id;
+      break;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+      *static_cast<int*>(data) = a->device;
+      break;
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+      *static_cast<unsigned int*>(data) = pinned ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+      break;
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+      *static_cast<CUdeviceptr*>(data) = ptr;
+      break;
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+      if (!pinned)
+        return CUDA_ERROR_INVALID_VALUE;
+      *static_cast<void**>(data) = const_cast<void*>(p);
+      break;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+      *static_cast<CUdeviceptr*>(data) = reinterpret_cast<std::uintptr_t>(a->base);
+      break;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+      *static_cast<std::size_t*>(data) = a->size;
+      break;
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+      *static_cast<unsigned int*>(data) = 0;
+      break;
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
+      *static_cast<CUmemoryPool*>(data) = a->pool;
+      break;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    return CUDA_SUCCESS;
+  });
 }
 
 // There are no kernel nodes in the double, so no node has kernel parameters.
 CUresult CUDAAPI graph_kernel_node_get_params_v1(CUgraphNode, CUDA_KERNEL_NODE_PARAMS_v1*) {
-    return driver_api("cuGraphKernelNodeGetParams", [] { return CUDA_ERROR_INVALID_VALUE; });
+  return driver_api("cuGraphKernelNodeGetParams", [] { return CUDA_ERROR_INVALID_VALUE; });
 }
 
 CUresult CUDAAPI graph_kernel_node_get_params_v2(CUgraphNode, CUDA_KERNEL_NODE_PARAMS_v2*) {
-    return driver_api("cuGraphKernelNodeGetParams", [] { return CUDA_ERROR_INVALID_VALUE; });
+  return driver_api("cuGraphKernelNodeGetParams", [] { return CUDA_ERROR_INVALID_VALUE; });
 }
 
 // No CUfunction handle can be valid without kernels.
 CUresult CUDAAPI func_get_param_info(CUfunction func, size_t, size_t*, size_t*) {
-    return driver_api("cuFuncGetParamInfo", [&] { return func ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_VALUE; });
+  return driver_api("cuFuncGetParamInfo",
+                    [&] { return func ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_VALUE; });
 }
 
 CUresult CUDAAPI func_get_name(const char** name, CUfunction func) {
-    return driver_api("cuFuncGetName", [&] {
-        return name && func ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_VALUE;
-    });
+  return driver_api("cuFuncGetName", [&] {
+    return name && func ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_VALUE;
+  });
 }
 
 struct EntryPoint {
-    const char* symbol;
-    int introduced;  // CUDA version of this ABI of the symbol
-    void* function;
+  const char* symbol;
+  int introduced; // CUDA version of this ABI of the symbol
+  void* function;
 };
 
 // Newest ABI first for each symbol.
 const EntryPoint kEntryPoints[] = {
     {"cuPointerGetAttribute", 4000, reinterpret_cast<void*>(&pointer_get_attribute)},
-    {"cuGraphKernelNodeGetParams", 12000, reinterpret_cast<void*>(&graph_kernel_node_get_params_v2)},
-    {"cuGraphKernelNodeGetParams", 10000, reinterpret_cast<void*>(&graph_kernel_node_get_params_v1)},
+    {"cuGraphKernelNodeGetParams", 12000,
+     reinterpret_cast<void*>(&graph_kernel_node_get_params_v2)},
+    {"cuGraphKernelNodeGetParams", 10000,
+     reinterpret_cast<void*>(&graph_kernel_node_get_params_v1)},
     {"cuFuncGetParamInfo", 12040, reinterpret_cast<void*>(&func_get_param_info)},
     {"cuFuncGetName", 12030, reinterpret_cast<void*>(&func_get_name)},
 };
 
-cudaError_t entry_point(const char* symbol, void** funcPtr, unsigned version, unsigned long long flags,
-                        cudaDriverEntryPointQueryResult* status) {
-    if (!symbol || !funcPtr) return cudaErrorInvalidValue;
-    if (flags & ~static_cast<unsigned long long>(cudaEnableLegacyStream | cudaEnablePerThreadDefaultStream)) {
-        return cudaErrorInvalidValue;
+cudaError_t entry_point(const char* symbol, void** funcPtr, unsigned version,
+                        unsigned long long flags, cudaDriverEntryPointQueryResult* status) {
+  if (!symbol || !funcPtr)
+    return cudaErrorInvalidValue;
+  if (flags &
+      ~static_cast<unsigned long long>(cudaEnableLegacyStream | cudaEnablePerThreadDefaultStream)) {
+    return cudaErrorInvalidValue;
+  }
+  if (version > static_cast<unsigned>(kDriverVersion))
+    return cudaErrorInvalidValue;
+  *funcPtr = nullptr;
+  cudaDriverEntryPointQueryResult result = cudaDriverEntryPointSymbolNotFound;
+  for (const EntryPoint& e : kEntryPoints) {
+    if (std::strcmp(e.symbol, symbol) != 0)
+      continue;
+    if (static_cast<unsigned>(e.introduced) <= version) {
+      *funcPtr = e.function;
+      result = cudaDriverEntryPointSuccess;
+      break;
     }
-    if (version > static_cast<unsigned>(kDriverVersion)) return cudaErrorInvalidValue;
-    *funcPtr = nullptr;
-    cudaDriverEntryPointQueryResult result = cudaDriverEntryPointSymbolNotFound;
-    for (const EntryPoint& e : kEntryPoints) {
-        if (std::strcmp(e.symbol, symbol) != 0) continue;
-        if (static_cast<unsigned>(e.introduced) <= version) {
-            *funcPtr = e.function;
-            result = cudaDriverEntryPointSuccess;
-            break;
-        }
-        result = cudaDriverEntryPointVersionNotSufficent;
-    }
-    if (status) *status = result;
-    return cudaSuccess;
+    result = cudaDriverEntryPointVersionNotSufficent;
+  }
+  if (status)
+    *status = result;
+  return cudaSuccess;
 }
 
-}  // namespace
+} // namespace
 
 extern "C" {
 
 cudaError_t cudaGetDriverEntryPoint(const char* symbol, void** funcPtr, unsigned long long flags,
                                     cudaDriverEntryPointQueryResult* driverStatus) {
-    // The runtime's own version selects the ABI.
-    return api(__func__, [&] { return entry_point(symbol, funcPtr, kRuntimeVersion, flags, driverStatus); });
+  // The runtime's own version selects the ABI.
+  return api(__func__,
+             [&] { return entry_point(symbol, funcPtr, kRuntimeVersion, flags, driverStatus); });
 }
 
-cudaError_t cudaGetDriverEntryPointByVersion(const char* symbol, void** funcPtr, unsigned int cudaVersion,
-                                             unsigned long long flags, cudaDriverEntryPointQueryResult* driverStatus) {
-    return api(__func__, [&] { return entry_point(symbol, funcPtr, cudaVersion, flags, driverStatus); });
+cudaError_t cudaGetDriverEntryPointByVersion(const char* symbol, void** funcPtr,
+                                             unsigned int cudaVersion, unsigned long long flags,
+                                             cudaDriverEntryPointQueryResult* driverStatus) {
+  return api(__func__,
+             [&] { return entry_point(symbol, funcPtr, cudaVersion, flags, driverStatus); });
 }
 
-}  // extern "C"
+} // extern "C"

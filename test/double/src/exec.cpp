@@ -11,350 +11,412 @@ using namespace cuda_double::detail;
 namespace cuda_double::detail {
 
 bool topological_order(const CUgraph_st& graph, std::vector<CUgraphNode_st*>& order) {
-    // Kahn's algorithm; ties broken by creation order for determinism.
-    std::map<const CUgraphNode_st*, std::size_t> position, pending;
-    for (std::size_t i = 0; i < graph.nodes.size(); ++i) position[graph.nodes[i].get()] = i;
-    std::map<const CUgraphNode_st*, std::vector<std::size_t>> dependents;
-    std::set<std::size_t> ready;
-    for (std::size_t i = 0; i < graph.nodes.size(); ++i) {
-        const CUgraphNode_st* n = graph.nodes[i].get();
-        pending[n] = n->deps.size();
-        for (const Edge& e : n->deps) dependents[e.from].push_back(i);
-        if (n->deps.empty()) ready.insert(i);
+  // Kahn's algorithm; ties broken by creation order for determinism.
+  std::map<const CUgraphNode_st*, std::size_t> position, pending;
+  for (std::size_t i = 0; i < graph.nodes.size(); ++i)
+    position[graph.nodes[i].get()] = i;
+  std::map<const CUgraphNode_st*, std::vector<std::size_t>> dependents;
+  std::set<std::size_t> ready;
+  for (std::size_t i = 0; i < graph.nodes.size(); ++i) {
+    const CUgraphNode_st* n = graph.nodes[i].get();
+    pending[n] = n->deps.size();
+    for (const Edge& e : n->deps)
+      dependents[e.from].push_back(i);
+    if (n->deps.empty())
+      ready.insert(i);
+  }
+  order.clear();
+  while (!ready.empty()) {
+    CUgraphNode_st* n = graph.nodes[*ready.begin()].get();
+    ready.erase(ready.begin());
+    order.push_back(n);
+    for (std::size_t d : dependents[n]) {
+      if (--pending[graph.nodes[d].get()] == 0)
+        ready.insert(d);
     }
-    order.clear();
-    while (!ready.empty()) {
-        CUgraphNode_st* n = graph.nodes[*ready.begin()].get();
-        ready.erase(ready.begin());
-        order.push_back(n);
-        for (std::size_t d : dependents[n]) {
-            if (--pending[graph.nodes[d].get()] == 0) ready.insert(d);
-        }
-    }
-    return order.size() == graph.nodes.size();  // false: the graph has a cycle
+  }
+  return order.size() == graph.nodes.size(); // false: the graph has a cycle
 }
 
 cudaError_t run_graph(const std::vector<CUgraphNode_st*>& order) {
-    for (CUgraphNode_st* n : order) {
-        switch (n->type) {
-            case cudaGraphNodeTypeHost: run_host_function(n->host.fn, n->host.userData); break;
-            case cudaGraphNodeTypeMemset:
-                // On a GPU this would be an asynchronous illegal address error.
-                if (!device_range(n->memset.dst, memset_extent(n->memset), false)) return cudaErrorIllegalAddress;
-                do_memset(n->memset);
-                break;
-            case cudaGraphNodeTypeMemcpy: {
-                const cudaMemcpy3DParms& p = n->memcpy;
-                const std::size_t bytes = p.extent.width * p.extent.height * p.extent.depth;
-                if (p.extent.height == 1 && p.extent.depth == 1 &&
-                    check_memcpy(static_cast<char*>(p.dstPtr.ptr) + p.dstPos.x,
-                                 static_cast<const char*>(p.srcPtr.ptr) + p.srcPos.x, bytes, p.kind, false)) {
-                    return cudaErrorIllegalAddress;
-                }
-                do_memcpy3d(p);
-                break;
-            }
-            case cudaGraphNodeTypeEventRecord:
-                if (state().events.count(n->event)) record_event_now(n->event);
-                break;
-            case cudaGraphNodeTypeMemAlloc:
-                if (Allocation* a = find_allocation(n->alloc.dptr)) map_graph_allocation(*a);
-                break;
-            case cudaGraphNodeTypeMemFree: {
-                Allocation* a = find_allocation(n->free_ptr);
-                if (!a || !a->mapped) return cudaErrorIllegalAddress;  // freed twice
-                unmap_graph_allocation(*a);
-                break;
-            }
-            case cudaGraphNodeTypeGraph: {
-                std::vector<CUgraphNode_st*> child_order;
-                topological_order(*n->child, child_order);
-                if (cudaError_t e = run_graph(child_order)) return e;
-                break;
-            }
-            default: break;  // empty and wait nodes: nothing to do on the host
-        }
+  for (CUgraphNode_st* n : order) {
+    switch (n->type) {
+    case cudaGraphNodeTypeHost:
+      run_host_function(n->host.fn, n->host.userData);
+      break;
+    case cudaGraphNodeTypeMemset:
+      // On a GPU this would be an asynchronous illegal address error.
+      if (!device_range(n->memset.dst, memset_extent(n->memset), false))
+        return cudaErrorIllegalAddress;
+      do_memset(n->memset);
+      break;
+    case cudaGraphNodeTypeMemcpy: {
+      const cudaMemcpy3DParms& p = n->memcpy;
+      const std::size_t bytes = p.extent.width * p.extent.height * p.extent.depth;
+      if (p.extent.height == 1 && p.extent.depth == 1 &&
+          check_memcpy(static_cast<char*>(p.dstPtr.ptr) + p.dstPos.x,
+                       static_cast<const char*>(p.srcPtr.ptr) + p.srcPos.x, bytes, p.kind, false)) {
+        return cudaErrorIllegalAddress;
+      }
+      do_memcpy3d(p);
+      break;
     }
-    return cudaSuccess;
+    case cudaGraphNodeTypeEventRecord:
+      if (state().events.count(n->event))
+        record_event_now(n->event);
+      break;
+    case cudaGraphNodeTypeMemAlloc:
+      if (Allocation* a = find_allocation(n->alloc.dptr))
+        map_graph_allocation(*a);
+      break;
+    case cudaGraphNodeTypeMemFree: {
+      Allocation* a = find_allocation(n->free_ptr);
+      if (!a || !a->mapped)
+        return cudaErrorIllegalAddress; // freed twice
+      unmap_graph_allocation(*a);
+      break;
+    }
+    case cudaGraphNodeTypeGraph: {
+      std::vector<CUgraphNode_st*> child_order;
+      topological_order(*n->child, child_order);
+      if (cudaError_t e = run_graph(child_order))
+        return e;
+      break;
+    }
+    default:
+      break; // empty and wait nodes: nothing to do on the host
+    }
+  }
+  return cudaSuccess;
 }
 
 void destroy_exec(cudaGraphExec_t exec) {
-    if (exec->alloc_slot) --*exec->alloc_slot;
-    release_graph_contents(*exec->graph);
-    state().execs.erase(exec);
-    delete exec;
+  if (exec->alloc_slot)
+    --*exec->alloc_slot;
+  release_graph_contents(*exec->graph);
+  state().execs.erase(exec);
+  delete exec;
 }
 
-}  // namespace cuda_double::detail
+} // namespace cuda_double::detail
 
 namespace {
 
-constexpr unsigned long long kInstantiateFlags = cudaGraphInstantiateFlagAutoFreeOnLaunch |
-                                                 cudaGraphInstantiateFlagUpload |
-                                                 cudaGraphInstantiateFlagDeviceLaunch |
-                                                 cudaGraphInstantiateFlagUseNodePriority;
+constexpr unsigned long long kInstantiateFlags =
+    cudaGraphInstantiateFlagAutoFreeOnLaunch | cudaGraphInstantiateFlagUpload |
+    cudaGraphInstantiateFlagDeviceLaunch | cudaGraphInstantiateFlagUseNodePriority;
 
-bool live_exec(cudaGraphExec_t e) { return e && state().execs.count(e); }
+bool live_exec(cudaGraphExec_t e) {
+  return e && state().execs.count(e);
+}
 
 cudaError_t instantiate(cudaGraphExec_t* out, cudaGraph_t graph, unsigned long long flags) {
-    if (cudaError_t e = check_unsafe_call()) return e;
-    if (!out || !graph || !state().graphs.count(graph)) return cudaErrorInvalidValue;
-    if (flags & ~kInstantiateFlags) return cudaErrorInvalidValue;
-    const bool allocates = has_memory_nodes(*graph, true);
-    // The addresses of graph allocations are fixed per graph: only one
-    // executable may exist at a time.
-    if (allocates && *graph->alloc_execs > 0) return cudaErrorNotSupported;
-    auto exec = std::make_unique<CUgraphExec_st>();
-    exec->graph.reset(clone_graph(*graph, false));
-    if (!topological_order(*exec->graph, exec->order)) {
-        release_graph_contents(*exec->graph);
-        return cudaErrorInvalidValue;
-    }
-    exec->id = state().next_exec_id++;
-    exec->flags = flags;
-    if (allocates) {
-        exec->alloc_slot = graph->alloc_execs;
-        ++*exec->alloc_slot;
-    }
-    *out = exec.release();
-    state().execs.insert(*out);
-    return cudaSuccess;
+  if (cudaError_t e = check_unsafe_call())
+    return e;
+  if (!out || !graph || !state().graphs.count(graph))
+    return cudaErrorInvalidValue;
+  if (flags & ~kInstantiateFlags)
+    return cudaErrorInvalidValue;
+  const bool allocates = has_memory_nodes(*graph, true);
+  // The addresses of graph allocations are fixed per graph: only one
+  // executable may exist at a time.
+  if (allocates && *graph->alloc_execs > 0)
+    return cudaErrorNotSupported;
+  auto exec = std::make_unique<CUgraphExec_st>();
+  exec->graph.reset(clone_graph(*graph, false));
+  if (!topological_order(*exec->graph, exec->order)) {
+    release_graph_contents(*exec->graph);
+    return cudaErrorInvalidValue;
+  }
+  exec->id = state().next_exec_id++;
+  exec->flags = flags;
+  if (allocates) {
+    exec->alloc_slot = graph->alloc_execs;
+    ++*exec->alloc_slot;
+  }
+  *out = exec.release();
+  state().execs.insert(*out);
+  return cudaSuccess;
 }
 
 // Pairs nodes by creation order and checks what cudaGraphExecUpdate may
 // change; applies the new parameters when `apply` is set.
-cudaGraphExecUpdateResult compare(CUgraph_st& old, const CUgraph_st& neu, bool apply, cudaGraphNode_t& err_node,
-                                  cudaGraphNode_t& err_from) {
-    if (old.nodes.size() != neu.nodes.size()) return cudaGraphExecUpdateErrorTopologyChanged;
-    std::map<const CUgraphNode_st*, std::size_t> pos_old, pos_new;
-    for (std::size_t i = 0; i < old.nodes.size(); ++i) {
-        pos_old[old.nodes[i].get()] = i;
-        pos_new[neu.nodes[i].get()] = i;
+cudaGraphExecUpdateResult compare(CUgraph_st& old, const CUgraph_st& neu, bool apply,
+                                  cudaGraphNode_t& err_node, cudaGraphNode_t& err_from) {
+  if (old.nodes.size() != neu.nodes.size())
+    return cudaGraphExecUpdateErrorTopologyChanged;
+  std::map<const CUgraphNode_st*, std::size_t> pos_old, pos_new;
+  for (std::size_t i = 0; i < old.nodes.size(); ++i) {
+    pos_old[old.nodes[i].get()] = i;
+    pos_new[neu.nodes[i].get()] = i;
+  }
+  for (std::size_t i = 0; i < neu.nodes.size(); ++i) {
+    CUgraphNode_st& o = *old.nodes[i];
+    CUgraphNode_st& n = *neu.nodes[i];
+    err_node = &n;
+    if (o.type != n.type)
+      return cudaGraphExecUpdateErrorNodeTypeChanged;
+    std::multiset<std::size_t> deps_old, deps_new;
+    for (const Edge& e : o.deps)
+      deps_old.insert(pos_old[e.from]);
+    for (const Edge& e : n.deps)
+      deps_new.insert(pos_new[e.from]);
+    if (deps_old != deps_new) {
+      if (!n.deps.empty())
+        err_from = n.deps.front().from;
+      return cudaGraphExecUpdateErrorTopologyChanged;
     }
-    for (std::size_t i = 0; i < neu.nodes.size(); ++i) {
-        CUgraphNode_st& o = *old.nodes[i];
-        CUgraphNode_st& n = *neu.nodes[i];
-        err_node = &n;
-        if (o.type != n.type) return cudaGraphExecUpdateErrorNodeTypeChanged;
-        std::multiset<std::size_t> deps_old, deps_new;
-        for (const Edge& e : o.deps) deps_old.insert(pos_old[e.from]);
-        for (const Edge& e : n.deps) deps_new.insert(pos_new[e.from]);
-        if (deps_old != deps_new) {
-            if (!n.deps.empty()) err_from = n.deps.front().from;
-            return cudaGraphExecUpdateErrorTopologyChanged;
-        }
-        switch (n.type) {
-            case cudaGraphNodeTypeMemset:
-                // Only 1D memsets may change, and never their height.
-                if (o.memset.height != n.memset.height) return cudaGraphExecUpdateErrorParametersChanged;
-                if (o.memset.height > 1 && (o.memset.width != n.memset.width || o.memset.pitch != n.memset.pitch ||
-                                            o.memset.elementSize != n.memset.elementSize)) {
-                    return cudaGraphExecUpdateErrorParametersChanged;
-                }
-                break;
-            case cudaGraphNodeTypeMemcpy: {
-                // The memory type of either operand may not change.
-                auto kind_of = [](const void* p) {
-                    const Allocation* a = find_allocation(p);
-                    return a ? static_cast<int>(a->kind == Allocation::Kind::pinned) : 2;
-                };
-                if (kind_of(o.memcpy.srcPtr.ptr) != kind_of(n.memcpy.srcPtr.ptr) ||
-                    kind_of(o.memcpy.dstPtr.ptr) != kind_of(n.memcpy.dstPtr.ptr)) {
-                    return cudaGraphExecUpdateErrorParametersChanged;
-                }
-                break;
-            }
-            case cudaGraphNodeTypeMemAlloc:
-                if (o.alloc.dptr != n.alloc.dptr || o.alloc.bytesize != n.alloc.bytesize) {
-                    return cudaGraphExecUpdateErrorNotSupported;
-                }
-                break;
-            case cudaGraphNodeTypeMemFree:
-                if (o.free_ptr != n.free_ptr) return cudaGraphExecUpdateErrorNotSupported;
-                break;
-            case cudaGraphNodeTypeGraph: {
-                const cudaGraphExecUpdateResult r = compare(*o.child, *n.child, apply, err_node, err_from);
-                if (r != cudaGraphExecUpdateSuccess) return r;
-                err_node = &n;
-                break;
-            }
-            default: break;
-        }
-        if (apply) {
-            o.host = n.host;
-            o.memset = n.memset;
-            o.memcpy = n.memcpy;
-            o.event = n.event;
-        }
+    switch (n.type) {
+    case cudaGraphNodeTypeMemset:
+      // Only 1D memsets may change, and never their height.
+      if (o.memset.height != n.memset.height)
+        return cudaGraphExecUpdateErrorParametersChanged;
+      if (o.memset.height > 1 &&
+          (o.memset.width != n.memset.width || o.memset.pitch != n.memset.pitch ||
+           o.memset.elementSize != n.memset.elementSize)) {
+        return cudaGraphExecUpdateErrorParametersChanged;
+      }
+      break;
+    case cudaGraphNodeTypeMemcpy: {
+      // The memory type of either operand may not change.
+      auto kind_of = [](const void* p) {
+        const Allocation* a = find_allocation(p);
+        return a ? static_cast<int>(a->kind == Allocation::Kind::pinned) : 2;
+      };
+      if (kind_of(o.memcpy.srcPtr.ptr) != kind_of(n.memcpy.srcPtr.ptr) ||
+          kind_of(o.memcpy.dstPtr.ptr) != kind_of(n.memcpy.dstPtr.ptr)) {
+        return cudaGraphExecUpdateErrorParametersChanged;
+      }
+      break;
     }
-    err_node = nullptr;
-    err_from = nullptr;
-    return cudaGraphExecUpdateSuccess;
+    case cudaGraphNodeTypeMemAlloc:
+      if (o.alloc.dptr != n.alloc.dptr || o.alloc.bytesize != n.alloc.bytesize) {
+        return cudaGraphExecUpdateErrorNotSupported;
+      }
+      break;
+    case cudaGraphNodeTypeMemFree:
+      if (o.free_ptr != n.free_ptr)
+        return cudaGraphExecUpdateErrorNotSupported;
+      break;
+    case cudaGraphNodeTypeGraph: {
+      const cudaGraphExecUpdateResult r = compare(*o.child, *n.child, apply, err_node, err_from);
+      if (r != cudaGraphExecUpdateSuccess)
+        return r;
+      err_node = &n;
+      break;
+    }
+    default:
+      break;
+    }
+    if (apply) {
+      o.host = n.host;
+      o.memset = n.memset;
+      o.memcpy = n.memcpy;
+      o.event = n.event;
+    }
+  }
+  err_node = nullptr;
+  err_from = nullptr;
+  return cudaGraphExecUpdateSuccess;
 }
 
 const char* type_name(cudaGraphNodeType t) {
-    switch (t) {
-        case cudaGraphNodeTypeKernel: return "KERNEL";
-        case cudaGraphNodeTypeMemcpy: return "MEMCPY";
-        case cudaGraphNodeTypeMemset: return "MEMSET";
-        case cudaGraphNodeTypeHost: return "HOST";
-        case cudaGraphNodeTypeGraph: return "CHILD_GRAPH";
-        case cudaGraphNodeTypeEmpty: return "EMPTY";
-        case cudaGraphNodeTypeWaitEvent: return "WAIT_EVENT";
-        case cudaGraphNodeTypeEventRecord: return "EVENT_RECORD";
-        case cudaGraphNodeTypeMemAlloc: return "MEM_ALLOC";
-        case cudaGraphNodeTypeMemFree: return "MEM_FREE";
-        default: return "OTHER";
-    }
+  switch (t) {
+  case cudaGraphNodeTypeKernel:
+    return "KERNEL";
+  case cudaGraphNodeTypeMemcpy:
+    return "MEMCPY";
+  case cudaGraphNodeTypeMemset:
+    return "MEMSET";
+  case cudaGraphNodeTypeHost:
+    return "HOST";
+  case cudaGraphNodeTypeGraph:
+    return "CHILD_GRAPH";
+  case cudaGraphNodeTypeEmpty:
+    return "EMPTY";
+  case cudaGraphNodeTypeWaitEvent:
+    return "WAIT_EVENT";
+  case cudaGraphNodeTypeEventRecord:
+    return "EVENT_RECORD";
+  case cudaGraphNodeTypeMemAlloc:
+    return "MEM_ALLOC";
+  case cudaGraphNodeTypeMemFree:
+    return "MEM_FREE";
+  default:
+    return "OTHER";
+  }
 }
 
 void print_dot(std::FILE* f, const CUgraph_st& g, const std::string& prefix) {
-    for (const auto& n : g.nodes) {
-        std::fprintf(f, "  \"%sn%u\" [label=\"%s %u\"", prefix.c_str(), n->index, type_name(n->type), n->index);
-        if (n->type == cudaGraphNodeTypeMemset) {
-            std::fprintf(f, " tooltip=\"dst=%p value=%u width=%zu\"", n->memset.dst, n->memset.value, n->memset.width);
-        } else if (n->type == cudaGraphNodeTypeMemcpy) {
-            std::fprintf(f, " tooltip=\"dst=%p src=%p bytes=%zu\"", n->memcpy.dstPtr.ptr, n->memcpy.srcPtr.ptr,
-                         n->memcpy.extent.width * n->memcpy.extent.height * n->memcpy.extent.depth);
-        } else if (n->type == cudaGraphNodeTypeMemAlloc) {
-            std::fprintf(f, " tooltip=\"dptr=%p bytes=%zu\"", n->alloc.dptr, n->alloc.bytesize);
-        }
-        std::fprintf(f, "];\n");
-        for (const Edge& e : n->deps) {
-            std::fprintf(f, "  \"%sn%u\" -> \"%sn%u\";\n", prefix.c_str(), e.from->index, prefix.c_str(), n->index);
-        }
-        if (n->child) print_dot(f, *n->child, prefix + "n" + std::to_string(n->index) + "_");
+  for (const auto& n : g.nodes) {
+    std::fprintf(f, "  \"%sn%u\" [label=\"%s %u\"", prefix.c_str(), n->index, type_name(n->type),
+                 n->index);
+    if (n->type == cudaGraphNodeTypeMemset) {
+      std::fprintf(f, " tooltip=\"dst=%p value=%u width=%zu\"", n->memset.dst, n->memset.value,
+                   n->memset.width);
+    } else if (n->type == cudaGraphNodeTypeMemcpy) {
+      std::fprintf(f, " tooltip=\"dst=%p src=%p bytes=%zu\"", n->memcpy.dstPtr.ptr,
+                   n->memcpy.srcPtr.ptr,
+                   n->memcpy.extent.width * n->memcpy.extent.height * n->memcpy.extent.depth);
+    } else if (n->type == cudaGraphNodeTypeMemAlloc) {
+      std::fprintf(f, " tooltip=\"dptr=%p bytes=%zu\"", n->alloc.dptr, n->alloc.bytesize);
     }
+    std::fprintf(f, "];\n");
+    for (const Edge& e : n->deps) {
+      std::fprintf(f, "  \"%sn%u\" -> \"%sn%u\";\n", prefix.c_str(), e.from->index, prefix.c_str(),
+                   n->index);
+    }
+    if (n->child)
+      print_dot(f, *n->child, prefix + "n" + std::to_string(n->index) + "_");
+  }
 }
 
-}  // namespace
+} // namespace
 
 extern "C" {
 
-cudaError_t cudaGraphInstantiate(cudaGraphExec_t* pGraphExec, cudaGraph_t graph, unsigned long long flags) {
-    return api(__func__, [&] { return instantiate(pGraphExec, graph, flags); });
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* pGraphExec, cudaGraph_t graph,
+                                 unsigned long long flags) {
+  return api(__func__, [&] { return instantiate(pGraphExec, graph, flags); });
 }
 
-cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t* pGraphExec, cudaGraph_t graph, unsigned long long flags) {
-    return api(__func__, [&] {
-        // Uploading needs a stream, which only cudaGraphInstantiateWithParams takes.
-        if (flags & cudaGraphInstantiateFlagUpload) return cudaErrorInvalidValue;
-        return instantiate(pGraphExec, graph, flags);
-    });
+cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t* pGraphExec, cudaGraph_t graph,
+                                          unsigned long long flags) {
+  return api(__func__, [&] {
+    // Uploading needs a stream, which only cudaGraphInstantiateWithParams takes.
+    if (flags & cudaGraphInstantiateFlagUpload)
+      return cudaErrorInvalidValue;
+    return instantiate(pGraphExec, graph, flags);
+  });
 }
 
 cudaError_t cudaGraphInstantiateWithParams(cudaGraphExec_t* pGraphExec, cudaGraph_t graph,
                                            cudaGraphInstantiateParams* instantiateParams) {
-    return api(__func__, [&] {
-        if (!instantiateParams) return cudaErrorInvalidValue;
-        const cudaError_t e = instantiate(pGraphExec, graph, instantiateParams->flags);
-        instantiateParams->errNode_out = nullptr;
-        instantiateParams->result_out = e == cudaSuccess ? cudaGraphInstantiateSuccess : cudaGraphInstantiateError;
-        return e;
-    });
+  return api(__func__, [&] {
+    if (!instantiateParams)
+      return cudaErrorInvalidValue;
+    const cudaError_t e = instantiate(pGraphExec, graph, instantiateParams->flags);
+    instantiateParams->errNode_out = nullptr;
+    instantiateParams->result_out =
+        e == cudaSuccess ? cudaGraphInstantiateSuccess : cudaGraphInstantiateError;
+    return e;
+  });
 }
 
 cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec) {
-    return api(__func__, [&] {
-        if (cudaError_t e = check_unsafe_call()) return e;
-        if (!live_exec(graphExec)) return cudaErrorInvalidValue;
-        destroy_exec(graphExec);
-        return cudaSuccess;
-    });
+  return api(__func__, [&] {
+    if (cudaError_t e = check_unsafe_call())
+      return e;
+    if (!live_exec(graphExec))
+      return cudaErrorInvalidValue;
+    destroy_exec(graphExec);
+    return cudaSuccess;
+  });
 }
 
 cudaError_t cudaGraphExecGetFlags(cudaGraphExec_t graphExec, unsigned long long* flags) {
-    return api(__func__, [&] {
-        if (!live_exec(graphExec) || !flags) return cudaErrorInvalidValue;
-        *flags = graphExec->flags;
-        return cudaSuccess;
-    });
+  return api(__func__, [&] {
+    if (!live_exec(graphExec) || !flags)
+      return cudaErrorInvalidValue;
+    *flags = graphExec->flags;
+    return cudaSuccess;
+  });
 }
 
 cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream) {
-    return api(__func__, [&] {
-        if (!live_exec(graphExec)) return cudaErrorInvalidValue;
-        Target t;
-        if (cudaError_t e = begin_stream_op(stream, t)) return e;
-        if (t.capture) {
-            // Launching into a capture embeds the graph as a child node.
-            if (has_memory_nodes(*graphExec->graph, false)) {
-                invalidate(t.capture);
-                return cudaErrorNotSupported;
-            }
-            capture_node(t, cudaGraphNodeTypeGraph)->child.reset(clone_graph(*graphExec->graph, false));
-            return cudaSuccess;
-        }
-        for (CUgraphNode_st* n : graphExec->order) {
-            if (n->type != cudaGraphNodeTypeMemAlloc) continue;
-            Allocation* a = find_allocation(n->alloc.dptr);
-            if (!a || !a->mapped) continue;
-            // An allocation of the previous launch is still live.
-            if (!(graphExec->flags & cudaGraphInstantiateFlagAutoFreeOnLaunch)) return cudaErrorInvalidValue;
-            unmap_graph_allocation(*a);
-        }
-        return run_graph(graphExec->order);
-    });
+  return api(__func__, [&] {
+    if (!live_exec(graphExec))
+      return cudaErrorInvalidValue;
+    Target t;
+    if (cudaError_t e = begin_stream_op(stream, t))
+      return e;
+    if (t.capture) {
+      // Launching into a capture embeds the graph as a child node.
+      if (has_memory_nodes(*graphExec->graph, false)) {
+        invalidate(t.capture);
+        return cudaErrorNotSupported;
+      }
+      capture_node(t, cudaGraphNodeTypeGraph)->child.reset(clone_graph(*graphExec->graph, false));
+      return cudaSuccess;
+    }
+    for (CUgraphNode_st* n : graphExec->order) {
+      if (n->type != cudaGraphNodeTypeMemAlloc)
+        continue;
+      Allocation* a = find_allocation(n->alloc.dptr);
+      if (!a || !a->mapped)
+        continue;
+      // An allocation of the previous launch is still live.
+      if (!(graphExec->flags & cudaGraphInstantiateFlagAutoFreeOnLaunch))
+        return cudaErrorInvalidValue;
+      unmap_graph_allocation(*a);
+    }
+    return run_graph(graphExec->order);
+  });
 }
 
 cudaError_t cudaGraphUpload(cudaGraphExec_t graphExec, cudaStream_t stream) {
-    return api(__func__, [&] {
-        if (!live_exec(graphExec)) return cudaErrorInvalidValue;
-        Target t;
-        if (cudaError_t e = begin_stream_op(stream, t)) return e;
-        if (t.capture) {
-            invalidate(t.capture);
-            return cudaErrorStreamCaptureUnsupported;
-        }
-        return cudaSuccess;  // nothing to upload to
-    });
+  return api(__func__, [&] {
+    if (!live_exec(graphExec))
+      return cudaErrorInvalidValue;
+    Target t;
+    if (cudaError_t e = begin_stream_op(stream, t))
+      return e;
+    if (t.capture) {
+      invalidate(t.capture);
+      return cudaErrorStreamCaptureUnsupported;
+    }
+    return cudaSuccess; // nothing to upload to
+  });
 }
 
 cudaError_t cudaGraphExecUpdate(cudaGraphExec_t hGraphExec, cudaGraph_t hGraph,
                                 cudaGraphExecUpdateResultInfo* resultInfo) {
-    return api(__func__, [&] {
-        if (!live_exec(hGraphExec) || !hGraph || !state().graphs.count(hGraph) || !resultInfo) {
-            return cudaErrorInvalidValue;
-        }
-        cudaGraphNode_t err_node = nullptr, err_from = nullptr;
-        cudaGraphExecUpdateResult r = compare(*hGraphExec->graph, *hGraph, false, err_node, err_from);
-        resultInfo->result = r;
-        resultInfo->errorNode = r == cudaGraphExecUpdateSuccess ? nullptr : err_node;
-        resultInfo->errorFromNode = r == cudaGraphExecUpdateSuccess ? nullptr : err_from;
-        if (r != cudaGraphExecUpdateSuccess) return cudaErrorGraphExecUpdateFailure;
-        compare(*hGraphExec->graph, *hGraph, true, err_node, err_from);
-        return cudaSuccess;
-    });
+  return api(__func__, [&] {
+    if (!live_exec(hGraphExec) || !hGraph || !state().graphs.count(hGraph) || !resultInfo) {
+      return cudaErrorInvalidValue;
+    }
+    cudaGraphNode_t err_node = nullptr, err_from = nullptr;
+    cudaGraphExecUpdateResult r = compare(*hGraphExec->graph, *hGraph, false, err_node, err_from);
+    resultInfo->result = r;
+    resultInfo->errorNode = r == cudaGraphExecUpdateSuccess ? nullptr : err_node;
+    resultInfo->errorFromNode = r == cudaGraphExecUpdateSuccess ? nullptr : err_from;
+    if (r != cudaGraphExecUpdateSuccess)
+      return cudaErrorGraphExecUpdateFailure;
+    compare(*hGraphExec->graph, *hGraph, true, err_node, err_from);
+    return cudaSuccess;
+  });
 }
 
 cudaError_t cudaGraphExecHostNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node,
                                            const cudaHostNodeParams* pNodeParams) {
-    return api(__func__, [&] {
-        if (!live_exec(hGraphExec) || !state().nodes.count(node) || !pNodeParams || !pNodeParams->fn) {
-            return cudaErrorInvalidValue;
-        }
-        for (auto& n : hGraphExec->graph->nodes) {
-            if (n->index == node->index && n->type == cudaGraphNodeTypeHost &&
-                hGraphExec->graph->cloned_from == node->graph) {
-                n->host = *pNodeParams;
-                return cudaSuccess;
-            }
-        }
-        return cudaErrorInvalidValue;
-    });
+  return api(__func__, [&] {
+    if (!live_exec(hGraphExec) || !state().nodes.count(node) || !pNodeParams || !pNodeParams->fn) {
+      return cudaErrorInvalidValue;
+    }
+    for (auto& n : hGraphExec->graph->nodes) {
+      if (n->index == node->index && n->type == cudaGraphNodeTypeHost &&
+          hGraphExec->graph->cloned_from == node->graph) {
+        n->host = *pNodeParams;
+        return cudaSuccess;
+      }
+    }
+    return cudaErrorInvalidValue;
+  });
 }
 
 cudaError_t cudaGraphDebugDotPrint(cudaGraph_t graph, const char* path, unsigned int flags) {
-    (void)flags;  // verbosity: the double always prints the same detail
-    return api(__func__, [&] {
-        if (!graph || !state().graphs.count(graph) || !path) return cudaErrorInvalidValue;
-        std::FILE* f = std::fopen(path, "w");
-        if (!f) return cudaErrorOperatingSystem;
-        std::fprintf(f, "digraph graph_%u {\n", graph->id);
-        print_dot(f, *graph, "");
-        std::fprintf(f, "}\n");
-        return std::fclose(f) == 0 ? cudaSuccess : cudaErrorOperatingSystem;
-    });
+  (void)flags; // verbosity: the double always prints the same detail
+  return api(__func__, [&] {
+    if (!graph || !state().graphs.count(graph) || !path)
+      return cudaErrorInvalidValue;
+    std::FILE* f = std::fopen(path, "w");
+    if (!f)
+      return cudaErrorOperatingSystem;
+    std::fprintf(f, "digraph graph_%u {\n", graph->id);
+    print_dot(f, *graph, "");
+    std::fprintf(f, "}\n");
+    return std::fclose(f) == 0 ? cudaSuccess : cudaErrorOperatingSystem;
+  });
 }
 
-}  // extern "C"
+} // extern "C"

@@ -8,134 +8,143 @@
 namespace cuda_double::detail {
 
 bool operator==(const cudaGraphEdgeData& a, const cudaGraphEdgeData& b) {
-    return a.from_port == b.from_port && a.to_port == b.to_port && a.type == b.type;
+  return a.from_port == b.from_port && a.to_port == b.to_port && a.type == b.type;
 }
 
 State& state() {
-    // Leaked on purpose: host code may still call CUDA from static
-    // destructors, after a function-local static would have died.
-    static State* s = new State;
-    return *s;
+  // Leaked on purpose: host code may still call CUDA from static
+  // destructors, after a function-local static would have died.
+  static State* s = new State;
+  return *s;
 }
 
 ThreadState& thread_state() {
-    thread_local ThreadState ts;
-    const std::uint64_t gen = state().generation.load();
-    if (ts.generation != gen) {
-        const bool in_callback = ts.in_callback;
-        ts = ThreadState{};
-        ts.generation = gen;
-        ts.in_callback = in_callback;
-    }
-    return ts;
+  thread_local ThreadState ts;
+  const std::uint64_t gen = state().generation.load();
+  if (ts.generation != gen) {
+    const bool in_callback = ts.in_callback;
+    ts = ThreadState{};
+    ts.generation = gen;
+    ts.in_callback = in_callback;
+  }
+  return ts;
 }
 
 bool take_fault(const char* name, cudaError_t& error) {
-    auto it = state().faults.find(name);
-    if (it == state().faults.end()) return false;
-    bool fired = false;
-    auto& list = it->second;
-    for (auto f = list.begin(); f != list.end();) {
-        if (--f->remaining == 0) {
-            if (!fired) error = f->error;
-            fired = true;
-            f = list.erase(f);
-        } else {
-            ++f;
-        }
+  auto it = state().faults.find(name);
+  if (it == state().faults.end())
+    return false;
+  bool fired = false;
+  auto& list = it->second;
+  for (auto f = list.begin(); f != list.end();) {
+    if (--f->remaining == 0) {
+      if (!fired)
+        error = f->error;
+      fired = true;
+      f = list.erase(f);
+    } else {
+      ++f;
     }
-    return fired;
+  }
+  return fired;
 }
 
-}  // namespace cuda_double::detail
+} // namespace cuda_double::detail
 
 namespace cuda_double {
 
 using namespace detail;
 
 void reset() {
-    State& st = state();
-    std::lock_guard<std::recursive_mutex> lock(st.mu);
-    end_all_captures();
-    while (!st.execs.empty()) destroy_exec(*st.execs.begin());
-    while (!st.graphs.empty()) destroy_graph(*st.graphs.begin());
-    for (cudaEvent_t e : st.events) delete e;
-    st.events.clear();
-    for (cudaStream_t s : st.streams) delete s;
-    st.streams.clear();
-    st.legacy.clear();
-    st.per_thread.clear();
-    free_all_memory();
-    st.calls.clear();
-    st.faults.clear();
-    st.device_count = 1;
-    st.no_driver = false;
-    ++st.generation;
+  State& st = state();
+  std::lock_guard<std::recursive_mutex> lock(st.mu);
+  end_all_captures();
+  while (!st.execs.empty())
+    destroy_exec(*st.execs.begin());
+  while (!st.graphs.empty())
+    destroy_graph(*st.graphs.begin());
+  for (cudaEvent_t e : st.events)
+    delete e;
+  st.events.clear();
+  for (cudaStream_t s : st.streams)
+    delete s;
+  st.streams.clear();
+  st.legacy.clear();
+  st.per_thread.clear();
+  free_all_memory();
+  st.calls.clear();
+  st.faults.clear();
+  st.device_count = 1;
+  st.no_driver = false;
+  ++st.generation;
 }
 
 void set_device_count(int count) {
-    std::lock_guard<std::recursive_mutex> lock(state().mu);
-    state().device_count = count < 0 ? 0 : count;
+  std::lock_guard<std::recursive_mutex> lock(state().mu);
+  state().device_count = count < 0 ? 0 : count;
 }
 
 void simulate_no_driver(bool on) {
-    std::lock_guard<std::recursive_mutex> lock(state().mu);
-    state().no_driver = on;
+  std::lock_guard<std::recursive_mutex> lock(state().mu);
+  state().no_driver = on;
 }
 
 void fail_call(const char* function_name, cudaError_t error, int nth) {
-    std::lock_guard<std::recursive_mutex> lock(state().mu);
-    if (nth < 1) nth = 1;
-    state().faults[function_name].push_back(Fault{nth, error});
+  std::lock_guard<std::recursive_mutex> lock(state().mu);
+  if (nth < 1)
+    nth = 1;
+  state().faults[function_name].push_back(Fault{nth, error});
 }
 
 std::size_t live_streams() {
-    std::lock_guard<std::recursive_mutex> lock(state().mu);
-    return state().streams.size();
+  std::lock_guard<std::recursive_mutex> lock(state().mu);
+  return state().streams.size();
 }
 
 std::size_t live_events() {
-    std::lock_guard<std::recursive_mutex> lock(state().mu);
-    return state().events.size();
+  std::lock_guard<std::recursive_mutex> lock(state().mu);
+  return state().events.size();
 }
 
 std::size_t live_graphs() {
-    std::lock_guard<std::recursive_mutex> lock(state().mu);
-    return state().graphs.size();
+  std::lock_guard<std::recursive_mutex> lock(state().mu);
+  return state().graphs.size();
 }
 
 std::size_t live_execs() {
-    std::lock_guard<std::recursive_mutex> lock(state().mu);
-    return state().execs.size();
+  std::lock_guard<std::recursive_mutex> lock(state().mu);
+  return state().execs.size();
 }
 
 std::size_t live_allocations() {
-    std::lock_guard<std::recursive_mutex> lock(state().mu);
-    std::size_t n = 0;
-    for (const auto& [base, a] : state().allocations) n += a.mapped ? 1 : 0;
-    return n;
+  std::lock_guard<std::recursive_mutex> lock(state().mu);
+  std::size_t n = 0;
+  for (const auto& [base, a] : state().allocations)
+    n += a.mapped ? 1 : 0;
+  return n;
 }
 
 std::size_t calls(const char* function_name) {
-    std::lock_guard<std::recursive_mutex> lock(state().mu);
-    auto it = state().calls.find(function_name);
-    return it == state().calls.end() ? 0 : it->second;
+  std::lock_guard<std::recursive_mutex> lock(state().mu);
+  auto it = state().calls.find(function_name);
+  return it == state().calls.end() ? 0 : it->second;
 }
 
 void clear_call_counts() {
-    std::lock_guard<std::recursive_mutex> lock(state().mu);
-    state().calls.clear();
+  std::lock_guard<std::recursive_mutex> lock(state().mu);
+  state().calls.clear();
 }
 
 std::uint32_t graph_id(cudaGraph_t graph) {
-    std::lock_guard<std::recursive_mutex> lock(state().mu);
-    return state().graphs.count(graph) ? graph->id : 0;
+  std::lock_guard<std::recursive_mutex> lock(state().mu);
+  return state().graphs.count(graph) ? graph->id : 0;
 }
 
 std::uint64_t node_id(cudaGraphNode_t node) {
-    std::lock_guard<std::recursive_mutex> lock(state().mu);
-    if (!state().nodes.count(node)) return 0;
-    return (std::uint64_t{node->graph->id} << 32) | node->index;
+  std::lock_guard<std::recursive_mutex> lock(state().mu);
+  if (!state().nodes.count(node))
+    return 0;
+  return (std::uint64_t{node->graph->id} << 32) | node->index;
 }
 
-}  // namespace cuda_double
+} // namespace cuda_double

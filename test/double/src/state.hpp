@@ -26,90 +26,90 @@ struct Capture;
 
 // An edge as the runtime stores it: the node it comes from plus its data.
 struct Edge {
-    CUgraphNode_st* from;
-    cudaGraphEdgeData data;
+  CUgraphNode_st* from;
+  cudaGraphEdgeData data;
 };
 
 bool operator==(const cudaGraphEdgeData& a, const cudaGraphEdgeData& b);
 
-}  // namespace cuda_double::detail
+} // namespace cuda_double::detail
 
 struct CUstream_st {
-    enum class Kind { user, legacy, per_thread };
-    Kind kind = Kind::user;
-    unsigned flags = 0;
-    int priority = 0;
-    int device = 0;
-    unsigned long long id = 0;
-    // Capture membership: the sequence this stream takes part in, and the
-    // stream's capture frontier (the dependencies of the next captured node).
-    cuda_double::detail::Capture* capture = nullptr;
-    std::vector<CUgraphNode_st*> frontier;
-    std::vector<cudaGraphEdgeData> frontier_edges;  // parallel to frontier
+  enum class Kind { user, legacy, per_thread };
+  Kind kind = Kind::user;
+  unsigned flags = 0;
+  int priority = 0;
+  int device = 0;
+  unsigned long long id = 0;
+  // Capture membership: the sequence this stream takes part in, and the
+  // stream's capture frontier (the dependencies of the next captured node).
+  cuda_double::detail::Capture* capture = nullptr;
+  std::vector<CUgraphNode_st*> frontier;
+  std::vector<cudaGraphEdgeData> frontier_edges; // parallel to frontier
 
-    // The per-thread default stream synchronizes with the legacy stream like
-    // any stream created without cudaStreamNonBlocking.
-    bool blocking() const { return kind != Kind::user || (flags & cudaStreamNonBlocking) == 0; }
+  // The per-thread default stream synchronizes with the legacy stream like
+  // any stream created without cudaStreamNonBlocking.
+  bool blocking() const { return kind != Kind::user || (flags & cudaStreamNonBlocking) == 0; }
 };
 
 struct CUevent_st {
-    enum class State { never, recorded, captured };
-    unsigned flags = 0;
-    int device = 0;
-    State state = State::never;
-    std::chrono::steady_clock::time_point stamp{};
-    // Valid while state == captured: the capture it was recorded in and the
-    // recording stream's frontier at that moment.
-    unsigned long long capture_id = 0;
-    std::vector<CUgraphNode_st*> nodes;
+  enum class State { never, recorded, captured };
+  unsigned flags = 0;
+  int device = 0;
+  State state = State::never;
+  std::chrono::steady_clock::time_point stamp{};
+  // Valid while state == captured: the capture it was recorded in and the
+  // recording stream's frontier at that moment.
+  unsigned long long capture_id = 0;
+  std::vector<CUgraphNode_st*> nodes;
 };
 
 struct CUgraph_st {
-    std::uint32_t id = 0;
-    std::uint32_t next_index = 0;
-    std::vector<std::unique_ptr<CUgraphNode_st>> nodes;  // creation order
-    // Live executables instantiated from this graph while it holds memory
-    // allocation nodes: CUDA allows one at a time. Shared so that an exec
-    // outliving its graph can still release its slot.
-    std::shared_ptr<int> alloc_execs = std::make_shared<int>(0);
-    // cudaGraphClone bookkeeping for cudaGraphNodeFindInClone.
-    const CUgraph_st* cloned_from = nullptr;
-    std::map<const CUgraphNode_st*, CUgraphNode_st*> clone_of;
-    bool user_visible = true;  // false for exec snapshots and child graphs
+  std::uint32_t id = 0;
+  std::uint32_t next_index = 0;
+  std::vector<std::unique_ptr<CUgraphNode_st>> nodes; // creation order
+  // Live executables instantiated from this graph while it holds memory
+  // allocation nodes: CUDA allows one at a time. Shared so that an exec
+  // outliving its graph can still release its slot.
+  std::shared_ptr<int> alloc_execs = std::make_shared<int>(0);
+  // cudaGraphClone bookkeeping for cudaGraphNodeFindInClone.
+  const CUgraph_st* cloned_from = nullptr;
+  std::map<const CUgraphNode_st*, CUgraphNode_st*> clone_of;
+  bool user_visible = true; // false for exec snapshots and child graphs
 };
 
 struct CUgraphNode_st {
-    CUgraph_st* graph = nullptr;
-    cudaGraphNodeType type = cudaGraphNodeTypeEmpty;
-    std::uint32_t index = 0;  // per-graph creation index (kept by clones)
-    std::vector<cuda_double::detail::Edge> deps;  // incoming edges
-    // Payload, by type.
-    cudaHostNodeParams host{};
-    cudaMemsetParams memset{};
-    cudaMemcpy3DParms memcpy{};
-    cudaEvent_t event = nullptr;
-    cudaMemAllocNodeParams alloc{};  // alloc.dptr is the reserved address
-    void* free_ptr = nullptr;
-    std::unique_ptr<CUgraph_st> child;
+  CUgraph_st* graph = nullptr;
+  cudaGraphNodeType type = cudaGraphNodeTypeEmpty;
+  std::uint32_t index = 0;                     // per-graph creation index (kept by clones)
+  std::vector<cuda_double::detail::Edge> deps; // incoming edges
+  // Payload, by type.
+  cudaHostNodeParams host{};
+  cudaMemsetParams memset{};
+  cudaMemcpy3DParms memcpy{};
+  cudaEvent_t event = nullptr;
+  cudaMemAllocNodeParams alloc{}; // alloc.dptr is the reserved address
+  void* free_ptr = nullptr;
+  std::unique_ptr<CUgraph_st> child;
 };
 
 struct CUgraphExec_st {
-    unsigned long long id = 0;
-    unsigned long long flags = 0;
-    std::unique_ptr<CUgraph_st> graph;  // snapshot taken at instantiation
-    std::vector<CUgraphNode_st*> order;  // topological launch order
-    std::shared_ptr<int> alloc_slot;     // set when holding the one-exec slot
+  unsigned long long id = 0;
+  unsigned long long flags = 0;
+  std::unique_ptr<CUgraph_st> graph;  // snapshot taken at instantiation
+  std::vector<CUgraphNode_st*> order; // topological launch order
+  std::shared_ptr<int> alloc_slot;    // set when holding the one-exec slot
 };
 
 struct CUmemPoolHandle_st {
-    int device = 0;
-    bool is_default = false;
-    bool destroyed = false;  // destroyed by the user, freed once unused
-    cudaMemPoolProps props{};
-    unsigned long long release_threshold = 0;
-    unsigned long long used = 0, used_high = 0, reserved = 0, reserved_high = 0;
-    int reuse_follow_event = 1, reuse_opportunistic = 1, reuse_internal = 1;
-    std::multimap<std::size_t, void*> cache;  // freed blocks kept for reuse
+  int device = 0;
+  bool is_default = false;
+  bool destroyed = false; // destroyed by the user, freed once unused
+  cudaMemPoolProps props{};
+  unsigned long long release_threshold = 0;
+  unsigned long long used = 0, used_high = 0, reserved = 0, reserved_high = 0;
+  int reuse_follow_event = 1, reuse_opportunistic = 1, reuse_internal = 1;
+  std::multimap<std::size_t, void*> cache; // freed blocks kept for reuse
 };
 
 namespace cuda_double::detail {
@@ -119,65 +119,65 @@ inline constexpr int kRuntimeVersion = 13000;
 inline constexpr int kDriverVersion = 13000;
 
 struct Capture {
-    unsigned long long id = 0;
-    cudaGraph_t graph = nullptr;
-    bool owns_graph = true;  // false for cudaStreamBeginCaptureToGraph
-    cudaStreamCaptureMode mode = cudaStreamCaptureModeGlobal;
-    std::thread::id thread;
-    cudaStream_t origin = nullptr;
-    bool invalidated = false;
-    std::vector<cudaStream_t> streams;  // origin first, then joined streams
+  unsigned long long id = 0;
+  cudaGraph_t graph = nullptr;
+  bool owns_graph = true; // false for cudaStreamBeginCaptureToGraph
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeGlobal;
+  std::thread::id thread;
+  cudaStream_t origin = nullptr;
+  bool invalidated = false;
+  std::vector<cudaStream_t> streams; // origin first, then joined streams
 };
 
 struct Allocation {
-    enum class Kind { device, pinned, graph };
-    void* base = nullptr;
-    std::size_t size = 0;      // requested size
-    std::size_t capacity = 0;  // rounded size of the host block backing it
-    Kind kind = Kind::device;
-    int device = 0;
-    CUmemPoolHandle_st* pool = nullptr;  // stream-ordered allocations
-    unsigned long long buffer_id = 0;
-    // Graph allocations: the address is reserved while any alloc node refers
-    // to it and is backed ("mapped") between its alloc and free.
-    bool mapped = true;
-    int graph_refs = 0;
+  enum class Kind { device, pinned, graph };
+  void* base = nullptr;
+  std::size_t size = 0;     // requested size
+  std::size_t capacity = 0; // rounded size of the host block backing it
+  Kind kind = Kind::device;
+  int device = 0;
+  CUmemPoolHandle_st* pool = nullptr; // stream-ordered allocations
+  unsigned long long buffer_id = 0;
+  // Graph allocations: the address is reserved while any alloc node refers
+  // to it and is backed ("mapped") between its alloc and free.
+  bool mapped = true;
+  int graph_refs = 0;
 };
 
 struct Fault {
-    int remaining;
-    cudaError_t error;
+  int remaining;
+  cudaError_t error;
 };
 
 struct State {
-    // Recursive so that host functions run under it may use the control API.
-    std::recursive_mutex mu;
-    std::atomic<std::uint64_t> generation{1};
-    int device_count = 1;
-    bool no_driver = false;
-    std::size_t total_memory = std::size_t{80} << 30;
+  // Recursive so that host functions run under it may use the control API.
+  std::recursive_mutex mu;
+  std::atomic<std::uint64_t> generation{1};
+  int device_count = 1;
+  bool no_driver = false;
+  std::size_t total_memory = std::size_t{80} << 30;
 
-    std::unordered_set<cudaStream_t> streams;  // user streams
-    std::map<int, std::unique_ptr<CUstream_st>> legacy;  // per device
-    std::map<std::pair<std::thread::id, int>, std::unique_ptr<CUstream_st>> per_thread;
-    std::unordered_set<cudaEvent_t> events;
-    std::unordered_set<cudaGraph_t> graphs;  // user-visible graphs
-    std::unordered_set<cudaGraphNode_t> nodes;  // nodes of user-visible graphs
-    std::unordered_set<cudaGraphExec_t> execs;
-    std::map<unsigned long long, std::unique_ptr<Capture>> captures;
-    std::map<std::uintptr_t, Allocation> allocations;
-    std::map<int, std::unique_ptr<CUmemPoolHandle_st>> default_pools;
-    std::map<int, cudaMemPool_t> current_pools;
-    std::unordered_set<cudaMemPool_t> pools;  // user-created, not yet freed
+  std::unordered_set<cudaStream_t> streams;           // user streams
+  std::map<int, std::unique_ptr<CUstream_st>> legacy; // per device
+  std::map<std::pair<std::thread::id, int>, std::unique_ptr<CUstream_st>> per_thread;
+  std::unordered_set<cudaEvent_t> events;
+  std::unordered_set<cudaGraph_t> graphs;    // user-visible graphs
+  std::unordered_set<cudaGraphNode_t> nodes; // nodes of user-visible graphs
+  std::unordered_set<cudaGraphExec_t> execs;
+  std::map<unsigned long long, std::unique_ptr<Capture>> captures;
+  std::map<std::uintptr_t, Allocation> allocations;
+  std::map<int, std::unique_ptr<CUmemPoolHandle_st>> default_pools;
+  std::map<int, cudaMemPool_t> current_pools;
+  std::unordered_set<cudaMemPool_t> pools; // user-created, not yet freed
 
-    std::map<std::string, std::size_t> calls;
-    std::map<std::string, std::vector<Fault>> faults;
+  std::map<std::string, std::size_t> calls;
+  std::map<std::string, std::vector<Fault>> faults;
 
-    unsigned long long next_stream_id = 16;
-    unsigned long long next_capture_id = 1;
-    std::uint32_t next_graph_id = 1;
-    unsigned long long next_exec_id = 1;
-    unsigned long long next_buffer_id = 1;
+  unsigned long long next_stream_id = 16;
+  unsigned long long next_capture_id = 1;
+  std::uint32_t next_graph_id = 1;
+  unsigned long long next_exec_id = 1;
+  unsigned long long next_buffer_id = 1;
 };
 
 State& state();
@@ -185,11 +185,11 @@ State& state();
 // Per-thread runtime state. A generation stamp lets reset() clear the state
 // of every thread without reaching into their thread_local storage.
 struct ThreadState {
-    std::uint64_t generation = 0;
-    cudaError_t last_error = cudaSuccess;
-    int device = 0;
-    cudaStreamCaptureMode mode = cudaStreamCaptureModeGlobal;
-    bool in_callback = false;
+  std::uint64_t generation = 0;
+  cudaError_t last_error = cudaSuccess;
+  int device = 0;
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeGlobal;
+  bool in_callback = false;
 };
 ThreadState& thread_state();
 
@@ -201,24 +201,25 @@ bool take_fault(const char* name, cudaError_t& error);
 // failure as the thread's last error.
 template <class Body>
 cudaError_t api(const char* name, Body&& body, bool needs_driver = true) {
-    ThreadState& ts = thread_state();
-    if (ts.in_callback) {
-        // Host functions must not call CUDA; CUDA may report this.
-        ts.last_error = cudaErrorNotPermitted;
-        return cudaErrorNotPermitted;
-    }
-    State& st = state();
-    std::lock_guard<std::recursive_mutex> lock(st.mu);
-    ++st.calls[name];
-    cudaError_t err = cudaSuccess;
-    if (st.no_driver && needs_driver) {
-        err = cudaErrorInsufficientDriver;
-    } else if (!take_fault(name, err)) {
-        err = body();
-    }
-    // cudaErrorNotReady reports status, not failure: it is not recorded.
-    if (err != cudaSuccess && err != cudaErrorNotReady) ts.last_error = err;
-    return err;
+  ThreadState& ts = thread_state();
+  if (ts.in_callback) {
+    // Host functions must not call CUDA; CUDA may report this.
+    ts.last_error = cudaErrorNotPermitted;
+    return cudaErrorNotPermitted;
+  }
+  State& st = state();
+  std::lock_guard<std::recursive_mutex> lock(st.mu);
+  ++st.calls[name];
+  cudaError_t err = cudaSuccess;
+  if (st.no_driver && needs_driver) {
+    err = cudaErrorInsufficientDriver;
+  } else if (!take_fault(name, err)) {
+    err = body();
+  }
+  // cudaErrorNotReady reports status, not failure: it is not recorded.
+  if (err != cudaSuccess && err != cudaErrorNotReady)
+    ts.last_error = err;
+  return err;
 }
 
 // --- devices -------------------------------------------------------------
@@ -232,8 +233,8 @@ CUstream_st* resolve_stream(cudaStream_t handle);
 // --- capture -------------------------------------------------------------
 // Where a stream operation goes: captured into `capture` or run eagerly.
 struct Target {
-    CUstream_st* stream = nullptr;
-    Capture* capture = nullptr;
+  CUstream_st* stream = nullptr;
+  Capture* capture = nullptr;
 };
 // Validates the stream and applies the capture rules every stream operation
 // obeys (invalidated capture, implicit legacy-stream dependency).
@@ -278,7 +279,8 @@ cudaError_t check_memcpy(void* dst, const void* src, std::size_t count, cudaMemc
 cudaError_t check_memset(const cudaMemsetParams& params, bool allow_reserved);
 void do_memcpy3d(const cudaMemcpy3DParms& p);
 void do_memset(const cudaMemsetParams& p);
-cudaMemcpy3DParms memcpy1d_params(void* dst, const void* src, std::size_t count, cudaMemcpyKind kind);
+cudaMemcpy3DParms memcpy1d_params(void* dst, const void* src, std::size_t count,
+                                  cudaMemcpyKind kind);
 std::size_t memset_extent(const cudaMemsetParams& p);
 // Graph allocations: reserve an address (alloc node creation), drop a
 // reference (node destruction), back/unback it (alloc/free at launch).
@@ -293,4 +295,4 @@ void free_all_memory();
 void record_event_now(CUevent_st* event);
 void run_host_function(cudaHostFn_t fn, void* data);
 
-}  // namespace cuda_double::detail
+} // namespace cuda_double::detail

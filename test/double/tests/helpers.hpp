@@ -14,34 +14,36 @@
 // Every test starts from a clean double and checks that it leaked nothing
 // it did not mean to.
 struct Clean {
-    Clean() { cuda_double::reset(); }
-    ~Clean() { cuda_double::reset(); }
+  Clean() { cuda_double::reset(); }
+  ~Clean() { cuda_double::reset(); }
 };
 
 inline void* device_alloc(std::size_t bytes) {
-    void* p = nullptr;
-    CUDA_OK(cudaMalloc(&p, bytes));
-    return p;
+  void* p = nullptr;
+  CUDA_OK(cudaMalloc(&p, bytes));
+  return p;
 }
 
 inline std::vector<cudaGraphNode_t> graph_nodes(cudaGraph_t g) {
-    std::size_t n = 0;
-    CUDA_OK(cudaGraphGetNodes(g, nullptr, &n));
-    std::vector<cudaGraphNode_t> nodes(n);
-    if (n) CUDA_OK(cudaGraphGetNodes(g, nodes.data(), &n));
-    return nodes;
+  std::size_t n = 0;
+  CUDA_OK(cudaGraphGetNodes(g, nullptr, &n));
+  std::vector<cudaGraphNode_t> nodes(n);
+  if (n)
+    CUDA_OK(cudaGraphGetNodes(g, nodes.data(), &n));
+  return nodes;
 }
 
 inline std::vector<cudaGraphNode_t> deps_of(cudaGraphNode_t node) {
-    std::size_t n = 0;
-    CUDA_OK(cudaGraphNodeGetDependencies(node, nullptr, nullptr, &n));
-    std::vector<cudaGraphNode_t> deps(n);
-    if (n) CUDA_OK(cudaGraphNodeGetDependencies(node, deps.data(), nullptr, &n));
-    return deps;
+  std::size_t n = 0;
+  CUDA_OK(cudaGraphNodeGetDependencies(node, nullptr, nullptr, &n));
+  std::vector<cudaGraphNode_t> deps(n);
+  if (n)
+    CUDA_OK(cudaGraphNodeGetDependencies(node, deps.data(), nullptr, &n));
+  return deps;
 }
 
 inline cudaGraphNodeType type_of(cudaGraphNode_t node) {
-    cudaGraphNodeType t{};
-    CUDA_OK(cudaGraphNodeGetType(node, &t));
-    return t;
+  cudaGraphNodeType t{};
+  CUDA_OK(cudaGraphNodeGetType(node, &t));
+  return t;
 }

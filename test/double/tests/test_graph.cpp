@@ -9,180 +9,186 @@
 
 namespace {
 
-void add_one(void* data) { ++*static_cast<int*>(data); }
-void add_ten(void* data) { *static_cast<int*>(data) += 10; }
-
-cudaGraphNode_t host_node(cudaGraph_t g, std::vector<cudaGraphNode_t> deps, cudaHostFn_t fn, void* data) {
-    cudaHostNodeParams p{fn, data};
-    cudaGraphNode_t n = nullptr;
-    CUDA_OK(cudaGraphAddHostNode(&n, g, deps.data(), deps.size(), &p));
-    return n;
+void add_one(void* data) {
+  ++*static_cast<int*>(data);
+}
+void add_ten(void* data) {
+  *static_cast<int*>(data) += 10;
 }
 
-}  // namespace
+cudaGraphNode_t host_node(cudaGraph_t g, std::vector<cudaGraphNode_t> deps, cudaHostFn_t fn,
+                          void* data) {
+  cudaHostNodeParams p{fn, data};
+  cudaGraphNode_t n = nullptr;
+  CUDA_OK(cudaGraphAddHostNode(&n, g, deps.data(), deps.size(), &p));
+  return n;
+}
+
+} // namespace
 
 TEST_CASE("explicit graph construction and queries", "[graph]") {
-    Clean clean;
-    cudaGraph_t g = nullptr;
-    CUDA_OK(cudaGraphCreate(&g, 0));
-    CHECK(cudaGraphCreate(&g, 1) == cudaErrorInvalidValue);
-    int counter = 0;
-    cudaGraphNode_t a = nullptr;
-    CUDA_OK(cudaGraphAddEmptyNode(&a, g, nullptr, 0));
-    cudaGraphNode_t b = host_node(g, {a}, add_one, &counter);
-    cudaGraphNode_t c = host_node(g, {a}, add_ten, &counter);
-    cudaGraphNode_t bc[] = {b, c};
-    cudaGraphNode_t d = nullptr;
-    CUDA_OK(cudaGraphAddEmptyNode(&d, g, bc, 2));
-    cudaGraphNode_t twice[] = {b, b};
-    CHECK(cudaGraphAddEmptyNode(&d, g, twice, 2) == cudaErrorInvalidValue);
+  Clean clean;
+  cudaGraph_t g = nullptr;
+  CUDA_OK(cudaGraphCreate(&g, 0));
+  CHECK(cudaGraphCreate(&g, 1) == cudaErrorInvalidValue);
+  int counter = 0;
+  cudaGraphNode_t a = nullptr;
+  CUDA_OK(cudaGraphAddEmptyNode(&a, g, nullptr, 0));
+  cudaGraphNode_t b = host_node(g, {a}, add_one, &counter);
+  cudaGraphNode_t c = host_node(g, {a}, add_ten, &counter);
+  cudaGraphNode_t bc[] = {b, c};
+  cudaGraphNode_t d = nullptr;
+  CUDA_OK(cudaGraphAddEmptyNode(&d, g, bc, 2));
+  cudaGraphNode_t twice[] = {b, b};
+  CHECK(cudaGraphAddEmptyNode(&d, g, twice, 2) == cudaErrorInvalidValue);
 
-    std::size_t n = 0;
-    CUDA_OK(cudaGraphNodeGetDependentNodes(a, nullptr, nullptr, &n));
-    CHECK(n == 2);
-    cudaHostNodeParams hp{};
-    CUDA_OK(cudaGraphHostNodeGetParams(c, &hp));
-    CHECK(hp.fn == add_ten);
-    CHECK(hp.userData == &counter);
-    cudaMemsetParams mp{};
-    CHECK(cudaGraphMemsetNodeGetParams(c, &mp) == cudaErrorInvalidValue);
-    cudaKernelNodeParams kp{};
-    CHECK(cudaGraphKernelNodeGetParams(c, &kp) == cudaErrorInvalidDeviceFunction);
+  std::size_t n = 0;
+  CUDA_OK(cudaGraphNodeGetDependentNodes(a, nullptr, nullptr, &n));
+  CHECK(n == 2);
+  cudaHostNodeParams hp{};
+  CUDA_OK(cudaGraphHostNodeGetParams(c, &hp));
+  CHECK(hp.fn == add_ten);
+  CHECK(hp.userData == &counter);
+  cudaMemsetParams mp{};
+  CHECK(cudaGraphMemsetNodeGetParams(c, &mp) == cudaErrorInvalidValue);
+  cudaKernelNodeParams kp{};
+  CHECK(cudaGraphKernelNodeGetParams(c, &kp) == cudaErrorInvalidDeviceFunction);
 
-    // Asking for more than exists nulls the rest and reports the real count.
-    cudaGraphNode_t from[8], to[8];
-    n = 8;
-    CUDA_OK(cudaGraphGetEdges(g, from, to, nullptr, &n));
-    CHECK(n == 4);
-    CHECK(from[4] == nullptr);
-    CHECK(to[0] == b);
+  // Asking for more than exists nulls the rest and reports the real count.
+  cudaGraphNode_t from[8], to[8];
+  n = 8;
+  CUDA_OK(cudaGraphGetEdges(g, from, to, nullptr, &n));
+  CHECK(n == 4);
+  CHECK(from[4] == nullptr);
+  CHECK(to[0] == b);
 
-    // Explicit edges, including duplicates and removal.
-    CHECK(cudaGraphAddDependencies(g, &a, &d, nullptr, 1) == cudaSuccess);
-    CHECK(cudaGraphAddDependencies(g, &a, &d, nullptr, 1) == cudaErrorInvalidValue);
-    CUDA_OK(cudaGraphRemoveDependencies(g, &a, &d, nullptr, 1));
+  // Explicit edges, including duplicates and removal.
+  CHECK(cudaGraphAddDependencies(g, &a, &d, nullptr, 1) == cudaSuccess);
+  CHECK(cudaGraphAddDependencies(g, &a, &d, nullptr, 1) == cudaErrorInvalidValue);
+  CUDA_OK(cudaGraphRemoveDependencies(g, &a, &d, nullptr, 1));
 
-    cudaGraphExec_t exec = nullptr;
-    CUDA_OK(cudaGraphInstantiate(&exec, g, 0));
-    CUDA_OK(cudaGraphLaunch(exec, nullptr));
-    CHECK(counter == 11);
+  cudaGraphExec_t exec = nullptr;
+  CUDA_OK(cudaGraphInstantiate(&exec, g, 0));
+  CUDA_OK(cudaGraphLaunch(exec, nullptr));
+  CHECK(counter == 11);
 
-    // The executable is a snapshot: later graph edits do not reach it.
-    CUDA_OK(cudaGraphHostNodeSetParams(b, &hp));
-    CUDA_OK(cudaGraphLaunch(exec, nullptr));
-    CHECK(counter == 22);
+  // The executable is a snapshot: later graph edits do not reach it.
+  CUDA_OK(cudaGraphHostNodeSetParams(b, &hp));
+  CUDA_OK(cudaGraphLaunch(exec, nullptr));
+  CHECK(counter == 22);
 
-    // Cycles are rejected at instantiation.
-    CUDA_OK(cudaGraphAddDependencies(g, &d, &a, nullptr, 1));
-    cudaGraphExec_t bad = nullptr;
-    CHECK(cudaGraphInstantiate(&bad, g, 0) == cudaErrorInvalidValue);
-    CUDA_OK(cudaGraphExecDestroy(exec));
-    CUDA_OK(cudaGraphDestroy(g));
-    CHECK(cudaGraphNodeGetType(a, nullptr) == cudaErrorInvalidValue);
-    CHECK(cuda_double::live_graphs() == 0);
+  // Cycles are rejected at instantiation.
+  CUDA_OK(cudaGraphAddDependencies(g, &d, &a, nullptr, 1));
+  cudaGraphExec_t bad = nullptr;
+  CHECK(cudaGraphInstantiate(&bad, g, 0) == cudaErrorInvalidValue);
+  CUDA_OK(cudaGraphExecDestroy(exec));
+  CUDA_OK(cudaGraphDestroy(g));
+  CHECK(cudaGraphNodeGetType(a, nullptr) == cudaErrorInvalidValue);
+  CHECK(cuda_double::live_graphs() == 0);
 }
 
 TEST_CASE("clones are independent and map their nodes", "[graph]") {
-    Clean clean;
-    cudaGraph_t g = nullptr;
-    CUDA_OK(cudaGraphCreate(&g, 0));
-    int counter = 0;
-    cudaGraphNode_t a = host_node(g, {}, add_one, &counter);
-    host_node(g, {a}, add_one, &counter);
-    cudaGraph_t c = nullptr;
-    CUDA_OK(cudaGraphClone(&c, g));
-    cudaGraphNode_t a2 = nullptr;
-    CUDA_OK(cudaGraphNodeFindInClone(&a2, a, c));
-    CHECK(a2 != a);
-    CHECK(cuda_double::node_id(a2) >> 32 == cuda_double::graph_id(c));
-    CHECK((cuda_double::node_id(a2) & 0xffffffffu) == (cuda_double::node_id(a) & 0xffffffffu));
-    CUDA_OK(cudaGraphDestroyNode(a));
-    CHECK(graph_nodes(g).size() == 1);
-    CHECK(graph_nodes(c).size() == 2);
-    CHECK(deps_of(graph_nodes(c)[1]) == std::vector<cudaGraphNode_t>{a2});
-    CUDA_OK(cudaGraphDestroy(g));
-    CUDA_OK(cudaGraphDestroy(c));
+  Clean clean;
+  cudaGraph_t g = nullptr;
+  CUDA_OK(cudaGraphCreate(&g, 0));
+  int counter = 0;
+  cudaGraphNode_t a = host_node(g, {}, add_one, &counter);
+  host_node(g, {a}, add_one, &counter);
+  cudaGraph_t c = nullptr;
+  CUDA_OK(cudaGraphClone(&c, g));
+  cudaGraphNode_t a2 = nullptr;
+  CUDA_OK(cudaGraphNodeFindInClone(&a2, a, c));
+  CHECK(a2 != a);
+  CHECK(cuda_double::node_id(a2) >> 32 == cuda_double::graph_id(c));
+  CHECK((cuda_double::node_id(a2) & 0xffffffffu) == (cuda_double::node_id(a) & 0xffffffffu));
+  CUDA_OK(cudaGraphDestroyNode(a));
+  CHECK(graph_nodes(g).size() == 1);
+  CHECK(graph_nodes(c).size() == 2);
+  CHECK(deps_of(graph_nodes(c)[1]) == std::vector<cudaGraphNode_t>{a2});
+  CUDA_OK(cudaGraphDestroy(g));
+  CUDA_OK(cudaGraphDestroy(c));
 }
 
 TEST_CASE("cudaGraphExecUpdate", "[graph][update]") {
-    Clean clean;
-    int counter = 0;
-    void* dev = device_alloc(16);
-    auto build = [&](cudaHostFn_t second, bool extra_edge, bool memset_tail) {
-        cudaGraph_t g = nullptr;
-        CUDA_OK(cudaGraphCreate(&g, 0));
-        cudaGraphNode_t a = host_node(g, {}, add_one, &counter);
-        cudaGraphNode_t b = host_node(g, extra_edge ? std::vector<cudaGraphNode_t>{a} : std::vector<cudaGraphNode_t>{},
-                                      second, &counter);
-        (void)b;
-        if (memset_tail) {
-            cudaMemsetParams p{dev, 0, 0, 1, 16, 1};
-            cudaGraphNode_t m = nullptr;
-            CUDA_OK(cudaGraphAddMemsetNode(&m, g, nullptr, 0, &p));
-        } else {
-            cudaGraphNode_t e = nullptr;
-            CUDA_OK(cudaGraphAddEmptyNode(&e, g, nullptr, 0));
-        }
-        return g;
-    };
-    cudaGraph_t g1 = build(add_one, true, false);
-    cudaGraphExec_t exec = nullptr;
-    CUDA_OK(cudaGraphInstantiate(&exec, g1, 0));
-    CUDA_OK(cudaGraphLaunch(exec, nullptr));
-    CHECK(counter == 2);
+  Clean clean;
+  int counter = 0;
+  void* dev = device_alloc(16);
+  auto build = [&](cudaHostFn_t second, bool extra_edge, bool memset_tail) {
+    cudaGraph_t g = nullptr;
+    CUDA_OK(cudaGraphCreate(&g, 0));
+    cudaGraphNode_t a = host_node(g, {}, add_one, &counter);
+    cudaGraphNode_t b =
+        host_node(g, extra_edge ? std::vector<cudaGraphNode_t>{a} : std::vector<cudaGraphNode_t>{},
+                  second, &counter);
+    (void)b;
+    if (memset_tail) {
+      cudaMemsetParams p{dev, 0, 0, 1, 16, 1};
+      cudaGraphNode_t m = nullptr;
+      CUDA_OK(cudaGraphAddMemsetNode(&m, g, nullptr, 0, &p));
+    } else {
+      cudaGraphNode_t e = nullptr;
+      CUDA_OK(cudaGraphAddEmptyNode(&e, g, nullptr, 0));
+    }
+    return g;
+  };
+  cudaGraph_t g1 = build(add_one, true, false);
+  cudaGraphExec_t exec = nullptr;
+  CUDA_OK(cudaGraphInstantiate(&exec, g1, 0));
+  CUDA_OK(cudaGraphLaunch(exec, nullptr));
+  CHECK(counter == 2);
 
-    cudaGraphExecUpdateResultInfo info{};
-    SECTION("same topology: parameters are copied") {
-        cudaGraph_t g2 = build(add_ten, true, false);
-        CUDA_OK(cudaGraphExecUpdate(exec, g2, &info));
-        CHECK(info.result == cudaGraphExecUpdateSuccess);
-        CUDA_OK(cudaGraphLaunch(exec, nullptr));
-        CHECK(counter == 13);
-    }
-    SECTION("changed edges") {
-        cudaGraph_t g2 = build(add_ten, false, false);
-        CHECK(cudaGraphExecUpdate(exec, g2, &info) == cudaErrorGraphExecUpdateFailure);
-        CHECK(info.result == cudaGraphExecUpdateErrorTopologyChanged);
-        CHECK(info.errorNode == graph_nodes(g2)[1]);
-        CUDA_OK(cudaGraphLaunch(exec, nullptr));
-        CHECK(counter == 4);  // unchanged executable
-    }
-    SECTION("changed node type") {
-        cudaGraph_t g2 = build(add_one, true, true);
-        CHECK(cudaGraphExecUpdate(exec, g2, &info) == cudaErrorGraphExecUpdateFailure);
-        CHECK(info.result == cudaGraphExecUpdateErrorNodeTypeChanged);
-        CHECK(info.errorNode == graph_nodes(g2)[2]);
-    }
-    SECTION("changed node count") {
-        cudaGraph_t g2 = nullptr;
-        CUDA_OK(cudaGraphCreate(&g2, 0));
-        CHECK(cudaGraphExecUpdate(exec, g2, &info) == cudaErrorGraphExecUpdateFailure);
-        CHECK(info.result == cudaGraphExecUpdateErrorTopologyChanged);
-    }
+  cudaGraphExecUpdateResultInfo info{};
+  SECTION("same topology: parameters are copied") {
+    cudaGraph_t g2 = build(add_ten, true, false);
+    CUDA_OK(cudaGraphExecUpdate(exec, g2, &info));
+    CHECK(info.result == cudaGraphExecUpdateSuccess);
+    CUDA_OK(cudaGraphLaunch(exec, nullptr));
+    CHECK(counter == 13);
+  }
+  SECTION("changed edges") {
+    cudaGraph_t g2 = build(add_ten, false, false);
+    CHECK(cudaGraphExecUpdate(exec, g2, &info) == cudaErrorGraphExecUpdateFailure);
+    CHECK(info.result == cudaGraphExecUpdateErrorTopologyChanged);
+    CHECK(info.errorNode == graph_nodes(g2)[1]);
+    CUDA_OK(cudaGraphLaunch(exec, nullptr));
+    CHECK(counter == 4); // unchanged executable
+  }
+  SECTION("changed node type") {
+    cudaGraph_t g2 = build(add_one, true, true);
+    CHECK(cudaGraphExecUpdate(exec, g2, &info) == cudaErrorGraphExecUpdateFailure);
+    CHECK(info.result == cudaGraphExecUpdateErrorNodeTypeChanged);
+    CHECK(info.errorNode == graph_nodes(g2)[2]);
+  }
+  SECTION("changed node count") {
+    cudaGraph_t g2 = nullptr;
+    CUDA_OK(cudaGraphCreate(&g2, 0));
+    CHECK(cudaGraphExecUpdate(exec, g2, &info) == cudaErrorGraphExecUpdateFailure);
+    CHECK(info.result == cudaGraphExecUpdateErrorTopologyChanged);
+  }
 }
 
 TEST_CASE("cudaGraphDebugDotPrint writes nodes and edges", "[graph]") {
-    Clean clean;
-    cudaGraph_t g = nullptr;
-    CUDA_OK(cudaGraphCreate(&g, 0));
-    int counter = 0;
-    cudaGraphNode_t a = host_node(g, {}, add_one, &counter);
-    void* dev = device_alloc(32);
-    cudaMemsetParams p{dev, 0, 7, 1, 32, 1};
-    cudaGraphNode_t m = nullptr;
-    CUDA_OK(cudaGraphAddMemsetNode(&m, g, &a, 1, &p));
-    const std::string path = "cuda_double_test_graph.dot";
-    std::remove(path.c_str());
-    CUDA_OK(cudaGraphDebugDotPrint(g, path.c_str(), cudaGraphDebugDotFlagsVerbose));
-    std::ifstream in(path);
-    REQUIRE(in.good());
-    std::stringstream ss;
-    ss << in.rdbuf();
-    const std::string dot = ss.str();
-    CHECK(dot.rfind("digraph", 0) == 0);
-    CHECK(dot.find("HOST 0") != std::string::npos);
-    CHECK(dot.find("MEMSET 1") != std::string::npos);
-    CHECK(dot.find("\"n0\" -> \"n1\"") != std::string::npos);
-    std::remove(path.c_str());
-    CHECK(cudaGraphDebugDotPrint(g, "/nonexistent-dir/x.dot", 0) == cudaErrorOperatingSystem);
+  Clean clean;
+  cudaGraph_t g = nullptr;
+  CUDA_OK(cudaGraphCreate(&g, 0));
+  int counter = 0;
+  cudaGraphNode_t a = host_node(g, {}, add_one, &counter);
+  void* dev = device_alloc(32);
+  cudaMemsetParams p{dev, 0, 7, 1, 32, 1};
+  cudaGraphNode_t m = nullptr;
+  CUDA_OK(cudaGraphAddMemsetNode(&m, g, &a, 1, &p));
+  const std::string path = "cuda_double_test_graph.dot";
+  std::remove(path.c_str());
+  CUDA_OK(cudaGraphDebugDotPrint(g, path.c_str(), cudaGraphDebugDotFlagsVerbose));
+  std::ifstream in(path);
+  REQUIRE(in.good());
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string dot = ss.str();
+  CHECK(dot.rfind("digraph", 0) == 0);
+  CHECK(dot.find("HOST 0") != std::string::npos);
+  CHECK(dot.find("MEMSET 1") != std::string::npos);
+  CHECK(dot.find("\"n0\" -> \"n1\"") != std::string::npos);
+  std::remove(path.c_str());
+  CHECK(cudaGraphDebugDotPrint(g, "/nonexistent-dir/x.dot", 0) == cudaErrorOperatingSystem);
 }

@@ -32,11 +32,11 @@ void simulate_no_driver(bool on);
 void fail_call(const char* function_name, cudaError_t error, int nth = 1);
 
 // Live objects, for leak checks.
-std::size_t live_streams();      // created by the user, not destroyed
+std::size_t live_streams(); // created by the user, not destroyed
 std::size_t live_events();
-std::size_t live_graphs();       // includes graphs of ongoing captures
+std::size_t live_graphs(); // includes graphs of ongoing captures
 std::size_t live_execs();
-std::size_t live_allocations();  // device, pinned host and backed graph memory
+std::size_t live_allocations(); // device, pinned host and backed graph memory
 
 // How many times a function of the double was called since the last reset
 // or clear_call_counts().
@@ -48,4 +48,4 @@ void clear_call_counts();
 std::uint32_t graph_id(cudaGraph_t graph);
 std::uint64_t node_id(cudaGraphNode_t node);
 
-}  // namespace cuda_double
+} // namespace cuda_double

@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 export PATH="$PATH:/usr/local/cuda/bin"
 cmake -S . -B build/tests -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGRAPHCAP_BUILD_TESTS=ON \
+  -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \
   -DGRAPHCAP_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build build/tests -j "$(nproc)"
 cd build/tests

@@ -126,7 +126,7 @@ public:
     require_state(graph_state::empty, "begin a capture",
                   "call reset() first, or capture into another graph");
     if (is_legacy_default_stream(stream)) [[unlikely]] {
-      detail::throw_cuda<capture_error>(
+      detail::throw_error<capture_error>(
           cudaErrorStreamCaptureUnsupported, "graphcap::begin_capture",
           "CUDA graphs must be captured on a non-default stream (pass a stream created with "
           "cudaStreamNonBlocking, or none to use the graph's own side stream); replaying on the "
@@ -306,6 +306,7 @@ private:
       if (captured != nullptr) {
         detail::graph_handle{captured}.reset();
       }
+      end_and_discard(stream);
       state_ = graph_state::empty;
       abort_policies();
       const cudaError_t reported =
@@ -349,13 +350,28 @@ private:
   /// Ends a capture that will not be used (exception, scope destroyed early); never throws and
   /// never leaves the stream capturing.
   void abandon_capture(cudaStream_t stream) noexcept {
-    cudaGraph_t captured = nullptr;
-    detail::ignore(cudaStreamEndCapture(stream, &captured));
-    if (captured != nullptr) {
-      detail::graph_handle{captured}.reset();
-    }
+    end_and_discard(stream);
     state_ = graph_state::empty;
     abort_policies();
+  }
+
+  /// Ends whatever capture is still running on `stream` and destroys what it produced. An end
+  /// that fails for another reason than an invalidated capture may leave the stream capturing
+  /// (seen with fault injection), so this asks CUDA and tries again, a bounded number of times.
+  static void end_and_discard(cudaStream_t stream) noexcept {
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+      if (cudaStreamIsCapturing(stream, &status) != cudaSuccess ||
+          status == cudaStreamCaptureStatusNone) {
+        break;
+      }
+      cudaGraph_t captured = nullptr;
+      detail::ignore(cudaStreamEndCapture(stream, &captured));
+      if (captured != nullptr) {
+        detail::graph_handle{captured}.reset();
+      }
+    }
+    static_cast<void>(cudaGetLastError());
   }
 
   void instantiate_template() {

@@ -61,13 +61,21 @@ constexpr std::string_view hint_for(cudaError_t code) noexcept {
   }
 }
 
-/// Throws cuda_error for a failed call, after clearing the runtime's last error: graphcap never
-/// leaves a status of its own behind for an unrelated cudaGetLastError to find.
+/// Throws Error for `code` without touching CUDA: for failures graphcap detects itself, where
+/// the runtime's last error is the user's business.
+template <class Error = cuda_error>
+GRAPHCAP_COLD [[noreturn]] void throw_error(cudaError_t code, std::string_view call,
+                                            std::string_view hint = {}) {
+  throw Error(code, call, hint.empty() ? hint_for(code) : hint);
+}
+
+/// Throws Error for a failed CUDA call, after clearing the last error that call set: graphcap
+/// never leaves a status of its own behind for an unrelated cudaGetLastError to find.
 template <class Error = cuda_error>
 GRAPHCAP_COLD [[noreturn]] void throw_cuda(cudaError_t code, std::string_view call,
                                            std::string_view hint = {}) {
   static_cast<void>(cudaGetLastError());
-  throw Error(code, call, hint.empty() ? hint_for(code) : hint);
+  throw_error<Error>(code, call, hint);
 }
 
 /// check(cudaCall(...), "cudaCall"): throws cuda_error unless the call succeeded.

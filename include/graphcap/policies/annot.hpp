@@ -51,12 +51,11 @@ struct off : detail::no_hooks<detail::annot_category> {
     // compiles to nothing.
     constexpr marker() noexcept = default;
     constexpr marker(const marker&) noexcept = default;
-    constexpr marker(marker&&) noexcept = default;
+    constexpr marker(marker &&) noexcept = default;
     constexpr marker& operator=(const marker&) noexcept = default;
     constexpr marker& operator=(marker&&) noexcept = default;
     constexpr ~marker() {} // NOLINT(modernize-use-equals-default): see above
   };
-
 
   constexpr marker mark(cudaStream_t /*stream*/, std::string_view /*name*/) noexcept { return {}; }
   constexpr marker mark(cudaStream_t /*stream*/,

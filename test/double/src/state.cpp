@@ -130,6 +130,11 @@ std::size_t calls(const char* function_name) {
   return it == state().calls.end() ? 0 : it->second;
 }
 
+std::map<std::string, std::size_t> call_counts() {
+  std::lock_guard<std::recursive_mutex> lock(state().mu);
+  return state().calls;
+}
+
 void clear_call_counts() {
   std::lock_guard<std::recursive_mutex> lock(state().mu);
   state().calls.clear();

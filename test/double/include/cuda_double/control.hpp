@@ -8,6 +8,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <string>
 
 namespace cuda_double {
 
@@ -41,6 +43,9 @@ std::size_t live_allocations(); // device, pinned host and backed graph memory
 // How many times a function of the double was called since the last reset
 // or clear_call_counts().
 std::size_t calls(const char* function_name);
+// Every function called since the last reset or clear_call_counts(), with its count: lets a
+// test assert the exact set of calls a code path makes.
+std::map<std::string, std::size_t> call_counts();
 void clear_call_counts();
 
 // Stable ids for a future CUPTI double: the graph's process-unique id, and

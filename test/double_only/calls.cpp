@@ -1,0 +1,108 @@
+// Tests that need the CUDA test double's control API: the exact CUDA calls graphcap makes.
+// "Zero overhead" means a lean graph issues the calls a careful hand-written program issues.
+#include <graphcap/graphcap.hpp>
+
+#include "catch.hpp"
+#include "cuda_helpers.hpp"
+
+#include <cuda_double/control.hpp>
+
+#include <map>
+#include <string>
+
+namespace gc = graphcap;
+using call_map = std::map<std::string, std::size_t>;
+
+namespace {
+void CUDART_CB add_one(void* counter) {
+  ++*static_cast<int*>(counter);
+}
+} // namespace
+
+TEST_CASE("a lean replay is exactly one cudaGraphLaunch") {
+  cuda_double::reset();
+  gctest::stream stream;
+  int counter = 0;
+  gc::lean_graph graph;
+  graph.capture(stream, [&] { CUDA_REQUIRE(cudaLaunchHostFunc(stream, add_one, &counter)); });
+  cuda_double::clear_call_counts();
+  graph.replay(stream);
+  CHECK(cuda_double::call_counts() == call_map{{"cudaGraphLaunch", 1}});
+  CHECK(counter == 1);
+}
+
+TEST_CASE("a capture makes the hand-written calls, plus the device and node count it records") {
+  cuda_double::reset();
+  gctest::stream stream;
+  gc::lean_graph graph;
+  cuda_double::clear_call_counts();
+  graph.capture(stream, [](cudaStream_t) {});
+  // Hand-written: begin, end, instantiate, destroy the template. graphcap adds cudaGetDevice
+  // (the capture device), cudaGraphGetNodes (node_count) and, around instantiation and
+  // template destruction, the relaxed capture-mode exchange (2 calls each) that keeps them from
+  // invalidating another thread's global-mode capture.
+  CHECK(cuda_double::call_counts() == call_map{{"cudaGetDevice", 1},
+                                               {"cudaStreamBeginCapture", 1},
+                                               {"cudaStreamEndCapture", 1},
+                                               {"cudaGraphGetNodes", 1},
+                                               {"cudaThreadExchangeStreamCaptureMode", 4},
+                                               {"cudaGraphInstantiateWithFlags", 1},
+                                               {"cudaGraphDestroy", 1}});
+}
+
+TEST_CASE("rejecting the legacy default stream makes no CUDA call at all") {
+  cuda_double::reset();
+  gc::lean_graph graph;
+  cuda_double::clear_call_counts();
+  CHECK_THROWS_AS(graph.begin_capture(cudaStreamLegacy), gc::capture_error);
+  CHECK(cuda_double::call_counts().empty());
+}
+
+TEST_CASE("a state_error on replay before capture leaves no CUDA error behind") {
+  cuda_double::reset();
+  gc::lean_graph graph;
+  CHECK_THROWS_AS(graph.replay(), gc::state_error);
+  CHECK(cudaPeekAtLastError() == cudaSuccess);
+}
+
+TEST_CASE("the user's own pending CUDA error survives graphcap's checks") {
+  cuda_double::reset();
+  CHECK(cudaSetDevice(99) == cudaErrorInvalidDevice); // the user's error, not yet collected
+  const cudaError_t users = cudaPeekAtLastError();
+  REQUIRE(users != cudaSuccess);
+  gc::lean_graph graph;
+  CHECK_THROWS_AS(graph.begin_capture(cudaStreamLegacy), gc::capture_error);
+  CHECK(cudaPeekAtLastError() == users);
+  static_cast<void>(cudaGetLastError());
+}
+
+TEST_CASE("without a driver, the first capture throws cuda_error and nothing leaks") {
+  cuda_double::reset();
+  cuda_double::simulate_no_driver(true);
+  {
+    gc::lean_graph graph;
+    CHECK_THROWS_WITH(graph.capture([](cudaStream_t) {}),
+                      gctest::contains("cudaErrorInsufficientDriver"));
+    CHECK(graph.empty());
+  }
+  cuda_double::simulate_no_driver(false);
+  CHECK(cuda_double::live_streams() == 0);
+  CHECK(cuda_double::live_graphs() == 0);
+  CHECK(cuda_double::live_execs() == 0);
+  cuda_double::reset();
+}
+
+TEST_CASE("teardown destroys exactly what was created") {
+  cuda_double::reset();
+  {
+    gc::lean_graph graph{gc::keep_graph};
+    graph.capture([](cudaStream_t) {});
+    graph.instantiate();
+    CHECK(cuda_double::live_graphs() == 1);
+    CHECK(cuda_double::live_execs() == 1);
+    CHECK(cuda_double::live_streams() == 1); // the side stream
+  }
+  CHECK(cuda_double::live_graphs() == 0);
+  CHECK(cuda_double::live_execs() == 0);
+  CHECK(cuda_double::live_streams() == 0);
+}

@@ -37,4 +37,7 @@ grep -E "tests passed" "$out/ctest.log"
 for example in "$build"/examples/example_*; do
   timeout 60 "$example" 2>&1 | tee -a "$out/examples.log"
 done
+for bench in "$build"/benchmark/bench_*; do
+  [ -x "$bench" ] && OUT="$out" timeout 240 "$bench" 2>&1 | tee -a "$out/bench.log"
+done
 exit $status

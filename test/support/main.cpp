@@ -42,9 +42,14 @@ int main(int argc, char** argv) {
     static_cast<void>(cudaGetLastError());
     const bool has_device = status == cudaSuccess && devices > 0;
 #ifdef GRAPHCAP_TEST_NEEDS_DEVICE
-    if (!has_device) {
-      std::printf("SKIPPED: no CUDA device (%s): this test needs a GPU and was not run\n",
-                  status == cudaSuccess ? "0 devices" : cudaGetErrorName(status));
+#ifndef GRAPHCAP_TEST_MIN_DEVICES
+#define GRAPHCAP_TEST_MIN_DEVICES 1
+#endif
+    if (!has_device || devices < GRAPHCAP_TEST_MIN_DEVICES) {
+      std::printf("SKIPPED: %d CUDA device(s) (%s): this test needs %d and was not run\n",
+                  status == cudaSuccess ? devices : 0,
+                  status == cudaSuccess ? "cudaSuccess" : cudaGetErrorName(status),
+                  GRAPHCAP_TEST_MIN_DEVICES);
       return GRAPHCAP_SKIP_RETURN_CODE;
     }
 #else

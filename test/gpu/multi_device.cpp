@@ -84,12 +84,14 @@ TEST_CASE("after reset, a graph captures on another device with a side stream of
   gctest::device_buffer<float> data(n); // on device 1
   gctest::launch_fill(nullptr, data.get(), 0.0F, n);
   CUDA_REQUIRE(cudaDeviceSynchronize());
+  cudaStream_t side = nullptr;
   graph.capture([&](cudaStream_t s) {
-    int stream_device = -1;
-    CUDA_REQUIRE(cudaStreamGetDevice(s, &stream_device));
-    CHECK(stream_device == 1);
+    side = s; // (cudaStreamGetDevice on a capturing stream would invalidate the capture)
     gctest::launch_add_scalar(s, data.get(), 2.0F, n);
   });
+  int stream_device = -1;
+  CUDA_REQUIRE(cudaStreamGetDevice(side, &stream_device));
+  CHECK(stream_device == 1);
   CHECK(graph.device() == 1);
   graph.replay();
   CUDA_REQUIRE(cudaDeviceSynchronize());

@@ -159,6 +159,10 @@ cudaError_t cudaStreamGetDevice(cudaStream_t hStream, int* device) {
     CUstream_st* s = resolve_stream(hStream);
     if (!s)
       return cudaErrorInvalidResourceHandle;
+    if (s->capture) { // seen on the H200: asking a capturing stream's device invalidates it
+      invalidate(s->capture);
+      return cudaErrorStreamCaptureUnsupported;
+    }
     *device = s->device;
     return cudaSuccess;
   });

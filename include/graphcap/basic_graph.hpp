@@ -461,39 +461,26 @@ private:
   // `Scope` is always `scope`; a template parameter because `scope` is still incomplete here.
   template <class Scope, class Work>
   static decltype(auto) run_capture(Scope cap, Work&& work) {
-    if constexpr (std::is_invocable_v<Work, Scope&>) {
-      using result = std::invoke_result_t<Work, Scope&>;
-      if constexpr (std::is_void_v<result>) {
-        std::invoke(std::forward<Work>(work), cap);
-        cap.end();
+    auto call = [&]() -> decltype(auto) {
+      if constexpr (std::is_invocable_v<Work, Scope&>) {
+        return std::invoke(std::forward<Work>(work), cap);
+      } else if constexpr (std::is_invocable_v<Work, cudaStream_t>) {
+        return std::invoke(std::forward<Work>(work), cap.stream());
       } else {
-        result value = std::invoke(std::forward<Work>(work), cap);
-        cap.end();
-        return value;
+        static_assert(std::is_invocable_v<Work>,
+                      "graphcap: capture(work) needs a callable taking the capture scope (scope& "
+                      "or auto&), the capture stream (cudaStream_t), or nothing");
+        return std::invoke(std::forward<Work>(work));
       }
-    } else if constexpr (std::is_invocable_v<Work, cudaStream_t>) {
-      using result = std::invoke_result_t<Work, cudaStream_t>;
-      if constexpr (std::is_void_v<result>) {
-        std::invoke(std::forward<Work>(work), cap.stream());
-        cap.end();
-      } else {
-        result value = std::invoke(std::forward<Work>(work), cap.stream());
-        cap.end();
-        return value;
-      }
+    };
+    using result = decltype(call());
+    if constexpr (std::is_void_v<result>) {
+      call();
+      cap.end();
     } else {
-      static_assert(std::is_invocable_v<Work>,
-                    "graphcap: capture(work) needs a callable taking the capture scope (scope& or "
-                    "auto&), the capture stream (cudaStream_t), or nothing");
-      using result = std::invoke_result_t<Work>;
-      if constexpr (std::is_void_v<result>) {
-        std::invoke(std::forward<Work>(work));
-        cap.end();
-      } else {
-        result value = std::invoke(std::forward<Work>(work));
-        cap.end();
-        return value;
-      }
+      result value = call();
+      cap.end();
+      return value;
     }
   }
 

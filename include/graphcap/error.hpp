@@ -1,9 +1,11 @@
 // graphcap/error.hpp - the exceptions graphcap throws.
 //
-//   graphcap::error            base of everything graphcap throws
-//   ├── graphcap::cuda_error   a CUDA call failed: the call, cudaGetErrorName, the message, a hint
-//   │   └── capture_error      a capture could not begin or end (invalidated, unjoined fork, ...)
-//   └── graphcap::state_error  the graph was used in a state that does not allow the call
+//   graphcap::error               base of everything graphcap throws
+//   ├── graphcap::cuda_error      a CUDA call failed: the call, cudaGetErrorName, the message, a
+//   hint │   ├── capture_error         a capture could not begin or end (invalidated, unjoined
+//   fork, ...) │   └── out_of_memory_error   a pool could not grow during a capture ├──
+//   graphcap::state_error     the graph was used in a state that does not allow the call └──
+//   graphcap::liveness_error  an input of the graph was freed: the replay did not launch
 //
 // capture_error derives from cuda_error because every capture failure graphcap reports carries
 // the CUDA status that caused it (cudaErrorStreamCaptureUnsupported for a capture on the legacy
@@ -60,6 +62,20 @@ private:
 class capture_error : public cuda_error {
 public:
   using cuda_error::cuda_error;
+};
+
+/// A pool could not get the memory a capture asked for. The message names the bytes asked for
+/// and the pool's reserved size; the process and other graphs stay usable.
+class out_of_memory_error : public cuda_error {
+public:
+  using cuda_error::cuda_error;
+};
+
+/// Before a replay, one or more external inputs of the graph were found freed (or replaced by a
+/// new allocation at the same address). Nothing was launched; the message lists each input.
+class liveness_error : public error {
+public:
+  using error::error;
 };
 
 /// A call that the graph's current state does not allow (replay before capture, capturing

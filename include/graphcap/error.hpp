@@ -1,11 +1,11 @@
 // graphcap/error.hpp - the exceptions graphcap throws.
 //
-//   graphcap::error               base of everything graphcap throws
-//   ├── graphcap::cuda_error      a CUDA call failed: the call, cudaGetErrorName, the message, a
-//   hint │   ├── capture_error         a capture could not begin or end (invalidated, unjoined
-//   fork, ...) │   └── out_of_memory_error   a pool could not grow during a capture ├──
-//   graphcap::state_error     the graph was used in a state that does not allow the call └──
-//   graphcap::liveness_error  an input of the graph was freed: the replay did not launch
+//   error                  base of everything graphcap throws
+//   - cuda_error           a CUDA call failed: the call, cudaGetErrorName, the message, a hint
+//     - capture_error      a capture could not begin or end (invalidated, unjoined fork, ...)
+//     - out_of_memory_error  a pool could not grow during a capture
+//   - state_error          the graph was used in a state that does not allow the call
+//   - liveness_error       an input of the graph was freed: the replay did not launch
 //
 // capture_error derives from cuda_error because every capture failure graphcap reports carries
 // the CUDA status that caused it (cudaErrorStreamCaptureUnsupported for a capture on the legacy

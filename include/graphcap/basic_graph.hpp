@@ -23,6 +23,7 @@
 #include <graphcap/policies/liveness.hpp>
 #include <graphcap/policies/mode.hpp>
 #include <graphcap/policies/pool.hpp>
+#include <graphcap/pool_handle.hpp>
 #include <graphcap/stream.hpp>
 
 #include <cuda_runtime_api.h>
@@ -83,6 +84,19 @@ public:
   basic_graph() noexcept = default;
   /// An empty graph that keeps its template after instantiation (see keep_graph_t).
   explicit basic_graph(keep_graph_t /*keep*/) noexcept : keep_graph_(true) {}
+
+  /// An empty graph whose pool policy is built from `pool_argument`: a pool_handle (or another
+  /// graph's pool()) for pool::shared, a cudaMemPool_t for pool::user.
+  template <class PoolArgument>
+  requires std::constructible_from<Pool, PoolArgument&&>
+  explicit basic_graph(PoolArgument&& pool_argument)
+      : pool_(std::forward<PoolArgument>(pool_argument)) {}
+
+  /// The same, keeping the template (see keep_graph_t).
+  template <class PoolArgument>
+  requires std::constructible_from<Pool, PoolArgument&&> basic_graph(keep_graph_t /*keep*/,
+                                                                     PoolArgument&& pool_argument)
+      : keep_graph_(true), pool_(std::forward<PoolArgument>(pool_argument)) {}
 
   basic_graph(basic_graph&& other) noexcept
       : graph_(std::move(other.graph_)), exec_(std::move(other.exec_)),
@@ -267,6 +281,24 @@ public:
         verbose ? static_cast<unsigned int>(cudaGraphDebugDotFlagsVerbose) : 0U;
     detail::check(cudaGraphDebugDotPrint(graph_.get(), path.c_str(), flags),
                   "cudaGraphDebugDotPrint");
+  }
+
+  /// A handle to the graph's pool, for other graphs to share it
+  /// (`graph_with<pool::shared> next{first.pool()};`). Needs pool::private_pool or pool::shared.
+  template <class P = Pool>
+  [[nodiscard]] pool_handle pool() {
+    static_assert(P::has_handle,
+                  "graphcap: pool() needs a graph whose pool can be shared: use "
+                  "pool::private_pool or pool::shared, not pool::none or pool::graph_memory_nodes");
+    return pool_.handle();
+  }
+
+  /// What the graph's pool holds (reserved and in-use bytes, slabs, blocks).
+  template <class P = Pool>
+  [[nodiscard]] pool_statistics pool_statistics() const {
+    static_assert(P::has_handle, "graphcap: pool_statistics() needs a graph with a slab pool: "
+                                 "pool::private_pool, pool::shared or pool::user");
+    return pool_.statistics();
   }
 
   /// The policies' state, for the features that expose one (pool statistics, annotations...).
@@ -549,7 +581,39 @@ public:
                   "graphcap: allocate() needs a graph whose pool policy allocates: use "
                   "pool::private_pool, pool::shared, pool::user or pool::graph_memory_nodes, not "
                   "pool::none");
-    return active_graph().pool_.template allocate<T>(count, stream_);
+    return allocate<T>(count, stream_);
+  }
+
+  /// The same, for work on `stream`, a stream forked from the capture stream. The memory comes
+  /// from the same pool.
+  template <class T>
+  [[nodiscard]] T* allocate(std::size_t count, cudaStream_t stream) {
+    static_assert(Pool::can_allocate,
+                  "graphcap: allocate() needs a graph whose pool policy allocates: use "
+                  "pool::private_pool, pool::shared, pool::user or pool::graph_memory_nodes, not "
+                  "pool::none");
+    return active_graph().pool_.template allocate<T>(count, stream);
+  }
+
+  /// Gives back memory allocate() returned in this capture: later allocations of the same size on
+  /// the same stream in this capture may reuse it. Needs an allocating Pool policy.
+  template <class T>
+  void deallocate(T* pointer) {
+    static_assert(Pool::can_allocate,
+                  "graphcap: deallocate() needs a graph whose pool policy allocates: use "
+                  "pool::private_pool, pool::shared, pool::user or pool::graph_memory_nodes, not "
+                  "pool::none");
+    deallocate(pointer, stream_);
+  }
+
+  /// The same, for memory last used by work on `stream` (where it was allocated for).
+  template <class T>
+  void deallocate(T* pointer, cudaStream_t stream) {
+    static_assert(Pool::can_allocate,
+                  "graphcap: deallocate() needs a graph whose pool policy allocates: use "
+                  "pool::private_pool, pool::shared, pool::user or pool::graph_memory_nodes, not "
+                  "pool::none");
+    active_graph().pool_.deallocate(pointer, stream);
   }
 
   /// Tags the nodes captured while the returned marker lives with `name` (annot::off: no-op).

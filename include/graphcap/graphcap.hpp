@@ -3,6 +3,7 @@
 //   #include <graphcap/graphcap.hpp>
 //
 //   graphcap::lean_graph g;                        // every optional feature off
+//   graphcap::graph g;                             // torch.cuda.graph's defaults: private pool
 //   g.capture([&](cudaStream_t s) { step<<<blocks, threads, 0, s>>>(in, out, n); });
 //   for (int i = 0; i < steps; ++i) g.replay(stream);
 #pragma once
@@ -14,6 +15,7 @@
 #include <graphcap/policies/liveness.hpp>
 #include <graphcap/policies/mode.hpp>
 #include <graphcap/policies/pool.hpp>
+#include <graphcap/pool_handle.hpp>
 #include <graphcap/stream.hpp>
 #include <graphcap/version.hpp>
 
@@ -22,5 +24,9 @@ namespace graphcap {
 /// Every optional feature off: global capture mode, no pool, no annotations, no liveness check.
 /// Replay is exactly one cudaGraphLaunch and its error check.
 using lean_graph = basic_graph<mode::global, pool::none, annot::off, liveness::off>;
+
+/// torch.cuda.graph's defaults: global capture mode and a private pool for the memory allocated
+/// during the capture (scope::allocate); annotations and liveness checking off.
+using graph = basic_graph<mode::global, pool::private_pool, annot::off, liveness::off>;
 
 } // namespace graphcap

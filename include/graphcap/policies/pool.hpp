@@ -1,17 +1,32 @@
 // graphcap/policies/pool.hpp - the Pool policy: where memory allocated during a capture lives.
 //
-// A pool strategy decides what `scope::allocate<T>(n)` hands out while a capture runs and keeps
-// that memory at a fixed address for every replay. pool::none has no allocation API at all; the
-// allocating strategies (private, shared, user pool, CUDA graph memory nodes) come with the pool
-// feature and plug in here.
+// A pool strategy decides what `scope::allocate<T>(n)` hands out while a capture runs, and keeps
+// that memory at a fixed address for every replay:
+//   pool::none                no allocation during capture at all (and no cost);
+//   pool::private_pool        the graph's own pool (what graphcap::graph uses);
+//   pool::shared              a pool shared by the graphs given one pool_handle;
+//   pool::user                slabs drawn from your cudaMemPool_t;
+//   pool::graph_memory_nodes  CUDA's own graph memory nodes (cudaMallocAsync inside the capture).
+// docs/pools.md compares them.
 #pragma once
 
+#include <graphcap/detail/cuda_check.hpp>
 #include <graphcap/detail/no_hooks.hpp>
 #include <graphcap/detail/policy_category.hpp>
+#include <graphcap/detail/pool_core.hpp>
+#include <graphcap/error.hpp>
+#include <graphcap/pool_handle.hpp>
 
+#include <algorithm>
 #include <concepts>
 #include <cstddef>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 namespace graphcap {
 
@@ -34,13 +49,200 @@ concept pool_strategy = detail::has_policy_category<P> &&
   pool.on_reset();
 };
 
+namespace detail {
+
+/// What the private, shared and user pools have in common: blocks from a pool_core, a record of
+/// the blocks this graph holds, and reuse of blocks freed during the capture.
+template <bool Shared>
+class slab_pool : public no_hooks<pool_category> {
+public:
+  static constexpr bool can_allocate = true;
+  static constexpr bool has_handle = true;
+  static constexpr unsigned long long instantiate_flags = 0;
+
+  slab_pool() noexcept = default;
+  explicit slab_pool(const pool_handle& handle) noexcept
+      : core_(pool_handle_access::core(handle)) {}
+  explicit slab_pool(cudaMemPool_t source) : core_(std::make_shared<pool_core>(source)) {}
+
+  slab_pool(slab_pool&& other) noexcept = default;
+  slab_pool& operator=(slab_pool&& other) noexcept {
+    if (this != &other) {
+      on_reset();
+      core_ = std::move(other.core_);
+      held_ = std::move(other.held_);
+      freed_ = std::move(other.freed_);
+    }
+    return *this;
+  }
+  slab_pool(const slab_pool&) = delete;
+  slab_pool& operator=(const slab_pool&) = delete;
+  ~slab_pool() { on_reset(); }
+
+  /// `count` objects of T on `stream`. A block freed earlier in this capture on the same stream
+  /// is reused (stream order makes that safe); otherwise the core hands out a block.
+  template <class T>
+  [[nodiscard]] T* allocate(std::size_t count, cudaStream_t stream) {
+    if (count > std::numeric_limits<std::size_t>::max() / sizeof(T)) {
+      throw_error<out_of_memory_error>(cudaErrorMemoryAllocation, "graphcap::scope::allocate",
+                                       "the requested element count overflows size_t");
+    }
+    return static_cast<T*>(take(count * sizeof(T), stream));
+  }
+
+  /// Gives back a block allocated in this capture. Later allocations of the same size class on
+  /// the same stream in this capture reuse it; the graph keeps it until reset.
+  void deallocate(const void* block, cudaStream_t stream) {
+    const auto held = std::find_if(held_.begin(), held_.end(), [&](const held_block& entry) {
+      return entry.address == block && !entry.freed;
+    });
+    if (held == held_.end()) {
+      throw error("graphcap: deallocate() was given a pointer that this capture did not "
+                  "allocate (or that was already deallocated)");
+    }
+    held->freed = true;
+    freed_[{stream, held->size}].push_back(held->address);
+  }
+
+  // -- hooks ---------------------------------------------------------------------------------
+
+  void after_capture_end(cudaGraph_t /*graph*/) noexcept {
+    freed_.clear();
+    if constexpr (Shared) {
+      // A later capture into the shared pool may reuse what this one freed: the pool's rule
+      // (replay in capture order, never concurrently) makes that safe.
+      std::erase_if(held_, [this](const held_block& entry) {
+        if (entry.freed) {
+          core_->give_back(entry.address, entry.size);
+        }
+        return entry.freed;
+      });
+    }
+  }
+
+  void on_capture_abort() noexcept { on_reset(); }
+
+  void before_replay(cudaStream_t stream) noexcept {
+    if (core_) {
+      core_->set_last_replay_stream(stream);
+    }
+  }
+
+  /// Gives every block back; a pool no other graph or handle shares is released too.
+  void on_reset() noexcept {
+    freed_.clear();
+    if (!core_) {
+      return;
+    }
+    for (const held_block& entry : held_) {
+      core_->give_back(entry.address, entry.size);
+    }
+    held_.clear();
+    if (!Shared && core_.use_count() == 1) {
+      core_->release_slabs();
+    }
+  }
+
+  // -- introspection ---------------------------------------------------------------------------
+
+  /// A handle to this graph's pool, for other graphs to share it.
+  [[nodiscard]] pool_handle handle() {
+    ensure_core();
+    return pool_handle_access::make(core_);
+  }
+  [[nodiscard]] pool_statistics statistics() const noexcept {
+    return core_ ? core_->statistics() : pool_statistics{};
+  }
+
+private:
+  struct held_block {
+    void* address;
+    std::size_t size;
+    bool freed;
+  };
+
+  void ensure_core() {
+    if (!core_) {
+      core_ = std::make_shared<pool_core>();
+    }
+  }
+
+  void* take(std::size_t bytes, cudaStream_t stream) {
+    const std::size_t size = pool_core::size_class(bytes);
+    if (auto reusable = freed_.find({stream, size});
+        reusable != freed_.end() && !reusable->second.empty()) {
+      void* block = reusable->second.back();
+      reusable->second.pop_back();
+      const auto held = std::find_if(held_.begin(), held_.end(), [&](const held_block& entry) {
+        return entry.address == block;
+      });
+      held->freed = false;
+      return block;
+    }
+    ensure_core();
+    held_.reserve(held_.size() + 1); // so that the push_back below cannot throw
+    void* block = core_->take(bytes);
+    held_.push_back({block, size, false});
+    return block;
+  }
+
+  std::shared_ptr<pool_core> core_;
+  std::vector<held_block> held_; // blocks this graph holds until reset
+  std::map<std::pair<cudaStream_t, std::size_t>, std::vector<void*>> freed_; // this capture's
+};
+
+} // namespace detail
+
 namespace pool {
 
 /// No memory is allocated during capture: the graph reads and writes buffers you allocated
 /// beforehand. Costs nothing; `allocate` and `pool()` do not exist on such a graph.
 struct none : detail::no_hooks<detail::pool_category> {
   static constexpr bool can_allocate = false;
+  static constexpr bool has_handle = false;
   static constexpr unsigned long long instantiate_flags = 0;
+};
+
+/// The graph's own pool (torch.cuda.graph's default). Blocks keep their address for every replay
+/// and stay valid while the graph lives; reset() and destruction release the pool, ordered after
+/// the last replay. pool() hands out a handle for other graphs to share it.
+struct private_pool : detail::slab_pool<false> {
+  using slab_pool::slab_pool;
+};
+
+/// A pool shared by the graphs given one pool_handle (graph_pool_handle(), or another graph's
+/// pool()). Safe when the graphs replay in capture order and never concurrently; see
+/// pool_handle.hpp.
+struct shared : detail::slab_pool<true> {
+  using slab_pool::slab_pool;
+};
+
+/// Like private_pool, with slabs drawn from your cudaMemPool_t (`graph_with<pool::user> g{mp};`)
+/// and given back to it on reset. The memory pool must outlive the graph.
+struct user : detail::slab_pool<false> {
+  explicit user(cudaMemPool_t source) : slab_pool(source) {}
+  user(user&&) noexcept = default;
+  user& operator=(user&&) noexcept = default;
+};
+
+/// CUDA's own graph memory nodes: allocate() is cudaMallocAsync on the capture stream, which
+/// records a memory-allocation node that the graph owns, and deallocate() a memory-free node.
+/// Freed automatically at the next launch (cudaGraphInstantiateFlagAutoFreeOnLaunch). A graph
+/// with memory nodes can have only one executable graph at a time.
+struct graph_memory_nodes : detail::no_hooks<detail::pool_category> {
+  static constexpr bool can_allocate = true;
+  static constexpr bool has_handle = false;
+  static constexpr unsigned long long instantiate_flags = cudaGraphInstantiateFlagAutoFreeOnLaunch;
+
+  template <class T>
+  [[nodiscard]] T* allocate(std::size_t count, cudaStream_t stream) {
+    void* block = nullptr;
+    detail::check(cudaMallocAsync(&block, count * sizeof(T), stream), "cudaMallocAsync");
+    return static_cast<T*>(block);
+  }
+  void deallocate(const void* block, cudaStream_t stream) {
+    detail::check(cudaFreeAsync(const_cast<void*>(block), stream), "cudaFreeAsync");
+  }
 };
 
 } // namespace pool

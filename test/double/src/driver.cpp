@@ -95,6 +95,13 @@ CUresult CUDAAPI func_get_name(const char** name, CUfunction func) {
   });
 }
 
+// No CUkernel handle can be valid without kernels either.
+CUresult CUDAAPI kernel_get_function(CUfunction* func, CUkernel kernel) {
+  return driver_api("cuKernelGetFunction", [&] {
+    return func && kernel ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_VALUE;
+  });
+}
+
 struct EntryPoint {
   const char* symbol;
   int introduced; // CUDA version of this ABI of the symbol
@@ -110,6 +117,7 @@ const EntryPoint kEntryPoints[] = {
      reinterpret_cast<void*>(&graph_kernel_node_get_params_v1)},
     {"cuFuncGetParamInfo", 12040, reinterpret_cast<void*>(&func_get_param_info)},
     {"cuFuncGetName", 12030, reinterpret_cast<void*>(&func_get_name)},
+    {"cuKernelGetFunction", 12000, reinterpret_cast<void*>(&kernel_get_function)},
 };
 
 cudaError_t entry_point(const char* symbol, void** funcPtr, unsigned version,

@@ -619,6 +619,19 @@ cudaError_t cudaGraphKernelNodeGetParams(cudaGraphNode_t node, cudaKernelNodePar
   });
 }
 
+// The embedded graph, as CUDA returns it. Captures in the double never create child graph
+// nodes, and the embedded graph is not user-visible: graph queries on it fail.
+cudaError_t cudaGraphChildGraphNodeGetGraph(cudaGraphNode_t node, cudaGraph_t* pGraph) {
+  return api(__func__, [&] {
+    return with_node(node, cudaGraphNodeTypeGraph, [&](CUgraphNode_st& n) {
+      if (!pGraph)
+        return cudaErrorInvalidValue;
+      *pGraph = n.child.get();
+      return cudaSuccess;
+    });
+  });
+}
+
 cudaError_t cudaGraphMemAllocNodeGetParams(cudaGraphNode_t node,
                                            cudaMemAllocNodeParams* params_out) {
   return api(__func__, [&] {

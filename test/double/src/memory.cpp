@@ -12,7 +12,10 @@ using namespace cuda_double::detail;
 
 namespace {
 
+// Sizes past any device's memory round to 0 bytes, which every capacity check below refuses.
 std::size_t round_up(std::size_t n) {
+  if (n > (std::size_t{1} << 48))
+    return 0;
   return (std::max<std::size_t>(n, 1) + kAlignment - 1) / kAlignment * kAlignment;
 }
 
@@ -109,6 +112,8 @@ void delete_pool_if_done(cudaMemPool_t pool) {
 
 cudaError_t pool_alloc(void** out, std::size_t size, cudaMemPool_t pool) {
   const std::size_t cap = round_up(size);
+  if (cap == 0)
+    return cudaErrorMemoryAllocation;
   void* p = nullptr;
   auto it = pool->cache.find(cap);
   if (it != pool->cache.end()) {
@@ -149,7 +154,9 @@ cudaError_t free_device(void* ptr) {
     delete_pool_if_done(pool);
     return cudaSuccess;
   }
-  erase_allocation(*a);
+  // cudaMalloc memory: kept for reuse at the same address (see State::freed_device_blocks).
+  state().freed_device_blocks.emplace(a->capacity, a->base);
+  state().allocations.erase(reinterpret_cast<std::uintptr_t>(ptr));
   return cudaSuccess;
 }
 
@@ -168,10 +175,13 @@ cudaError_t malloc_async(void** ptr, std::size_t size, cudaMemPool_t pool, cudaS
   if (t.capture) {
     // Captured: a memory allocation node whose address is reserved now
     // and stays fixed for the graph's lifetime.
+    void* reserved = reserve_graph_allocation(size, pool->device);
+    if (!reserved)
+      return cudaErrorMemoryAllocation;
     CUgraphNode_st* n = capture_node(t, cudaGraphNodeTypeMemAlloc);
     n->alloc.poolProps = pool->props;
     n->alloc.bytesize = size;
-    n->alloc.dptr = reserve_graph_allocation(size, pool->device);
+    n->alloc.dptr = reserved;
     *ptr = n->alloc.dptr;
     return cudaSuccess;
   }
@@ -190,6 +200,8 @@ cudaError_t alloc_pinned(void** ptr, std::size_t size, unsigned flags) {
     return cudaSuccess;
   }
   const std::size_t cap = round_up(size);
+  if (cap == 0)
+    return cudaErrorMemoryAllocation;
   void* p = raw_alloc(cap);
   if (!p)
     return cudaErrorMemoryAllocation;
@@ -302,6 +314,8 @@ cudaMemcpy3DParms memcpy1d_params(void* dst, const void* src, std::size_t count,
 
 void* reserve_graph_allocation(std::size_t size, int device) {
   const std::size_t cap = round_up(size);
+  if (cap == 0)
+    return nullptr;
   void* p = raw_alloc(cap);
   Allocation& a = register_allocation(p, size, cap, Allocation::Kind::graph, device);
   a.mapped = false;
@@ -341,6 +355,9 @@ void free_all_memory() {
   for (auto& [base, a] : st.allocations)
     std::free(a.base);
   st.allocations.clear();
+  for (auto& [capacity, block] : st.freed_device_blocks)
+    std::free(block);
+  st.freed_device_blocks.clear();
   for (auto& [d, p] : st.default_pools)
     trim(*p, 0);
   st.default_pools.clear();
@@ -367,9 +384,17 @@ cudaError_t cudaMalloc(void** devPtr, size_t size) {
       return cudaSuccess;
     }
     const std::size_t cap = round_up(size);
-    if (device_bytes_in_use() + cap > state().total_memory)
+    if (cap == 0 || device_bytes_in_use() + cap > state().total_memory)
       return cudaErrorMemoryAllocation;
-    void* p = raw_alloc(cap);
+    void* p = nullptr;
+    auto [reusable, reusable_end] = state().freed_device_blocks.equal_range(cap);
+    if (reusable != reusable_end) {
+      const auto newest = std::prev(reusable_end); // the block freed last comes back first
+      p = newest->second;
+      state().freed_device_blocks.erase(newest);
+    } else {
+      p = raw_alloc(cap);
+    }
     if (!p)
       return cudaErrorMemoryAllocation;
     register_allocation(p, size, cap, Allocation::Kind::device, thread_state().device);

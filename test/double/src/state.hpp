@@ -166,6 +166,10 @@ struct State {
   std::unordered_set<cudaGraphExec_t> execs;
   std::map<unsigned long long, std::unique_ptr<Capture>> captures;
   std::map<std::uintptr_t, Allocation> allocations;
+  // Blocks freed by cudaFree, kept for the next cudaMalloc of the same rounded size (newest
+  // first): like CUDA's driver, the double hands a freed address out again, so that tests can
+  // rely on address reuse (with a new buffer id). Not counted as memory in use.
+  std::multimap<std::size_t, void*> freed_device_blocks;
   std::map<int, std::unique_ptr<CUmemPoolHandle_st>> default_pools;
   std::map<int, cudaMemPool_t> current_pools;
   std::unordered_set<cudaMemPool_t> pools; // user-created, not yet freed

@@ -1,0 +1,256 @@
+// Runtime tests: memory allocated during a capture (the Pool policies), with CUDA work the host
+// can execute, so that they run on the CUDA test double and on the GPU.
+#include <graphcap/graphcap.hpp>
+
+#include "catch.hpp"
+#include "cuda_helpers.hpp"
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace gc = graphcap;
+
+namespace {
+
+constexpr std::size_t bytes = 4096;
+
+/// Captures: a block from the pool, set to `value`, copied to `host`. Returns the block.
+template <class Graph>
+unsigned char* capture_fill(Graph& graph, std::vector<unsigned char>& host, int value) {
+  return graph.capture([&](typename Graph::scope& cap) {
+    auto* block = cap.template allocate<unsigned char>(bytes);
+    CUDA_REQUIRE(cudaMemsetAsync(block, value, bytes, cap.stream()));
+    CUDA_REQUIRE(cudaMemcpyAsync(host.data(), block, bytes, cudaMemcpyDeviceToHost, cap.stream()));
+    return block;
+  });
+}
+
+} // namespace
+
+TEST_CASE("graphcap::graph is torch.cuda.graph's defaults: global mode and a private pool") {
+  STATIC_REQUIRE(std::is_same_v<gc::graph::mode_type, gc::mode::global>);
+  STATIC_REQUIRE(std::is_same_v<gc::graph::pool_type, gc::pool::private_pool>);
+  STATIC_REQUIRE(std::is_same_v<gc::graph::annot_type, gc::annot::off>);
+  STATIC_REQUIRE(std::is_same_v<gc::graph::liveness_type, gc::liveness::off>);
+}
+
+TEST_CASE("memory allocated during capture keeps its address and is readable after replay") {
+  gctest::stream stream;
+  std::vector<unsigned char> host(bytes, 0);
+  gc::graph graph;
+  unsigned char* block = capture_fill(graph, host, 7);
+  REQUIRE(block != nullptr);
+  CHECK(host[0] == 0);
+  graph.replay(stream);
+  stream.synchronize();
+  CHECK(host == std::vector<unsigned char>(bytes, 7));
+  // The block is the graph's static output: readable outside the graph, same address each time.
+  std::vector<unsigned char> direct(bytes, 0);
+  CUDA_REQUIRE(cudaMemcpy(direct.data(), block, bytes, cudaMemcpyDeviceToHost));
+  CHECK(direct == host);
+  CUDA_REQUIRE(cudaMemset(block, 0, bytes));
+  graph.replay(stream);
+  stream.synchronize();
+  CUDA_REQUIRE(cudaMemcpy(direct.data(), block, bytes, cudaMemcpyDeviceToHost));
+  CHECK(direct == std::vector<unsigned char>(bytes, 7));
+}
+
+TEST_CASE("a block freed during the capture is reused on the same stream, not on another") {
+  gctest::stream side;
+  gctest::event fork;
+  gctest::event join;
+  gc::graph graph;
+  graph.capture([&](gc::graph::scope& cap) {
+    float* first = cap.allocate<float>(1000);
+    cap.deallocate(first);
+    float* second = cap.allocate<float>(1000); // same stream, same size class: reused
+    CHECK(second == first);
+    cap.deallocate(second);
+    CUDA_REQUIRE(cudaEventRecord(fork, cap.stream()));
+    CUDA_REQUIRE(cudaStreamWaitEvent(side, fork, 0));
+    float* on_side = cap.allocate<float>(1000, side); // no captured order with the free: new
+    CHECK(on_side != first);
+    CUDA_REQUIRE(cudaMemsetAsync(on_side, 0, 1000 * sizeof(float), side));
+    CUDA_REQUIRE(cudaEventRecord(join, side));
+    CUDA_REQUIRE(cudaStreamWaitEvent(cap.stream(), join, 0));
+  });
+  CHECK(graph.pool_statistics().blocks_in_use == 2);
+}
+
+TEST_CASE("a private pool stays reserved while the graph lives and is released on reset") {
+  gctest::stream stream;
+  std::vector<unsigned char> host(bytes, 0);
+  gc::graph graph;
+  CHECK(graph.pool_statistics().reserved_bytes == 0);
+  capture_fill(graph, host, 1);
+  const gc::pool_statistics held = graph.pool_statistics();
+  CHECK(held.reserved_bytes >= bytes);
+  CHECK(held.in_use_bytes == bytes);
+  CHECK(held.blocks_in_use == 1);
+  graph.replay(stream);
+  stream.synchronize();
+  CHECK(graph.pool_statistics().reserved_bytes == held.reserved_bytes);
+  graph.reset();
+  CHECK(graph.pool_statistics().reserved_bytes == 0);
+  CHECK(graph.pool_statistics().in_use_bytes == 0);
+}
+
+TEST_CASE("exact pool sizes around the size classes") {
+  struct expectation {
+    std::size_t request;
+    std::size_t in_use;
+    std::size_t reserved;
+  };
+  const std::size_t mib = std::size_t{1} << 20;
+  for (const expectation expected :
+       {expectation{1, 512, 2 * mib}, expectation{512, 512, 2 * mib},
+        expectation{513, 1024, 2 * mib}, expectation{mib, mib, 2 * mib},
+        expectation{mib + 512, 2 * mib, 2 * mib},
+        expectation{10 * mib + 512, 12 * mib, 12 * mib}}) {
+    INFO("request of " << expected.request << " bytes");
+    gc::graph graph;
+    graph.capture([&](gc::graph::scope& cap) {
+      auto* block = cap.allocate<unsigned char>(expected.request);
+      CUDA_REQUIRE(cudaMemsetAsync(block, 0, expected.request, cap.stream()));
+    });
+    CHECK(graph.pool_statistics().in_use_bytes == expected.in_use);
+    CHECK(graph.pool_statistics().reserved_bytes == expected.reserved);
+  }
+}
+
+TEST_CASE("two successive captures with temporaries: a shared pool reserves less") {
+  gctest::stream stream;
+  const std::size_t big = 3 * (std::size_t{1} << 20); // a slab of its own: easy to count
+  auto capture_with_temporary = [&](auto& graph, std::vector<unsigned char>& host, int value) {
+    using graph_type = std::remove_reference_t<decltype(graph)>;
+    return graph.capture([&](typename graph_type::scope& cap) {
+      auto* temporary = cap.template allocate<unsigned char>(big);
+      CUDA_REQUIRE(cudaMemsetAsync(temporary, value, big, cap.stream()));
+      CUDA_REQUIRE(
+          cudaMemcpyAsync(host.data(), temporary, bytes, cudaMemcpyDeviceToHost, cap.stream()));
+      cap.deallocate(temporary);
+      return temporary;
+    });
+  };
+  std::vector<unsigned char> host1(bytes, 0);
+  std::vector<unsigned char> host2(bytes, 0);
+
+  gc::graph private1;
+  gc::graph private2;
+  capture_with_temporary(private1, host1, 1);
+  capture_with_temporary(private2, host2, 2);
+  const std::size_t private_reserved =
+      private1.pool_statistics().reserved_bytes + private2.pool_statistics().reserved_bytes;
+
+  for (const bool by_handle : {true, false}) {
+    INFO((by_handle ? "shared by graph_pool_handle()" : "shared by first.pool()"));
+    const auto pool = gc::graph_pool_handle();
+    gc::graph_with<gc::pool::shared> first{pool};
+    auto* first_temporary = capture_with_temporary(first, host1, 1);
+    gc::graph_with<gc::pool::shared> second{by_handle ? pool : first.pool()};
+    auto* second_temporary = capture_with_temporary(second, host2, 2);
+    CHECK(second_temporary == first_temporary); // the later capture reused the freed block
+    CHECK(pool.statistics().reserved_bytes < private_reserved);
+    CHECK(pool.statistics().reserved_bytes == big + (std::size_t{1} << 20)); // one 4 MiB slab
+    first.replay(stream);
+    second.replay(stream); // capture order: each result is right
+    stream.synchronize();
+    CHECK(host1 == std::vector<unsigned char>(bytes, 1));
+    CHECK(host2 == std::vector<unsigned char>(bytes, 2));
+  }
+}
+
+TEST_CASE("failed captures give back every block: 1000 of them leave the pool empty") {
+  gctest::stream stream;
+  gc::graph graph;
+  for (int i = 0; i < 1000; ++i) {
+    try {
+      graph.capture([&](gc::graph::scope& cap) {
+        auto* block = cap.allocate<float>(1024 + static_cast<std::size_t>(i % 7) * 4096);
+        CUDA_REQUIRE(cudaMemsetAsync(block, 0, 1024, cap.stream()));
+        throw std::runtime_error("the work failed");
+      });
+    } catch (const std::runtime_error&) {
+    }
+    REQUIRE(graph.pool_statistics().reserved_bytes == 0);
+    REQUIRE(graph.pool_statistics().blocks_in_use == 0);
+  }
+  std::vector<unsigned char> host(bytes, 0);
+  capture_fill(graph, host, 5); // and the graph still works
+  graph.replay(stream);
+  stream.synchronize();
+  CHECK(host[bytes - 1] == 5);
+}
+
+TEST_CASE("out of memory during capture: a typed error naming the bytes, the graph recovers") {
+  gctest::stream stream;
+  gc::graph graph;
+  const std::size_t huge = std::size_t{1} << 50; // a petabyte
+  try {
+    graph.capture(
+        [&](gc::graph::scope& cap) { static_cast<void>(cap.allocate<unsigned char>(huge)); });
+    FAIL("a petabyte was allocated");
+  } catch (const gc::out_of_memory_error& failure) {
+    INFO(failure.what());
+    CHECK_THAT(std::string(failure.what()), gctest::contains(std::to_string(huge)));
+    CHECK_THAT(std::string(failure.what()), gctest::contains("the pool holds"));
+  }
+  CHECK(graph.empty());
+  CHECK_FALSE(gctest::capturing(stream));
+  gctest::require_no_last_error();
+  std::vector<unsigned char> host(bytes, 0);
+  capture_fill(graph, host, 3);
+  graph.replay(stream);
+  stream.synchronize();
+  CHECK(host[0] == 3);
+}
+
+TEST_CASE("a user memory pool backs the graph's slabs") {
+  int device = 0;
+  CUDA_REQUIRE(cudaGetDevice(&device));
+  cudaMemPoolProps properties{};
+  properties.allocType = cudaMemAllocationTypePinned;
+  properties.location.type = cudaMemLocationTypeDevice;
+  properties.location.id = device;
+  cudaMemPool_t memory_pool = nullptr;
+  CUDA_REQUIRE(cudaMemPoolCreate(&memory_pool, &properties));
+  gctest::stream stream;
+  {
+    gc::graph_with<gc::pool::user> graph{memory_pool};
+    std::vector<unsigned char> host(bytes, 0);
+    capture_fill(graph, host, 9);
+    graph.replay(stream);
+    stream.synchronize();
+    CHECK(host[0] == 9);
+    std::uint64_t used = 0;
+    CUDA_REQUIRE(cudaMemPoolGetAttribute(memory_pool, cudaMemPoolAttrUsedMemCurrent, &used));
+    CHECK(used >= bytes);
+  }
+  CUDA_REQUIRE(cudaStreamSynchronize(stream));
+  CUDA_REQUIRE(cudaMemPoolDestroy(memory_pool));
+}
+
+TEST_CASE("CUDA graph memory nodes as a pool strategy") {
+  gctest::stream stream;
+  gc::graph_with<gc::pool::graph_memory_nodes> graph;
+  std::vector<unsigned char> host(bytes, 0);
+  graph.capture([&](auto& cap) {
+    auto* block = cap.template allocate<unsigned char>(bytes);
+    CUDA_REQUIRE(cudaMemsetAsync(block, 4, bytes, cap.stream()));
+    CUDA_REQUIRE(cudaMemcpyAsync(host.data(), block, bytes, cudaMemcpyDeviceToHost, cap.stream()));
+    cap.deallocate(block);
+  });
+  CHECK(graph.node_count() == 4); // alloc, memset, memcpy, free
+  graph.replay(stream);
+  graph.replay(stream);
+  stream.synchronize();
+  CHECK(host == std::vector<unsigned char>(bytes, 4));
+}
+
+TEST_CASE("deallocate() of a pointer the capture did not allocate is an error") {
+  gc::graph graph;
+  int local = 0;
+  CHECK_THROWS_AS(graph.capture([&](gc::graph::scope& cap) { cap.deallocate(&local); }), gc::error);
+  CHECK(graph.empty());
+}

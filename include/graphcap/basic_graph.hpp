@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -85,18 +86,22 @@ public:
   /// An empty graph that keeps its template after instantiation (see keep_graph_t).
   explicit basic_graph(keep_graph_t /*keep*/) noexcept : keep_graph_(true) {}
 
-  /// An empty graph whose pool policy is built from `pool_argument`: a pool_handle (or another
-  /// graph's pool()) for pool::shared, a cudaMemPool_t for pool::user.
-  template <class PoolArgument>
-  requires std::constructible_from<Pool, PoolArgument&&>
-  explicit basic_graph(PoolArgument&& pool_argument)
-      : pool_(std::forward<PoolArgument>(pool_argument)) {}
+  /// An empty graph drawing from the pool behind `pool` (graph_pool_handle(), or another
+  /// graph's pool()). For pool::shared (and pool::private_pool, which then shares it).
+  explicit basic_graph(
+      const pool_handle& pool) requires std::constructible_from<Pool, const pool_handle&>
+      : pool_(pool) {}
+  basic_graph(keep_graph_t /*keep*/,
+              const pool_handle& pool) requires std::constructible_from<Pool, const pool_handle&>
+      : keep_graph_(true), pool_(pool) {}
 
-  /// The same, keeping the template (see keep_graph_t).
-  template <class PoolArgument>
-  requires std::constructible_from<Pool, PoolArgument&&> basic_graph(keep_graph_t /*keep*/,
-                                                                     PoolArgument&& pool_argument)
-      : keep_graph_(true), pool_(std::forward<PoolArgument>(pool_argument)) {}
+  /// An empty graph whose slabs come from `memory_pool`, which must outlive it. For pool::user.
+  explicit basic_graph(
+      cudaMemPool_t memory_pool) requires std::constructible_from<Pool, cudaMemPool_t>
+      : pool_(memory_pool) {}
+  basic_graph(keep_graph_t /*keep*/,
+              cudaMemPool_t memory_pool) requires std::constructible_from<Pool, cudaMemPool_t>
+      : keep_graph_(true), pool_(memory_pool) {}
 
   basic_graph(basic_graph&& other) noexcept
       : graph_(std::move(other.graph_)), exec_(std::move(other.exec_)),
@@ -295,7 +300,7 @@ public:
 
   /// What the graph's pool holds (reserved and in-use bytes, slabs, blocks).
   template <class P = Pool>
-  [[nodiscard]] pool_statistics pool_statistics() const {
+  [[nodiscard]] graphcap::pool_statistics pool_statistics() const {
     static_assert(P::has_handle, "graphcap: pool_statistics() needs a graph with a slab pool: "
                                  "pool::private_pool, pool::shared or pool::user");
     return pool_.statistics();
@@ -310,9 +315,14 @@ private:
   // -- lifecycle steps, shared by the lambda and the RAII forms ----------------------------------
 
   void start_capture(cudaStream_t stream) {
-    pool_.before_capture(stream);
-    annot_.before_capture(stream);
-    liveness_.before_capture(stream);
+    try { // a policy's preparation may throw (liveness resolves driver entry points)
+      pool_.before_capture(stream);
+      annot_.before_capture(stream);
+      liveness_.before_capture(stream);
+    } catch (...) {
+      abort_policies();
+      throw;
+    }
     const cudaError_t status = cudaStreamBeginCapture(stream, Mode::value);
     if (status != cudaSuccess) [[unlikely]] {
       abort_policies();
@@ -353,6 +363,11 @@ private:
       detail::check(cudaGraphGetNodes(captured, nullptr, &count), "cudaGraphGetNodes");
       node_count_ = static_cast<std::uint32_t>(count);
       pool_.after_capture_end(captured);
+      if constexpr (!std::is_empty_v<Liveness> && requires { pool_.for_each_slab(ignore_slab); }) {
+        // The pool's memory is the graph's own, never an external input.
+        pool_.for_each_slab(
+            [this](const void* base, std::size_t bytes) { liveness_.exclude(base, bytes); });
+      }
       annot_.after_capture_end(captured);
       liveness_.after_capture_end(captured);
       if (!keep_graph_) {
@@ -516,6 +531,8 @@ private:
     }
   }
 
+  static constexpr auto ignore_slab = [](const void*, std::size_t) {};
+
   // -- data: the handles a hand-written program needs, then the policies (empty when off)
   // ----------
 
@@ -628,6 +645,12 @@ public:
   /// Declares an input the graph reaches indirectly (a pointer stored in device memory), for
   /// the liveness check (liveness::off: no-op).
   void input(const void* pointer) { policy(&basic_graph::liveness_).add_input(pointer); }
+
+  /// Declares an indirect input whose life the allocator reports through `token` (memory of a
+  /// sub-allocator, whose frees the driver cannot see; docs/liveness.md). liveness::off: no-op.
+  void input(const void* pointer, std::weak_ptr<const void> token) {
+    policy(&basic_graph::liveness_).add_input(pointer, std::move(token));
+  }
 
 private:
   friend class basic_graph;

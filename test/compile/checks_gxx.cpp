@@ -1,4 +1,5 @@
 #include "checks.hpp"
+#include "liveness_checks.hpp"
 int main() {
   return 0;
 }

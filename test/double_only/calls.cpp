@@ -106,3 +106,33 @@ TEST_CASE("teardown destroys exactly what was created") {
   CHECK(cuda_double::live_execs() == 0);
   CHECK(cuda_double::live_streams() == 0);
 }
+
+TEST_CASE("a pool hit during capture makes no CUDA call") {
+  cuda_double::reset();
+  gctest::stream stream;
+  gc::graph graph;
+  graph.capture(stream, [&](gc::graph::scope& cap) {
+    float* first = cap.allocate<float>(256); // grows the pool: CUDA calls
+    cap.deallocate(first);
+    float* small = cap.allocate<float>(16); // carved from the same slab
+    cuda_double::clear_call_counts();
+    float* again = cap.allocate<float>(256); // the freed block: a hit
+    float* more = cap.allocate<float>(16);   // carved from the slab: also no call
+    CHECK(cuda_double::call_counts().empty());
+    CHECK(again == first);
+    CHECK(more != small);
+  });
+}
+
+TEST_CASE("growing the pool during a global capture does not invalidate it") {
+  cuda_double::reset();
+  gctest::stream stream;
+  gc::graph graph; // mode::global
+  REQUIRE_NOTHROW(graph.capture(stream, [&](gc::graph::scope& cap) {
+    for (int i = 0; i < 3; ++i) { // three slabs: three cudaMallocAsync during the capture
+      auto* block = cap.allocate<unsigned char>(3 * (std::size_t{1} << 20));
+      CUDA_REQUIRE(cudaMemsetAsync(block, 0, 16, cap.stream()));
+    }
+  }));
+  CHECK(graph.pool_statistics().slabs == 3);
+}

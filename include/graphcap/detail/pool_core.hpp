@@ -120,6 +120,14 @@ public:
     replayed_ = true;
   }
 
+  /// Calls f(base, bytes) for each slab.
+  template <class F>
+  void for_each_slab(F&& f) const {
+    for (const auto& slab : slabs_) {
+      f(static_cast<const void*>(slab.first), slab.second);
+    }
+  }
+
   [[nodiscard]] const pool_statistics& statistics() const noexcept { return stats_; }
   [[nodiscard]] cudaMemPool_t source() const noexcept { return source_; }
 

@@ -150,6 +150,14 @@ public:
     ensure_core();
     return pool_handle_access::make(core_);
   }
+  /// Calls f(base, bytes) for each slab of the pool (all of them: a shared pool's memory is
+  /// internal to every graph that draws from it).
+  template <class F>
+  void for_each_slab(F&& f) const {
+    if (core_) {
+      core_->for_each_slab(std::forward<F>(f));
+    }
+  }
   [[nodiscard]] pool_statistics statistics() const noexcept {
     return core_ ? core_->statistics() : pool_statistics{};
   }
@@ -221,8 +229,6 @@ struct shared : detail::slab_pool<true> {
 /// and given back to it on reset. The memory pool must outlive the graph.
 struct user : detail::slab_pool<false> {
   explicit user(cudaMemPool_t source) : slab_pool(source) {}
-  user(user&&) noexcept = default;
-  user& operator=(user&&) noexcept = default;
 };
 
 /// CUDA's own graph memory nodes: allocate() is cudaMallocAsync on the capture stream, which

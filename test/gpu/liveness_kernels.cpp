@@ -1,0 +1,160 @@
+// GPU tests: liveness::check finds the pointers in kernel parameters, read from the captured
+// graph (plain pointers and pointers inside struct parameters), and names the kernel, the
+// parameter and its offset when one dies. The kernels live in liveness_kernels.cu.
+#include <graphcap/graphcap.hpp>
+
+#include "catch.hpp"
+#include "cuda_helpers.hpp"
+#include "kernels.cuh"
+#include "liveness_kernels.cuh"
+
+#include <charconv>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gc = graphcap;
+
+namespace {
+
+using checked_graph = gc::graph_with<gc::liveness::check>;
+
+constexpr std::size_t n = 1000; // also a kernel parameter: small integers are never inputs
+
+float* raw_floats(std::size_t count = n) {
+  float* memory = nullptr;
+  CUDA_REQUIRE(cudaMalloc(reinterpret_cast<void**>(&memory), count * sizeof(float)));
+  return memory;
+}
+
+std::string hex(const void* pointer) {
+  char digits[2 * sizeof(std::uintptr_t) + 2] = {'0', 'x'};
+  const auto end = std::to_chars(digits + 2, digits + sizeof digits,
+                                 reinterpret_cast<std::uintptr_t>(pointer), 16)
+                       .ptr;
+  return {digits, end};
+}
+
+std::string refusal_of(checked_graph& graph, cudaStream_t stream) {
+  try {
+    graph.replay(stream);
+  } catch (const gc::liveness_error& refusal) {
+    return refusal.what();
+  }
+  return {};
+}
+
+} // namespace
+
+TEST_CASE("liveness::check on kernels: a raw pointer parameter, freed, is caught and named") {
+  gctest::stream stream;
+  float* data = raw_floats();
+  gctest::launch_fill(stream, data, 1.0F, n);
+  checked_graph graph;
+  graph.capture(stream, [&](cudaStream_t s) { gctest::launch_scale_raw(s, data, 2.0F, n); });
+  CHECK(graph.liveness_policy().input_count() == 1);
+  gctest::require_no_last_error(); // the scan's driver calls leave no runtime error behind
+  graph.replay(stream);
+  stream.synchronize();
+  CHECK(gctest::sum(data, n) == 2000.0);
+
+  CUDA_REQUIRE(cudaFree(data));
+  const std::string refusal = refusal_of(graph, stream);
+  INFO(refusal);
+  CHECK_THAT(refusal, gctest::contains(hex(data) + " freed: kernel liveness_scale_raw"));
+  CHECK_THAT(refusal, gctest::contains("parameter 0 (offset 0)"));
+  gctest::require_no_last_error();
+}
+
+TEST_CASE("liveness::check on kernels: a pointer inside a struct parameter is found") {
+  gctest::stream stream;
+  float* data = raw_floats();
+  gctest::launch_fill(stream, data, 1.0F, n);
+  checked_graph graph;
+  graph.capture(stream, [&](cudaStream_t s) {
+    gctest::launch_scale_view(s, gctest::scaled_view{static_cast<int>(n), data}, 3.0F);
+  });
+  CHECK(graph.liveness_policy().input_count() == 1);
+  graph.replay(stream);
+  stream.synchronize();
+  CHECK(gctest::sum(data, n) == 3000.0);
+
+  CUDA_REQUIRE(cudaFree(data));
+  const std::string refusal = refusal_of(graph, stream);
+  INFO(refusal);
+  CHECK_THAT(refusal, gctest::contains("kernel liveness_scale_view"));
+  CHECK_THAT(refusal, gctest::contains("parameter 0 (offset 8), the word at byte 8 of it"));
+  gctest::require_no_last_error();
+}
+
+TEST_CASE("liveness::check on kernels: a kernel input replaced at the same address is caught") {
+  gctest::stream stream;
+  float* data = raw_floats();
+  checked_graph graph;
+  graph.capture(stream, [&](cudaStream_t s) { gctest::launch_scale_raw(s, data, 2.0F, n); });
+  CUDA_REQUIRE(cudaFree(data));
+  float* replacement = nullptr;
+  std::vector<float*> elsewhere;
+  for (int attempt = 0; attempt < 64 && replacement != data; ++attempt) {
+    if (replacement != nullptr) {
+      elsewhere.push_back(replacement);
+    }
+    replacement = raw_floats();
+  }
+  REQUIRE(replacement == data); // else this test would pass for the wrong reason
+  const std::string refusal = refusal_of(graph, stream);
+  INFO(refusal);
+  CHECK_THAT(refusal, gctest::contains(hex(data) + " replaced"));
+  CHECK_THAT(refusal, gctest::contains("kernel liveness_scale_raw"));
+  CUDA_REQUIRE(cudaFree(replacement));
+  for (float* memory : elsewhere) {
+    CUDA_REQUIRE(cudaFree(memory));
+  }
+}
+
+TEST_CASE("liveness::check on kernels: an indirect input is caught only once declared") {
+  gctest::stream stream;
+  float* source = raw_floats();
+  gctest::device_buffer<float> destination(n);
+  gctest::device_buffer<const float*> table(1);
+  CUDA_REQUIRE(cudaMemcpy(table.get(), &source, sizeof source, cudaMemcpyHostToDevice));
+  gctest::launch_fill(stream, source, 4.0F, n);
+  checked_graph graph;
+  graph.capture(stream, [&](checked_graph::scope& cap) {
+    gctest::launch_copy_indirect(cap.stream(), destination.get(), table.get(), n);
+    CHECK(graph.liveness_policy().input_count() == 0); // the graph is scanned at capture end
+    cap.input(source); // the kernel reads it through the table: invisible in its parameters
+  });
+  CHECK(graph.liveness_policy().input_count() == 3); // destination, table, source
+  graph.replay(stream);
+  stream.synchronize();
+  CHECK(gctest::sum(destination.get(), n) == 4000.0);
+
+  CUDA_REQUIRE(cudaFree(source));
+  const std::string refusal = refusal_of(graph, stream);
+  INFO(refusal);
+  CHECK_THAT(refusal, gctest::contains(hex(source) + " freed: declared with input()"));
+}
+
+TEST_CASE("liveness::check on kernels: a buffer allocated in the graph is not an input") {
+  gctest::stream stream;
+  gctest::device_buffer<float> result(n);
+  checked_graph graph;
+  graph.capture(stream, [&](cudaStream_t s) {
+    float* scratch = nullptr;
+    CUDA_REQUIRE(cudaMallocAsync(reinterpret_cast<void**>(&scratch), n * sizeof(float), s));
+    gctest::launch_fill(s, scratch, 1.0F, n);
+    gctest::launch_scale_raw(s, scratch, 5.0F, n);
+    CUDA_REQUIRE(
+        cudaMemcpyAsync(result.get(), scratch, n * sizeof(float), cudaMemcpyDeviceToDevice, s));
+    CUDA_REQUIRE(cudaFreeAsync(scratch, s));
+  });
+  CHECK(graph.liveness_policy().input_count() == 1); // the result only
+  for (int i = 0; i < 3; ++i) {
+    graph.replay(stream);
+  }
+  stream.synchronize();
+  CHECK(gctest::sum(result.get(), n) == 5000.0);
+  gctest::require_no_last_error();
+}

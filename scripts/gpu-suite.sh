@@ -19,7 +19,10 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITEC
   -DGRAPHCAP_BUILD_BENCHMARKS="${GRAPHCAP_BUILD_BENCHMARKS:-OFF}" >"$out/configure.log" 2>&1 ||
   { tail -50 "$out/configure.log"; exit 1; }
 SECONDS=0
-timeout "${BUILD_TIMEOUT:-300}" cmake --build "$build" -j "$(nproc)" -- -k 0 >"$out/build.log" 2>&1
+# TARGETS (optional): build only these (a quick run); CTEST_ARGS: e.g. "-L gpu".
+targets=()
+for target in ${TARGETS:-}; do targets+=(--target "$target"); done
+timeout "${BUILD_TIMEOUT:-300}" cmake --build "$build" -j "$(nproc)" "${targets[@]}" -- -k 0 >"$out/build.log" 2>&1
 built=$?
 echo "build: status $built after ${SECONDS}s"
 if [ $built -ne 0 ]; then # report, then test what did build
@@ -29,7 +32,7 @@ if [ $built -ne 0 ]; then # report, then test what did build
 fi
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.txt"
 SECONDS=0
-(cd "$build" && timeout "${TEST_TIMEOUT:-240}" ctest -j8 --output-on-failure --timeout 120) >"$out/ctest.log" 2>&1
+(cd "$build" && timeout "${TEST_TIMEOUT:-240}" ctest -j8 --output-on-failure --timeout 120 ${CTEST_ARGS:-}) >"$out/ctest.log" 2>&1
 status=$?
 echo "ctest: status $status after ${SECONDS}s"
 grep -E "Failed|Timeout|Exception|\*\*\*" "$out/ctest.log" | head -40

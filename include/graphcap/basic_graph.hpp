@@ -15,6 +15,7 @@
 // branch or call behind. The CUDA calls themselves are issued inline.
 #pragma once
 
+#include <graphcap/buffer.hpp>
 #include <graphcap/detail/capture_mode_guard.hpp>
 #include <graphcap/detail/cuda_check.hpp>
 #include <graphcap/detail/unique_handle.hpp>
@@ -25,6 +26,7 @@
 #include <graphcap/policies/pool.hpp>
 #include <graphcap/pool_handle.hpp>
 #include <graphcap/stream.hpp>
+#include <graphcap/update.hpp>
 
 #include <cuda_runtime_api.h>
 
@@ -192,6 +194,45 @@ public:
     return run_capture(begin_capture(stream), std::forward<Work>(work));
   }
 
+  // ---- capture again, updating the executable graph in place ----------------------------------
+
+  /// Captures `work` again (as capture(work) does) and makes the executable graph match it:
+  /// updated in place with cudaGraphExecUpdate when CUDA allows (same topology, node types and
+  /// kernel functions; parameters and addresses may change), instantiated anew otherwise. The
+  /// result says which happened and why. The graph's pool hands the new capture the blocks of
+  /// the old one in the same order, so the same allocations get the same addresses. If `work`
+  /// throws or the capture fails, the graph is left empty, as after any failed capture. Returns
+  /// the update_result; what `work` returns is dropped (use begin_recapture() to keep it).
+  template <class Work>
+  update_result recapture(Work&& work) {
+    return run_recapture(begin_recapture(), std::forward<Work>(work));
+  }
+
+  /// Captures `work` again on `stream` (see recapture(work)).
+  template <class Work>
+  update_result recapture(cudaStream_t stream, Work&& work) {
+    return run_recapture(begin_recapture(stream), std::forward<Work>(work));
+  }
+
+  /// The RAII form of recapture(): begins a capture whose end() updates the executable graph
+  /// (scope::update() tells how). On an empty graph it is begin_capture().
+  [[nodiscard("the capture ends when the scope is destroyed; call end() on it")]] scope
+  begin_recapture(cudaStream_t stream) {
+    detail::exec_handle previous = release_for_recapture();
+    scope cap = begin_capture(stream);
+    cap.arm_update(std::move(previous));
+    return cap;
+  }
+
+  /// The same, on the graph's own side stream.
+  [[nodiscard("the capture ends when the scope is destroyed; call end() on it")]] scope
+  begin_recapture() {
+    detail::exec_handle previous = release_for_recapture();
+    scope cap = begin_capture();
+    cap.arm_update(std::move(previous));
+    return cap;
+  }
+
   // ---- instantiate and replay ------------------------------------------------------------------
 
   /// Instantiates the captured template. Without keep_graph this already happened at the end of
@@ -309,6 +350,16 @@ public:
   /// The policies' state, for the features that expose one (pool statistics, annotations...).
   [[nodiscard]] Pool& pool_policy() noexcept { return pool_; }
   [[nodiscard]] Annot& annot_policy() noexcept { return annot_; }
+  /// The annotated nodes of the last capture. Needs an Annot policy that records them
+  /// (annot::on, from <graphcap/annotations.hpp>).
+  template <class A = Annot>
+  [[nodiscard]] decltype(auto) annotations() const {
+    static_assert(
+        requires(const A& annot) { annot.annotations(); },
+        "graphcap: annotations() needs a graph with annotations on: use annot::on "
+        "(#include <graphcap/annotations.hpp>, link graphcap::annotations)");
+    return annot_.annotations();
+  }
   [[nodiscard]] Liveness& liveness_policy() noexcept { return liveness_; }
 
 private:
@@ -334,7 +385,34 @@ private:
     liveness_.after_capture_begin(stream);
   }
 
-  void finish_capture(cudaStream_t stream) {
+  /// Takes the executable graph out for a recapture to update, and drops the rest of the old
+  /// capture: the template, and what the policies recorded (the pool takes its blocks back, in
+  /// order, for the new capture to reuse).
+  detail::exec_handle release_for_recapture() {
+    if (state_ == graph_state::capturing) {
+      throw state_error(message("recapture", "end the capture in progress first"));
+    }
+    detail::exec_handle previous = std::move(exec_);
+    graph_.reset();
+    node_count_ = 0;
+    state_ = graph_state::empty;
+    if constexpr (requires { pool_.on_recapture(); }) {
+      pool_.on_recapture();
+    } else {
+      pool_.on_reset();
+    }
+    annot_.on_reset();
+    liveness_.on_reset();
+    return previous;
+  }
+
+  /// `update`: set for a recapture, whose executable graph is updated (or replaced) at once.
+  struct pending_update {
+    detail::exec_handle* previous;
+    update_result* result;
+  };
+
+  void finish_capture(cudaStream_t stream, pending_update update = {nullptr, nullptr}) {
     pool_.before_capture_end(stream);
     annot_.before_capture_end(stream);
     liveness_.before_capture_end(stream);
@@ -370,7 +448,12 @@ private:
       }
       annot_.after_capture_end(captured);
       liveness_.after_capture_end(captured);
-      if (!keep_graph_) {
+      if (update.result != nullptr) {
+        update_or_instantiate(update);
+        if (!keep_graph_) {
+          graph_.reset();
+        }
+      } else if (!keep_graph_) {
         instantiate_template();
         graph_.reset(); // the executable graph is all a replay needs
       }
@@ -407,8 +490,9 @@ private:
   /// (seen with fault injection), so this asks CUDA and tries again, a bounded number of times.
   static void end_and_discard(cudaStream_t stream) noexcept {
     for (int attempt = 0; attempt < 3; ++attempt) {
-      cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-      if (cudaStreamIsCapturing(stream, &status) != cudaSuccess ||
+      // If CUDA cannot say, end anyway: ending a stream that does not capture fails harmlessly.
+      cudaStreamCaptureStatus status = cudaStreamCaptureStatusActive;
+      if (cudaStreamIsCapturing(stream, &status) == cudaSuccess &&
           status == cudaStreamCaptureStatusNone) {
         break;
       }
@@ -434,6 +518,41 @@ private:
     pool_.after_instantiate(exec);
     annot_.after_instantiate(exec);
     liveness_.after_instantiate(exec);
+  }
+
+  /// Updates the previous executable graph from the new template if CUDA allows, else
+  /// instantiates; records which in the result.
+  void update_or_instantiate(pending_update update) {
+    detail::exec_handle& previous = *update.previous;
+    if (!previous) {
+      *update.result = {update_outcome::instantiated, cudaGraphExecUpdateSuccess,
+                        "there was no executable graph to update"};
+      instantiate_template();
+      return;
+    }
+    cudaGraphExecUpdateResultInfo info{};
+    cudaError_t status = cudaSuccess;
+    {
+      const detail::relaxed_capture_mode_guard relaxed;
+      status = cudaGraphExecUpdate(previous.get(), graph_.get(), &info);
+    }
+    if (status == cudaSuccess) {
+      exec_ = std::move(previous);
+      state_ = graph_state::instantiated;
+      *update.result = {update_outcome::updated, cudaGraphExecUpdateSuccess, {}};
+      pool_.after_instantiate(exec_.get());
+      annot_.after_instantiate(exec_.get());
+      liveness_.after_instantiate(exec_.get());
+      return;
+    }
+    static_cast<void>(cudaGetLastError());
+    std::string reason = detail::update_refusal(info.result);
+    if (info.result == cudaGraphExecUpdateError || info.result == cudaGraphExecUpdateSuccess) {
+      reason += std::string{" ("} + cudaGetErrorName(status) + ")";
+    }
+    *update.result = {update_outcome::reinstantiated, info.result, std::move(reason)};
+    previous.reset(); // first: a graph with memory nodes may have one executable at a time
+    instantiate_template();
   }
 
   void ensure_executable(std::string_view operation) {
@@ -507,28 +626,37 @@ private:
 
   // `Scope` is always `scope`; a template parameter because `scope` is still incomplete here.
   template <class Scope, class Work>
+  static decltype(auto) invoke_work(Scope& cap, Work&& work) {
+    if constexpr (std::is_invocable_v<Work, Scope&>) {
+      return std::invoke(std::forward<Work>(work), cap);
+    } else if constexpr (std::is_invocable_v<Work, cudaStream_t>) {
+      return std::invoke(std::forward<Work>(work), cap.stream());
+    } else {
+      static_assert(std::is_invocable_v<Work>,
+                    "graphcap: capture(work) needs a callable taking the capture scope (scope& "
+                    "or auto&), the capture stream (cudaStream_t), or nothing");
+      return std::invoke(std::forward<Work>(work));
+    }
+  }
+
+  template <class Scope, class Work>
   static decltype(auto) run_capture(Scope cap, Work&& work) {
-    auto call = [&]() -> decltype(auto) {
-      if constexpr (std::is_invocable_v<Work, Scope&>) {
-        return std::invoke(std::forward<Work>(work), cap);
-      } else if constexpr (std::is_invocable_v<Work, cudaStream_t>) {
-        return std::invoke(std::forward<Work>(work), cap.stream());
-      } else {
-        static_assert(std::is_invocable_v<Work>,
-                      "graphcap: capture(work) needs a callable taking the capture scope (scope& "
-                      "or auto&), the capture stream (cudaStream_t), or nothing");
-        return std::invoke(std::forward<Work>(work));
-      }
-    };
-    using result = decltype(call());
+    using result = decltype(invoke_work(cap, std::forward<Work>(work)));
     if constexpr (std::is_void_v<result>) {
-      call();
+      invoke_work(cap, std::forward<Work>(work));
       cap.end();
     } else {
-      result value = call();
+      result value = invoke_work(cap, std::forward<Work>(work));
       cap.end();
       return value;
     }
+  }
+
+  template <class Scope, class Work>
+  static update_result run_recapture(Scope cap, Work&& work) {
+    static_cast<void>(invoke_work(cap, std::forward<Work>(work)));
+    cap.end();
+    return cap.update();
   }
 
   static constexpr auto ignore_slab = [](const void*, std::size_t) {};
@@ -555,7 +683,9 @@ template <capture_mode Mode, pool_strategy Pool, annotation_policy Annot, livene
 class basic_graph<Mode, Pool, Annot, Liveness>::scope {
 public:
   scope(scope&& other) noexcept
-      : graph_(std::exchange(other.graph_, nullptr)), stream_(other.stream_) {}
+      : graph_(std::exchange(other.graph_, nullptr)), stream_(other.stream_),
+        update_target_(std::move(other.update_target_)), update_(std::move(other.update_)),
+        recapture_(other.recapture_) {}
   scope& operator=(scope&&) = delete;
   scope(const scope&) = delete;
   scope& operator=(const scope&) = delete;
@@ -581,7 +711,8 @@ public:
     }
     basic_graph* const graph = std::exchange(graph_, nullptr);
     try {
-      graph->finish_capture(stream_);
+      graph->finish_capture(stream_, recapture_ ? pending_update{&update_target_, &update_}
+                                                : pending_update{nullptr, nullptr});
     } catch (const capture_error& failure) {
       if (failure.code() == cudaErrorStreamCaptureWrongThread) {
         graph_ = graph; // still capturing: end() may be retried on the thread that began it
@@ -589,6 +720,10 @@ public:
       throw;
     }
   }
+
+  /// For a recapture (begin_recapture()), after end(): whether the executable graph was updated
+  /// in place or instantiated anew, and why.
+  [[nodiscard]] const update_result& update() const noexcept { return update_; }
 
   /// Memory for `count` objects of type T from the graph's pool, at an address fixed for every
   /// replay. Needs an allocating Pool policy.
@@ -610,6 +745,24 @@ public:
                   "pool::private_pool, pool::shared, pool::user or pool::graph_memory_nodes, not "
                   "pool::none");
     return active_graph().pool_.template allocate<T>(count, stream);
+  }
+
+  /// Memory for `count` objects of type T from the graph's pool, owned by the returned buffer:
+  /// it stays valid, at the same address, while any copy of the buffer lives, even after the
+  /// graph is reset or destroyed (an output you keep). Needs a slab pool.
+  template <class T>
+  [[nodiscard]] buffer<T> make_buffer(std::size_t count) {
+    return make_buffer<T>(count, stream_);
+  }
+
+  /// The same, for work on `stream`, a stream forked from the capture stream.
+  template <class T>
+  [[nodiscard]] buffer<T> make_buffer(std::size_t count, cudaStream_t stream) {
+    static_assert(Pool::has_handle,
+                  "graphcap: make_buffer() needs a graph whose pool keeps blocks in slabs: use "
+                  "pool::private_pool, pool::shared or pool::user (pool::graph_memory_nodes "
+                  "memory belongs to its graph; pool::none allocates nothing)");
+    return active_graph().pool_.template make_buffer<T>(count, stream);
   }
 
   /// Gives back memory allocate() returned in this capture: later allocations of the same size on
@@ -656,6 +809,11 @@ private:
   friend class basic_graph;
   scope(basic_graph& graph, cudaStream_t stream) noexcept : graph_(&graph), stream_(stream) {}
 
+  void arm_update(detail::exec_handle previous) noexcept {
+    update_target_ = std::move(previous);
+    recapture_ = true;
+  }
+
   /// The graph's policy object. A stateless policy (every "off" one) needs no graph, so it is
   /// reached with no check at all: its call compiles to nothing, also after end().
   template <class Policy>
@@ -681,6 +839,9 @@ private:
 
   basic_graph* graph_;
   cudaStream_t stream_;
+  detail::exec_handle update_target_; // a recapture's previous executable graph, until end()
+  update_result update_;
+  bool recapture_ = false;
 };
 
 } // namespace graphcap

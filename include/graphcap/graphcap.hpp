@@ -9,7 +9,9 @@
 #pragma once
 
 #include <graphcap/basic_graph.hpp>
+#include <graphcap/buffer.hpp>
 #include <graphcap/error.hpp>
+#include <graphcap/graph_cache.hpp>
 #include <graphcap/graph_with.hpp>
 #include <graphcap/policies/annot.hpp>
 #include <graphcap/policies/liveness.hpp>
@@ -17,6 +19,7 @@
 #include <graphcap/policies/pool.hpp>
 #include <graphcap/pool_handle.hpp>
 #include <graphcap/stream.hpp>
+#include <graphcap/update.hpp>
 #include <graphcap/version.hpp>
 
 namespace graphcap {

@@ -136,3 +136,52 @@ TEST_CASE("growing the pool during a global capture does not invalidate it") {
   }));
   CHECK(graph.pool_statistics().slabs == 3);
 }
+
+TEST_CASE("a block handed from a reset graph to the next one waits for an event, nothing more") {
+  cuda_double::reset();
+  gctest::stream stream;
+  const auto pool = gc::graph_pool_handle();
+  using shared_graph = gc::graph_with<gc::pool::shared>;
+  auto capture_block = [&](shared_graph& graph) {
+    return graph.capture(stream, [&](shared_graph::scope& cap) {
+      auto* block = cap.allocate<unsigned char>(4096);
+      CUDA_REQUIRE(cudaMemsetAsync(block, 1, 4096, cap.stream()));
+      return block;
+    });
+  };
+  shared_graph first{pool};
+  auto* first_block = capture_block(first);
+  first.replay(stream);
+  cuda_double::clear_call_counts();
+  first.reset(); // replayed: the blocks go back behind an event on the replay stream
+  const call_map reset_calls = cuda_double::call_counts();
+  CHECK(reset_calls.at("cudaEventCreateWithFlags") == 1);
+  CHECK(reset_calls.at("cudaEventRecord") == 1);
+  CHECK(reset_calls.count("cudaStreamSynchronize") == 0);
+  shared_graph second{pool};
+  cuda_double::clear_call_counts();
+  CHECK(capture_block(second) == first_block);
+  CHECK(cuda_double::call_counts().at("cudaEventSynchronize") == 1);
+  second.reset(); // never replayed: nothing to wait for
+  shared_graph third{pool};
+  cuda_double::clear_call_counts();
+  CHECK(capture_block(third) == first_block);
+  CHECK(cuda_double::call_counts().count("cudaEventSynchronize") == 0);
+}
+
+TEST_CASE("a private pool's reset frees its slabs on the last replay stream, with no event") {
+  cuda_double::reset();
+  gctest::stream stream;
+  gc::graph graph;
+  graph.capture(stream, [&](gc::graph::scope& cap) {
+    auto* block = cap.allocate<unsigned char>(4096);
+    CUDA_REQUIRE(cudaMemsetAsync(block, 1, 4096, cap.stream()));
+  });
+  graph.replay(stream);
+  cuda_double::clear_call_counts();
+  graph.reset();
+  const call_map calls = cuda_double::call_counts();
+  CHECK(calls.at("cudaFreeAsync") == 1);
+  CHECK(calls.count("cudaEventRecord") == 0);
+  CHECK(calls.count("cudaStreamSynchronize") == 0);
+}

@@ -10,14 +10,22 @@
 //    under the relaxed capture-mode guard, synchronized on that stream;
 //  - slabs go back with cudaFreeAsync on the stream of the last replay that used them, so they
 //    are released after that replay has finished, with no synchronizing call;
+//  - a block a graph gives back while others may take it (a shared pool) carries an event
+//    recorded after that graph's last replay; the next taker waits for it, at capture time;
+//  - a block held by an owning buffer (graphcap::buffer) is pinned: it outlives its graph, and
+//    its slab is freed when the last pin goes (pins per slab, as PyTorch frees a segment of a
+//    released private pool once its last block is free);
 //  - memory comes from the device's current memory pool, or from a user's cudaMemPool_t.
 //
-// A core is shared (std::shared_ptr) by every graph of a shared pool and by every pool_handle.
-// It is not internally synchronized: graphs sharing a pool must not capture concurrently.
+// A core is shared (std::shared_ptr) by every graph of a shared pool, by every pool_handle and by
+// every buffer. It is not internally synchronized: graphs sharing a pool must not capture
+// concurrently, and a buffer must not be dropped while its pool's graph captures or resets on
+// another thread.
 #pragma once
 
 #include <graphcap/detail/capture_mode_guard.hpp>
 #include <graphcap/detail/cuda_check.hpp>
+#include <graphcap/detail/nvtx_regions.hpp>
 #include <graphcap/detail/unique_handle.hpp>
 #include <graphcap/error.hpp>
 
@@ -25,10 +33,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <iterator>
 #include <map>
+#include <memory>
 #include <string>
+#include <unordered_map>
 #include <utility>
-#include <vector>
 
 namespace graphcap {
 
@@ -41,6 +52,10 @@ struct pool_statistics {
 };
 
 namespace detail {
+
+/// An event that says when the device is done with a block: the last replay of the graph that
+/// gave it back. Shared by every block given back at once.
+using ready_event = std::shared_ptr<const event_handle>;
 
 class pool_core {
 public:
@@ -61,70 +76,149 @@ public:
   pool_core& operator=(const pool_core&) = delete;
   pool_core(pool_core&&) = delete;
   pool_core& operator=(pool_core&&) = delete;
-  ~pool_core() { release_slabs(); }
+  ~pool_core() {
+    release_slabs();
+    for (const auto& [base, slab] : slabs_) { // slabs pinned by buffers that are gone too
+      free_slab(base, slab);
+    }
+  }
 
   /// A block of size_class(bytes) bytes: a free block of that class if there is one (no CUDA
-  /// call), else carved from the current small slab, else a new slab.
+  /// call unless the graph that gave it back may still be replaying: then its event is awaited),
+  /// else carved from the current small slab, else a new slab.
   [[nodiscard]] void* take(std::size_t bytes) {
     const std::size_t size = size_class(bytes);
-    if (auto free = free_blocks_.find(size); free != free_blocks_.end()) {
-      void* block = free->second;
+    // The first block given back of this class (lower_bound: equal keys keep insertion order),
+    // so that a recapture gets its previous blocks in the same order.
+    if (auto free = free_blocks_.lower_bound(size);
+        free != free_blocks_.end() && free->first == size) {
+      if (free->second.ready) {
+        wait_until_ready(*free->second.ready);
+      }
+      const free_block entry = std::move(free->second);
       free_blocks_.erase(free);
-      note_taken(size);
-      return block;
+      note_taken(entry.address, size, entry.heap, entry.registered);
+      return entry.address;
     }
     void* block = nullptr;
+    nvtx_regions::heap heap = nullptr;
     if (size <= small_limit) {
       if (bump_left_ < size) {
-        bump_next_ = static_cast<std::byte*>(new_slab(slab_size, bytes));
+        bump_next_ = new_slab(slab_size, bytes);
         bump_left_ = slab_size;
+        bump_heap_ = slab_of(bump_next_).heap;
       }
       block = bump_next_;
+      heap = bump_heap_;
       bump_next_ += size;
       bump_left_ -= size;
     } else {
       block = new_slab(size, bytes);
+      heap = slab_of(block).heap;
     }
-    note_taken(size);
+    note_taken(block, size, heap, false);
     return block;
   }
 
-  /// Gives a block back for later takes of its size class.
-  void give_back(void* block, std::size_t bytes) {
-    const std::size_t size = size_class(bytes);
-    free_blocks_.emplace(size, block);
-    stats_.in_use_bytes -= size;
-    --stats_.blocks_in_use;
-  }
-
-  /// Frees every slab, ordered after the last replay (see last_replay_stream). Blocks still
-  /// handed out become invalid: call only when no graph uses the core any more.
-  void release_slabs() noexcept {
-    if (slabs_.empty()) {
+  /// Gives a block back for later takes of its size class, once `ready` (if any) has passed. A
+  /// pinned block stays with its buffer and comes back when the last pin goes. `still_used`: the
+  /// giver's graph keeps using the block in its replays (a shared pool's capture-time free), so
+  /// memory checkers keep it valid.
+  void give_back(void* block, std::size_t bytes, ready_event ready = nullptr,
+                 bool still_used = false) {
+    if (auto pinned = pinned_.find(block); pinned != pinned_.end()) {
+      pinned->second.returned = true;
+      pinned->second.ready = std::move(ready);
       return;
     }
-    const relaxed_capture_mode_guard relaxed;
-    for (const auto& slab : slabs_) {
-      free_slab(slab.first);
+    const std::size_t size = size_class(bytes);
+    const nvtx_regions::heap heap = slab_of(block).heap;
+    free_blocks_.emplace(size, free_block{block, std::move(ready), heap, still_used});
+    note_given_back(block, size, still_used ? nullptr : heap);
+  }
+
+  /// Keeps `block` for an owning buffer until unpin(), whatever happens to the graph.
+  void pin(void* block, std::size_t bytes) {
+    auto [entry, added] = pinned_.try_emplace(
+        block, pinned_block{size_class(bytes), 0, false, nullptr, slab_of(block).heap});
+    ++entry->second.refs;
+    if (added) {
+      ++slab_of(block).pins;
     }
-    slabs_.clear();
+  }
+
+  /// Drops a buffer's pin. The block goes back to the pool if its graph gave it back already;
+  /// a slab no graph uses any more is freed with its last pin.
+  void unpin(void* block) noexcept {
+    const auto entry = pinned_.find(block);
+    if (entry == pinned_.end() || --entry->second.refs > 0) {
+      return;
+    }
+    const pinned_block pinned = std::move(entry->second);
+    pinned_.erase(entry);
+    const auto slab = find_slab(block);
+    --slab->second.pins;
+    if (slab->second.orphaned) {
+      note_given_back(block, pinned.bytes, pinned.heap);
+      if (slab->second.pins == 0) {
+        const relaxed_capture_mode_guard relaxed;
+        stats_.reserved_bytes -= slab->second.bytes;
+        --stats_.slabs;
+        free_slab(slab->first, slab->second);
+        slabs_.erase(slab);
+      }
+    } else if (pinned.returned) {
+      free_blocks_.emplace(pinned.bytes, free_block{block, pinned.ready, pinned.heap, false});
+      note_given_back(block, pinned.bytes, pinned.heap);
+    }
+  }
+
+  /// Frees every slab that no buffer pins, ordered after the last replay (see
+  /// note_replay_stream); pinned slabs stay until their last pin goes. Blocks still handed out
+  /// become invalid: call only when no graph uses the core any more.
+  void release_slabs() noexcept {
+    const relaxed_capture_mode_guard relaxed;
+    for (auto slab = slabs_.begin(); slab != slabs_.end();) {
+      if (slab->second.pins == 0) {
+        stats_.reserved_bytes -= slab->second.bytes;
+        --stats_.slabs;
+        free_slab(slab->first, slab->second);
+        slab = slabs_.erase(slab);
+      } else {
+        slab->second.orphaned = true; // its other blocks are never handed out again
+        ++slab;
+      }
+    }
     free_blocks_.clear();
     bump_next_ = nullptr;
     bump_left_ = 0;
-    stats_ = {};
+    bump_heap_ = nullptr;
+    stats_.in_use_bytes = 0;
+    stats_.blocks_in_use = 0;
+    for (const auto& [block, pinned] : pinned_) {
+      stats_.in_use_bytes += pinned.bytes;
+      ++stats_.blocks_in_use;
+    }
   }
 
-  /// Remembered by every replay of a graph using this core, so that slabs are freed after it.
-  void set_last_replay_stream(cudaStream_t stream) noexcept {
+  /// The stream of a graph's last replay, noted when the graph gives its blocks back: slabs are
+  /// freed on it, so after that replay. (Launches of one executable graph are ordered; graphs
+  /// sharing a pool are replayed in capture order, never concurrently.)
+  void note_replay_stream(cudaStream_t stream) noexcept {
     last_replay_stream_ = stream;
     replayed_ = true;
   }
 
+  /// Owning buffers alive on this core (each holds a reference to it).
+  [[nodiscard]] std::size_t buffers() const noexcept { return buffers_; }
+  void add_buffer() noexcept { ++buffers_; }
+  void remove_buffer() noexcept { --buffers_; }
+
   /// Calls f(base, bytes) for each slab.
   template <class F>
   void for_each_slab(F&& f) const {
-    for (const auto& slab : slabs_) {
-      f(static_cast<const void*>(slab.first), slab.second);
+    for (const auto& [base, slab] : slabs_) {
+      f(static_cast<const void*>(base), slab.bytes);
     }
   }
 
@@ -132,12 +226,54 @@ public:
   [[nodiscard]] cudaMemPool_t source() const noexcept { return source_; }
 
 private:
-  void note_taken(std::size_t size) noexcept {
+  struct slab_record {
+    std::size_t bytes;
+    nvtx_regions::heap heap = nullptr; // null when no memory checker is attached
+    std::size_t pins = 0;              // blocks of this slab held by buffers
+    bool orphaned = false;             // released by its pool; kept only for its pinned blocks
+  };
+  struct free_block {
+    void* address;
+    ready_event ready; // null: free for the device already
+    nvtx_regions::heap heap;
+    bool registered; // still a valid region for memory checkers (see give_back)
+  };
+  struct pinned_block {
+    std::size_t bytes;
+    std::size_t refs = 0;
+    bool returned = false; // its graph gave it back: the pool gets it with the last pin
+    ready_event ready;
+    nvtx_regions::heap heap = nullptr;
+  };
+
+  using slab_map = std::map<std::byte*, slab_record, std::greater<>>; // descending addresses
+
+  slab_map::iterator find_slab(const void* block) noexcept {
+    // The slab with the highest base not above the block (descending order: lower_bound).
+    return slabs_.lower_bound(static_cast<std::byte*>(const_cast<void*>(block)));
+  }
+  slab_record& slab_of(const void* block) noexcept { return find_slab(block)->second; }
+
+  void note_taken(void* block, std::size_t size, nvtx_regions::heap heap,
+                  bool registered) noexcept {
     stats_.in_use_bytes += size;
     ++stats_.blocks_in_use;
+    if (!registered) {
+      nvtx_regions::mark_allocated(heap, block, size);
+    }
+  }
+  void note_given_back(void* block, std::size_t size, nvtx_regions::heap heap) noexcept {
+    stats_.in_use_bytes -= size;
+    --stats_.blocks_in_use;
+    nvtx_regions::mark_freed(heap, block);
   }
 
-  void* new_slab(std::size_t size, std::size_t requested) {
+  static void wait_until_ready(const event_handle& ready) {
+    const relaxed_capture_mode_guard relaxed; // a global capture may be running on this thread
+    check(cudaEventSynchronize(ready.get()), "cudaEventSynchronize");
+  }
+
+  std::byte* new_slab(std::size_t size, std::size_t requested) {
     const relaxed_capture_mode_guard relaxed; // a global capture may be running on this thread
     if (!stream_) {
       cudaStream_t stream = nullptr;
@@ -145,22 +281,23 @@ private:
       stream_.reset(stream);
     }
     void* slab = nullptr;
-    cudaError_t status = source_ != nullptr
-                             ? cudaMallocFromPoolAsync(&slab, size, source_, stream_.get())
-                             : cudaMallocAsync(&slab, size, stream_.get());
-    if (status == cudaSuccess) {
-      status = cudaStreamSynchronize(stream_.get());
-    }
+    const cudaError_t status = source_ != nullptr
+                                   ? cudaMallocFromPoolAsync(&slab, size, source_, stream_.get())
+                                   : cudaMallocAsync(&slab, size, stream_.get());
     if (status != cudaSuccess) {
-      if (slab != nullptr) {
-        ignore(cudaFreeAsync(slab, stream_.get()));
-      }
       fail_to_grow(status, size, requested);
     }
-    slabs_.emplace_back(slab, size);
+    // A failed synchronize is no shortage of memory (most likely an earlier kernel's error):
+    // report it as what it is.
+    if (const cudaError_t synced = cudaStreamSynchronize(stream_.get()); synced != cudaSuccess) {
+      ignore(cudaFreeAsync(slab, stream_.get()));
+      throw_cuda(synced, "cudaStreamSynchronize");
+    }
+    auto* base = static_cast<std::byte*>(slab);
+    slabs_.emplace(base, slab_record{size, nvtx_regions::add_slab(base, size)});
     stats_.reserved_bytes += size;
     ++stats_.slabs;
-    return slab;
+    return base;
   }
 
   GRAPHCAP_COLD [[noreturn]] void fail_to_grow(cudaError_t status, std::size_t size,
@@ -173,7 +310,8 @@ private:
             " slabs); free memory, or allocate less during the capture");
   }
 
-  void free_slab(void* slab) noexcept {
+  void free_slab(std::byte* slab, const slab_record& record) noexcept {
+    nvtx_regions::remove_slab(record.heap);
     // After the last replay on its stream; if that stream is gone, on our own stream after
     // waiting for the device to be done with the slab (cudaFree waits).
     cudaStream_t stream = replayed_ ? last_replay_stream_ : stream_.get();
@@ -184,11 +322,14 @@ private:
   }
 
   cudaMemPool_t source_ = nullptr;
-  stream_handle stream_;                             // never captures: slabs are taken on it
-  std::vector<std::pair<void*, std::size_t>> slabs_; // (address, bytes)
-  std::multimap<std::size_t, void*> free_blocks_;    // size class -> free block
-  std::byte* bump_next_ = nullptr;                   // the current small slab's next free byte
+  stream_handle stream_;                               // never captures: slabs are taken on it
+  slab_map slabs_;                                     // base -> slab
+  std::multimap<std::size_t, free_block> free_blocks_; // size class -> free block
+  std::unordered_map<void*, pinned_block> pinned_;     // blocks held by buffers
+  std::byte* bump_next_ = nullptr;                     // the current small slab's next byte
   std::size_t bump_left_ = 0;
+  nvtx_regions::heap bump_heap_ = nullptr;
+  std::size_t buffers_ = 0;
   cudaStream_t last_replay_stream_ = nullptr;
   bool replayed_ = false;
   pool_statistics stats_{};

@@ -10,6 +10,8 @@
 // docs/pools.md compares them.
 #pragma once
 
+#include <graphcap/buffer.hpp>
+#include <graphcap/detail/capture_mode_guard.hpp>
 #include <graphcap/detail/cuda_check.hpp>
 #include <graphcap/detail/no_hooks.hpp>
 #include <graphcap/detail/policy_category.hpp>
@@ -23,6 +25,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <new>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -72,6 +75,8 @@ public:
       core_ = std::move(other.core_);
       held_ = std::move(other.held_);
       freed_ = std::move(other.freed_);
+      last_replay_stream_ = other.last_replay_stream_;
+      replayed_ = std::exchange(other.replayed_, false);
     }
     return *this;
   }
@@ -90,6 +95,23 @@ public:
     return static_cast<T*>(take(count * sizeof(T), stream));
   }
 
+  /// `count` objects of T on `stream` in a block that an owning buffer holds: it outlives the
+  /// graph for as long as a copy of the buffer lives.
+  template <class T>
+  [[nodiscard]] buffer<T> make_buffer(std::size_t count, cudaStream_t stream) {
+    T* block = allocate<T>(count, stream);
+    const auto held = std::find_if(held_.begin(), held_.end(), [&](const held_block& entry) {
+      return entry.address == block && !entry.freed;
+    });
+    held->pinned = true;
+    try {
+      return buffer_access::make<T>(core_, block, count, held->size);
+    } catch (...) {
+      held->pinned = false; // the block stays the graph's, like allocate()'s
+      throw;
+    }
+  }
+
   /// Gives back a block allocated in this capture. Later allocations of the same size class on
   /// the same stream in this capture reuse it; the graph keeps it until reset.
   void deallocate(const void* block, cudaStream_t stream) {
@@ -99,6 +121,10 @@ public:
     if (held == held_.end()) {
       throw error("graphcap: deallocate() was given a pointer that this capture did not "
                   "allocate (or that was already deallocated)");
+    }
+    if (held->pinned) {
+      throw error("graphcap: deallocate() was given the memory of a graphcap::buffer; a buffer "
+                  "gives its memory back when its last copy is dropped (buffer::reset())");
     }
     held->freed = true;
     freed_[{stream, held->size}].push_back(held->address);
@@ -111,9 +137,10 @@ public:
     if constexpr (Shared) {
       // A later capture into the shared pool may reuse what this one freed: the pool's rule
       // (replay in capture order, never concurrently) makes that safe.
+      // This graph's replays still use the block, so memory checkers keep it valid.
       std::erase_if(held_, [this](const held_block& entry) {
         if (entry.freed) {
-          core_->give_back(entry.address, entry.size);
+          core_->give_back(entry.address, entry.size, nullptr, /*still_used=*/true);
         }
         return entry.freed;
       });
@@ -122,27 +149,44 @@ public:
 
   void on_capture_abort() noexcept { on_reset(); }
 
+  /// Remembers the stream: memory goes back ordered after the last replay (two stores).
   void before_replay(cudaStream_t stream) noexcept {
-    if (core_) {
-      core_->set_last_replay_stream(stream);
-    }
+    last_replay_stream_ = stream;
+    replayed_ = true;
   }
 
-  /// Gives every block back; a pool no other graph or handle shares is released too.
-  void on_reset() noexcept {
+  /// Gives every block back. A pool no other graph or handle shares is released (its slabs
+  /// freed on the last replay's stream, after that replay); otherwise the blocks go back with an
+  /// event recorded after this graph's last replay, which the next taker waits for.
+  void on_reset() noexcept { give_back_all(/*may_release=*/true); }
+
+  /// Before a recapture of the same graph: every block goes back, in allocation order and with
+  /// the slabs kept, so that the same allocations in the new capture get the same blocks.
+  void on_recapture() noexcept { give_back_all(/*may_release=*/false); }
+
+private:
+  void give_back_all(bool may_release) noexcept {
     freed_.clear();
     if (!core_) {
       return;
     }
+    if (replayed_) {
+      core_->note_replay_stream(last_replay_stream_);
+    }
+    const bool releasing =
+        may_release && !Shared && core_.use_count() == 1 + static_cast<long>(core_->buffers());
+    const ready_event ready = releasing || !replayed_ ? nullptr : record_last_replay();
     for (const held_block& entry : held_) {
-      core_->give_back(entry.address, entry.size);
+      core_->give_back(entry.address, entry.size, ready);
     }
     held_.clear();
-    if (!Shared && core_.use_count() == 1) {
+    replayed_ = false;
+    if (releasing) {
       core_->release_slabs();
     }
   }
 
+public:
   // -- introspection ---------------------------------------------------------------------------
 
   /// A handle to this graph's pool, for other graphs to share it.
@@ -167,7 +211,27 @@ private:
     void* address;
     std::size_t size;
     bool freed;
+    bool pinned; // held by a buffer too
   };
+
+  /// An event after this graph's last replay. If it cannot be made, waits for that replay.
+  [[nodiscard]] ready_event record_last_replay() const noexcept {
+    const relaxed_capture_mode_guard relaxed; // another thread may be capturing (global mode)
+    cudaEvent_t event = nullptr;
+    if (cudaEventCreateWithFlags(&event, cudaEventDisableTiming) == cudaSuccess) {
+      try {
+        auto owner = std::make_shared<const event_handle>(event);
+        if (cudaEventRecord(event, last_replay_stream_) == cudaSuccess) {
+          return owner;
+        }
+      } catch (const std::bad_alloc&) {
+        ignore(cudaEventDestroy(event));
+      }
+    }
+    ignore(cudaStreamSynchronize(last_replay_stream_));
+    static_cast<void>(cudaGetLastError());
+    return nullptr;
+  }
 
   void ensure_core() {
     if (!core_) {
@@ -190,13 +254,15 @@ private:
     ensure_core();
     held_.reserve(held_.size() + 1); // so that the push_back below cannot throw
     void* block = core_->take(bytes);
-    held_.push_back({block, size, false});
+    held_.push_back({block, size, false, false});
     return block;
   }
 
   std::shared_ptr<pool_core> core_;
   std::vector<held_block> held_; // blocks this graph holds until reset
   std::map<std::pair<cudaStream_t, std::size_t>, std::vector<void*>> freed_; // this capture's
+  cudaStream_t last_replay_stream_ = nullptr;
+  bool replayed_ = false;
 };
 
 } // namespace detail

@@ -179,6 +179,13 @@ public:
     return scope(*this, side_stream_.get());
   }
 
+  /// begin_capture(stream) for a stream object (cuda::stream_ref, ...; see stream_wrapper).
+  template <stream_wrapper Stream>
+  [[nodiscard("the capture ends when the scope is destroyed; call end() on it")]] scope
+  begin_capture(const Stream& stream) {
+    return begin_capture(static_cast<cudaStream_t>(stream.get()));
+  }
+
   /// Captures what `work` issues on the graph's side stream. `work` takes the capture scope
   /// (`scope&` or `auto&`), the capture stream (`cudaStream_t`), or nothing. Returns what `work`
   /// returns. If `work` throws, the capture is ended and discarded and the exception propagates
@@ -192,6 +199,12 @@ public:
   template <class Work>
   decltype(auto) capture(cudaStream_t stream, Work&& work) {
     return run_capture(begin_capture(stream), std::forward<Work>(work));
+  }
+
+  /// capture(stream, work) for a stream object (cuda::stream_ref, ...).
+  template <stream_wrapper Stream, class Work>
+  decltype(auto) capture(const Stream& stream, Work&& work) {
+    return capture(static_cast<cudaStream_t>(stream.get()), std::forward<Work>(work));
   }
 
   // ---- capture again, updating the executable graph in place ----------------------------------
@@ -214,6 +227,12 @@ public:
     return run_recapture(begin_recapture(stream), std::forward<Work>(work));
   }
 
+  /// recapture(stream, work) for a stream object (cuda::stream_ref, ...).
+  template <stream_wrapper Stream, class Work>
+  update_result recapture(const Stream& stream, Work&& work) {
+    return recapture(static_cast<cudaStream_t>(stream.get()), std::forward<Work>(work));
+  }
+
   /// The RAII form of recapture(): begins a capture whose end() updates the executable graph
   /// (scope::update() tells how). On an empty graph it is begin_capture().
   [[nodiscard("the capture ends when the scope is destroyed; call end() on it")]] scope
@@ -222,6 +241,13 @@ public:
     scope cap = begin_capture(stream);
     cap.arm_update(std::move(previous));
     return cap;
+  }
+
+  /// begin_recapture(stream) for a stream object (cuda::stream_ref, ...).
+  template <stream_wrapper Stream>
+  [[nodiscard("the capture ends when the scope is destroyed; call end() on it")]] scope
+  begin_recapture(const Stream& stream) {
+    return begin_recapture(static_cast<cudaStream_t>(stream.get()));
   }
 
   /// The same, on the graph's own side stream.
@@ -265,11 +291,23 @@ public:
     }
   }
 
+  /// replay(stream) for a stream object (cuda::stream_ref, ...): unwrapped inline, no cost.
+  template <stream_wrapper Stream>
+  void replay(const Stream& stream) {
+    replay(static_cast<cudaStream_t>(stream.get()));
+  }
+
   /// Uploads the executable graph to the device ahead of its first replay (cudaGraphUpload), so
   /// the first replay costs what later ones do. Instantiates first under keep_graph.
   void upload(cudaStream_t stream = nullptr) {
     ensure_executable("upload()");
     detail::check(cudaGraphUpload(exec_.get(), stream), "cudaGraphUpload");
+  }
+
+  /// upload(stream) for a stream object (cuda::stream_ref, ...).
+  template <stream_wrapper Stream>
+  void upload(const Stream& stream) {
+    upload(static_cast<cudaStream_t>(stream.get()));
   }
 
   /// Drops the executable graph and the template (the graph's side stream is kept for the next

@@ -61,3 +61,41 @@ TEST_CASE("the graph records its capture device") {
   graph.capture([](cudaStream_t) {});
   CHECK(graph.device() == device);
 }
+
+namespace {
+/// A stream class of the kind libraries have (cuda::stream_ref, cuda-api-wrappers): get().
+class wrapped_stream {
+public:
+  explicit wrapped_stream(cudaStream_t stream) noexcept : stream_(stream) {}
+  [[nodiscard]] cudaStream_t get() const noexcept { return stream_; }
+
+private:
+  cudaStream_t stream_;
+};
+} // namespace
+
+TEST_CASE("stream objects with get() are taken wherever a cudaStream_t is") {
+  STATIC_REQUIRE(graphcap::stream_wrapper<wrapped_stream>);
+  gctest::stream raw;
+  const wrapped_stream stream{raw};
+  int counter = 0;
+  graphcap::lean_graph graph;
+  graph.capture(stream, [&](cudaStream_t s) {
+    CHECK(s == static_cast<cudaStream_t>(raw));
+    CUDA_REQUIRE(cudaLaunchHostFunc(s, add_one, &counter));
+  });
+  graph.upload(stream);
+  graph.replay(stream);
+  raw.synchronize();
+  CHECK(counter == 1);
+  const auto result = graph.recapture(
+      stream, [&](cudaStream_t s) { CUDA_REQUIRE(cudaLaunchHostFunc(s, add_one, &counter)); });
+  CHECK(result.updated());
+  auto cap = graph.begin_recapture(stream);
+  CHECK(cap.stream() == static_cast<cudaStream_t>(raw));
+  CUDA_REQUIRE(cudaLaunchHostFunc(cap.stream(), add_one, &counter));
+  cap.end();
+  graph.replay(stream);
+  raw.synchronize();
+  CHECK(counter == 2);
+}

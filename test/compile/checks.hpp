@@ -86,5 +86,14 @@ static_assert(std::derived_from<cuda_error, error> &&
 // ---- annot::off's mark returns the empty marker -------------------------------------------------
 static_assert(
     std::is_same_v<decltype(std::declval<lean_graph::scope&>().mark("x")), annot::off::marker>);
+static_assert(std::is_same_v<decltype(std::declval<lean_graph::scope&>().mark({{"k", "v"}})),
+                             annot::off::marker>);
+// ... and compiles to nothing: no storage in the graph, no call (it is a constant expression).
+static_assert(sizeof(annot::off::marker) == 1);
+static_assert(noexcept(std::declval<annot::off&>().mark(nullptr, "x")));
+inline constexpr annot::off::marker off_mark_by_name = annot::off{}.mark(nullptr, "x");
+inline constexpr annot::off::marker off_mark_by_entries = annot::off{}.mark(nullptr, {{"k", "v"}});
+static_assert(sizeof(graph_with<liveness::check>) ==
+              sizeof(basic_graph<mode::global, pool::none, annot::off, liveness::check>));
 
 } // namespace graphcap_checks

@@ -1,0 +1,1114 @@
+// graphcap/annotations.hpp - annot::on: named scopes that tag the nodes a capture adds, their
+// export (annotations(), JSON) and a trace recorder that puts replayed kernels in lanes named by
+// their annotations. Link graphcap::annotations (it adds CUPTI); the core never includes this.
+//
+//   using annotated = graphcap::graph_with<graphcap::annot::on>;
+//   annotated g;
+//   g.capture([&](annotated::scope& cap) {
+//     auto attention = cap.mark("attention");                    // {"name": "attention"}
+//     attention_kernels(cap.stream());
+//     {
+//       auto mlp = cap.mark({{"name", "mlp"}, {"layer", "3"}});  // inner keys win
+//       mlp_kernels(cap.stream());
+//     }
+//   });
+//   for (const graphcap::node_annotation& node : g.annotations()) { ... }
+//
+// How nodes are found: at scope entry, the capture stream's frontier (cudaStreamGetCaptureInfo)
+// and the frontier's existing dependents are recorded; at exit, only what was added is walked:
+// the new dependents of the frontier and everything reachable from them (work forked to other
+// streams inside the scope included). A scope entered with an empty frontier (at capture start)
+// starts from the graph's new roots instead. Ids: see detail/cupti.hpp and docs/annotations.md.
+#pragma once
+
+#include <graphcap/detail/capture_mode_guard.hpp>
+#include <graphcap/detail/cupti.hpp>
+#include <graphcap/detail/driver.hpp>
+#include <graphcap/detail/no_hooks.hpp>
+#include <graphcap/detail/policy_category.hpp>
+#include <graphcap/error.hpp>
+#include <graphcap/policies/annot.hpp>
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <cupti.h>
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <initializer_list>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <ostream>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#if __has_include(<cxxabi.h>)
+#include <cxxabi.h>
+#define GRAPHCAP_ANNOTATIONS_HAVE_CXXABI 1
+#endif
+
+namespace graphcap {
+
+/// One annotated node of a captured graph.
+struct node_annotation {
+  /// The id CUPTI's kernel activity records (and profilers) give this node when the graph is
+  /// replayed: (executable graph id << 32 | node index) once instantiated, the template node's
+  /// id before. 0 when no id source is available (docs/annotations.md, "Degraded").
+  std::uint64_t id = 0;
+  /// The captured (template) node's id; stays the same when the graph is instantiated again.
+  std::uint64_t template_id = 0;
+  /// The node's type; cudaGraphNodeTypeCount if the runtime could not tell (batch mem-op nodes).
+  cudaGraphNodeType type = cudaGraphNodeTypeCount;
+  /// The kernel's (demangled) name, for kernel nodes.
+  std::string kernel;
+  /// The merged key/values of every scope around the node, inner scopes winning, sorted by key.
+  std::vector<std::pair<std::string, std::string>> values;
+
+  /// The value of `key`, or "" if no scope gave it.
+  [[nodiscard]] std::string_view value(std::string_view key) const noexcept {
+    for (const auto& [k, v] : values) {
+      if (k == key) {
+        return v;
+      }
+    }
+    return {};
+  }
+  /// The region's name (the "name" key): what mark("attention") gives.
+  [[nodiscard]] std::string_view name() const noexcept { return value("name"); }
+};
+
+/// A node type's short name ("kernel", "memcpy", "event_record", ...).
+[[nodiscard]] constexpr std::string_view to_string(cudaGraphNodeType type) noexcept {
+  switch (type) {
+  case cudaGraphNodeTypeKernel:
+    return "kernel";
+  case cudaGraphNodeTypeMemcpy:
+    return "memcpy";
+  case cudaGraphNodeTypeMemset:
+    return "memset";
+  case cudaGraphNodeTypeHost:
+    return "host";
+  case cudaGraphNodeTypeGraph:
+    return "child_graph";
+  case cudaGraphNodeTypeEmpty:
+    return "empty";
+  case cudaGraphNodeTypeWaitEvent:
+    return "event_wait";
+  case cudaGraphNodeTypeEventRecord:
+    return "event_record";
+  case cudaGraphNodeTypeExtSemaphoreSignal:
+    return "semaphore_signal";
+  case cudaGraphNodeTypeExtSemaphoreWait:
+    return "semaphore_wait";
+  case cudaGraphNodeTypeMemAlloc:
+    return "mem_alloc";
+  case cudaGraphNodeTypeMemFree:
+    return "mem_free";
+  case cudaGraphNodeTypeConditional:
+    return "conditional";
+  default:
+    return "unknown";
+  }
+}
+
+/// Receives the one notice annotations give when they run degraded (no CUPTI, no ids, no
+/// traces). The default handler writes it to std::clog.
+using annotation_notice_handler = std::function<void(std::string_view)>;
+
+namespace detail {
+
+struct annotation_notices {
+  std::mutex mutex;
+  annotation_notice_handler handler;
+  bool given = false;
+};
+
+inline annotation_notices& notices() {
+  static annotation_notices state;
+  return state;
+}
+
+/// Gives `message` to the handler, once per process (or per set_annotation_notice_handler).
+inline void notice_once(const std::string& message) noexcept {
+  try {
+    annotation_notices& state = notices();
+    const std::lock_guard lock{state.mutex};
+    if (state.given) {
+      return;
+    }
+    state.given = true;
+    if (state.handler) {
+      state.handler(message);
+    } else {
+      std::clog << "graphcap: " << message << '\n';
+    }
+  } catch (...) { // a notice must never fail a capture
+  }
+}
+
+/// Every graph's annotations, by replayed node id: what a trace is matched against. Filled when
+/// a graph is instantiated, emptied only by clear_annotations().
+class annotation_registry {
+public:
+  void publish(const std::vector<node_annotation>& annotations) {
+    const std::lock_guard lock{mutex_};
+    for (const node_annotation& node : annotations) {
+      if (node.id != 0) {
+        by_id_.insert_or_assign(node.id, node);
+      }
+    }
+  }
+  [[nodiscard]] std::vector<node_annotation> snapshot() const {
+    const std::lock_guard lock{mutex_};
+    std::vector<node_annotation> all;
+    all.reserve(by_id_.size());
+    for (const auto& entry : by_id_) {
+      all.push_back(entry.second);
+    }
+    std::sort(all.begin(), all.end(),
+              [](const node_annotation& a, const node_annotation& b) { return a.id < b.id; });
+    return all;
+  }
+  [[nodiscard]] std::optional<node_annotation> find(std::uint64_t id) const {
+    const std::lock_guard lock{mutex_};
+    const auto found = by_id_.find(id);
+    if (found == by_id_.end()) {
+      return std::nullopt;
+    }
+    return found->second;
+  }
+  void clear() noexcept {
+    const std::lock_guard lock{mutex_};
+    by_id_.clear();
+  }
+
+private:
+  mutable std::mutex mutex_;
+  std::unordered_map<std::uint64_t, node_annotation> by_id_;
+};
+
+inline annotation_registry& registry() {
+  static annotation_registry instance;
+  return instance;
+}
+
+/// A C++ kernel's readable name; names that are not mangled (extern "C" kernels) as they are:
+/// __cxa_demangle would read "a" as the type "signed char".
+inline std::string demangled(const char* name) {
+#ifdef GRAPHCAP_ANNOTATIONS_HAVE_CXXABI
+  if (std::string_view{name}.substr(0, 2) != "_Z") {
+    return name;
+  }
+  int status = -1;
+  char* readable = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  if (status == 0 && readable != nullptr) {
+    std::string result{readable};
+    std::free(readable); // NOLINT: __cxa_demangle's buffer is malloc'ed
+    return result;
+  }
+  std::free(readable); // NOLINT: as above
+#endif
+  return name;
+}
+
+/// A kernel node's demangled name, or "" if the driver cannot tell.
+inline std::string kernel_name(cudaGraphNode_t node) noexcept {
+  try {
+    const driver_api& driver = detail::driver();
+    CUDA_KERNEL_NODE_PARAMS_v2 params{};
+    if (driver.graph_kernel_node_get_params(node, &params) != CUDA_SUCCESS) {
+      return {};
+    }
+    CUfunction function = params.func;
+    if (function == nullptr && params.kern != nullptr &&
+        driver.kernel_get_function(&function, params.kern) != CUDA_SUCCESS) {
+      return {};
+    }
+    const char* name = nullptr;
+    if (function == nullptr || driver.func_get_name(&name, function) != CUDA_SUCCESS ||
+        name == nullptr) {
+      return {};
+    }
+    return demangled(name);
+  } catch (...) {
+    static_cast<void>(cudaGetLastError());
+    return {};
+  }
+}
+
+// ---- JSON
+// ----------------------------------------------------------------------------------------
+
+inline void write_json_string(std::ostream& out, std::string_view text) {
+  out << '"';
+  for (const char c : text) {
+    switch (c) {
+    case '"':
+      out << "\\\"";
+      break;
+    case '\\':
+      out << "\\\\";
+      break;
+    case '\n':
+      out << "\\n";
+      break;
+    case '\t':
+      out << "\\t";
+      break;
+    case '\r':
+      out << "\\r";
+      break;
+    default:
+      if (static_cast<unsigned char>(c) < 0x20) {
+        constexpr std::string_view hex = "0123456789abcdef";
+        const auto code = static_cast<unsigned char>(c);
+        out << "\\u00" << hex[code >> 4U] << hex[code & 0xfU];
+      } else {
+        out << c;
+      }
+    }
+  }
+  out << '"';
+}
+
+/// Microseconds with nanosecond digits, as Chrome traces want them ("12.345").
+inline void write_microseconds(std::ostream& out, std::uint64_t nanoseconds) {
+  out << nanoseconds / 1000;
+  const std::uint64_t rest = nanoseconds % 1000;
+  if (rest != 0) {
+    char digits[4] = {'0', '0', '0', '\0'};
+    const std::uint64_t tens = rest / 10;
+    digits[0] = static_cast<char>('0' + rest / 100);
+    digits[1] = static_cast<char>('0' + tens % 10);
+    digits[2] = static_cast<char>('0' + rest % 10);
+    out << '.' << digits;
+  }
+}
+
+inline void open_for_writing(std::ofstream& file, const std::string& path, std::string_view what) {
+  file.open(path, std::ios::out | std::ios::trunc);
+  if (!file) {
+    throw error("graphcap: cannot write " + std::string{what} + " to '" + path +
+                "': the file could not be opened (does its directory exist, is it writable?)");
+  }
+}
+
+} // namespace detail
+
+/// Replaces the receiver of the degraded-annotations notice (an empty function restores the
+/// default, std::clog) and re-arms it: the next degradation is told once more.
+inline void set_annotation_notice_handler(annotation_notice_handler handler) {
+  detail::annotation_notices& state = detail::notices();
+  const std::lock_guard lock{state.mutex};
+  state.handler = std::move(handler);
+  state.given = false;
+}
+
+/// Where the next capture's node ids will come from (probes CUPTI once per process).
+[[nodiscard]] inline node_id_source annotation_id_source() noexcept {
+  return detail::current_id_source();
+}
+
+/// Every instantiated annotated graph's annotations of this process, by id (graphs already
+/// destroyed too, so that a trace exported later still finds them), until clear_annotations().
+[[nodiscard]] inline std::vector<node_annotation> recorded_annotations() {
+  return detail::registry().snapshot();
+}
+
+/// The annotation of the replayed node with CUPTI id `id` (a kernel record's graphNodeId).
+[[nodiscard]] inline std::optional<node_annotation> find_annotation(std::uint64_t id) {
+  return detail::registry().find(id);
+}
+
+/// Forgets every recorded annotation. Graphs keep their own (annotations()).
+inline void clear_annotations() noexcept {
+  detail::registry().clear();
+}
+
+/// Writes `annotations` as JSON: {"annotations": [{"id", "template_id", "type", "kernel",
+/// "values": {key: value}}]}. Ids are JSON numbers (64-bit: read them as integers).
+inline void write_annotations_json(std::ostream& out, const std::vector<node_annotation>& list) {
+  out << "{\"annotations\": [";
+  const char* separator = "\n  ";
+  for (const node_annotation& node : list) {
+    out << separator << "{\"id\": " << node.id << ", \"template_id\": " << node.template_id
+        << ", \"type\": ";
+    detail::write_json_string(out, to_string(node.type));
+    out << ", \"kernel\": ";
+    detail::write_json_string(out, node.kernel);
+    out << ", \"values\": {";
+    const char* comma = "";
+    for (const auto& [key, value] : node.values) {
+      out << comma;
+      detail::write_json_string(out, key);
+      out << ": ";
+      detail::write_json_string(out, value);
+      comma = ", ";
+    }
+    out << "}}";
+    separator = ",\n  ";
+  }
+  out << "\n]}\n";
+}
+
+/// The same, into the file at `path` (replaced). Throws graphcap::error if it cannot be written.
+inline void write_annotations_json(const std::string& path,
+                                   const std::vector<node_annotation>& list) {
+  std::ofstream file;
+  detail::open_for_writing(file, path, "annotations");
+  write_annotations_json(file, list);
+  if (!file.flush()) {
+    throw error("graphcap: writing annotations to '" + path + "' failed (disk full?)");
+  }
+}
+
+namespace annot {
+
+/// Annotations enabled: `mark` opens a scope that tags every node the capture adds while it
+/// lives; the graph's annotations() lists them after the capture, and each instantiation
+/// publishes them (by replayed node id) for traces. Per scope, at capture: one
+/// cudaStreamGetCaptureInfo and a walk over the nodes the scope added; at replay: nothing.
+class on : public detail::no_hooks<detail::annot_category> {
+public:
+  /// The RAII scope `mark` returns: the nodes added while it lives are tagged. It must not
+  /// outlive the capture's graph; ending the capture first is fine (the scope closes there).
+  class [[nodiscard("a marker tags the nodes captured while it lives; name it")]] marker {
+  public:
+    /// A marker that tags nothing (what mark returns outside a capture).
+    marker() noexcept = default;
+    marker(marker && other) noexcept
+        : owner_(std::exchange(other.owner_, nullptr)), scope_(other.scope_),
+          generation_(other.generation_) {}
+    marker& operator=(marker&& other) noexcept {
+      if (this != &other) {
+        close();
+        owner_ = std::exchange(other.owner_, nullptr);
+        scope_ = other.scope_;
+        generation_ = other.generation_;
+      }
+      return *this;
+    }
+    marker(const marker&) = delete;
+    marker& operator=(const marker&) = delete;
+    ~marker() {
+      close();
+    }
+
+    /// True while the marker tags what the capture adds (false outside a capture).
+    [[nodiscard]] bool active() const noexcept {
+      return owner_ != nullptr;
+    }
+
+    /// Closes the scope now (the destructor does it otherwise).
+    void close() noexcept {
+      if (owner_ != nullptr) {
+        std::exchange(owner_, nullptr)->close_scope(scope_, generation_);
+      }
+    }
+
+  private:
+    friend class on;
+    marker(on * owner, std::uint32_t scope, std::uint64_t generation) noexcept
+        : owner_(owner), scope_(scope), generation_(generation) {}
+
+    on* owner_ = nullptr;
+    std::uint32_t scope_ = 0;
+    std::uint64_t generation_ = 0;
+  };
+
+  on() = default;
+  on(on&&) noexcept = default;
+  on& operator=(on&&) noexcept = default;
+  on(const on&) = delete;
+  on& operator=(const on&) = delete;
+  ~on() = default;
+
+  /// Opens a scope named `name` ({"name": name}) on `stream`, a stream of this graph's capture.
+  /// Outside a capture (or on a stream that is not in this graph's capture) it does nothing.
+  marker mark(cudaStream_t stream, std::string_view name) {
+    const annotation_entry entry{"name", name};
+    return open_scope(stream, std::span<const annotation_entry>{&entry, 1});
+  }
+
+  /// Opens a scope with key/value pairs; a key given twice keeps its first value.
+  marker mark(cudaStream_t stream, std::initializer_list<annotation_entry> entries) {
+    return open_scope(stream, std::span<const annotation_entry>{entries.begin(), entries.size()});
+  }
+
+  /// This graph's annotated nodes (its last capture), in node creation order.
+  [[nodiscard]] const std::vector<node_annotation>& annotations() const noexcept {
+    return annotations_;
+  }
+
+  /// Where this graph's node ids came from.
+  [[nodiscard]] node_id_source id_source() const noexcept { return source_; }
+
+  // ---- hooks -----------------------------------------------------------------------------------
+
+  /// Outside the capture: decide the id source (CUPTI initializes here, never inside a capture).
+  void before_capture(cudaStream_t /*stream*/) {
+    clear_capture();
+    annotations_.clear();
+    source_ = detail::current_id_source();
+    const CUptiResult cupti = detail::cupti_probe();
+    if (source_ != node_id_source::cupti && cupti != CUPTI_ERROR_NOT_INITIALIZED) {
+      detail::notice_once(detail::id_source_reason(source_, cupti)); // not when CUDA is unusable
+    }
+  }
+
+  /// Remembers which capture is this graph's, so that scopes on other captures do nothing.
+  void after_capture_begin(cudaStream_t stream) noexcept {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    unsigned long long id = 0;
+    if (cudaStreamGetCaptureInfo(stream, &status, &id) != cudaSuccess ||
+        status != cudaStreamCaptureStatusActive) {
+      static_cast<void>(cudaGetLastError());
+      return; // no scope will record: annotations never fail a capture
+    }
+    capture_id_ = id;
+    capturing_ = true;
+  }
+
+  /// While the capture still runs: close open scopes, merge scopes per node, resolve the ids.
+  void before_capture_end(cudaStream_t /*stream*/) noexcept {
+    if (!capturing_) {
+      return;
+    }
+    capturing_ = false;
+    try {
+      for (std::size_t i = scopes_.size(); i-- > 0;) { // innermost first
+        if (scopes_[i].open) {
+          close_scope(static_cast<std::uint32_t>(i), generation_);
+        }
+      }
+      merge_scopes();
+      resolve_template_ids();
+    } catch (...) { // out of memory: the capture goes on, unannotated
+      annotations_.clear();
+      nodes_.clear();
+    }
+    release_scopes();
+  }
+
+  /// The capture succeeded: read each node's type and kernel name from the template.
+  void after_capture_end(cudaGraph_t /*graph*/) {
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < annotations_.size(); ++i) {
+      cudaGraphNodeType type = cudaGraphNodeTypeCount;
+      if (cudaGraphNodeGetType(nodes_[i], &type) != cudaSuccess) {
+        static_cast<void>(cudaGetLastError()); // batch mem-op nodes: the runtime cannot tell
+        type = cudaGraphNodeTypeCount;
+      }
+      if (type == cudaGraphNodeTypeEmpty) {
+        continue; // joins, not work: nothing to name
+      }
+      node_annotation& node = annotations_[i];
+      node.type = type;
+      if (type == cudaGraphNodeTypeKernel) {
+        node.kernel = detail::kernel_name(nodes_[i]);
+      }
+      if (kept != i) {
+        annotations_[kept] = std::move(node);
+      }
+      ++kept;
+    }
+    annotations_.resize(kept);
+    nodes_.clear();
+  }
+
+  /// A new executable: re-key every node to the ids its replays carry, and publish them.
+  void after_instantiate(cudaGraphExec_t exec) {
+    if (annotations_.empty()) {
+      return;
+    }
+    const std::uint32_t exec_id = detail::exec_graph_id(source_, exec);
+    for (node_annotation& node : annotations_) {
+      node.id = exec_id != 0 && node.template_id != 0
+                    ? detail::replayed_node_id(exec_id, node.template_id)
+                    : 0;
+    }
+    detail::registry().publish(annotations_);
+  }
+
+  /// The capture failed: it leaves no annotation behind.
+  void on_capture_abort() noexcept {
+    capturing_ = false;
+    clear_capture();
+    annotations_.clear();
+  }
+
+  void on_reset() noexcept { on_capture_abort(); }
+
+private:
+  /// One mark(): its key/values, what the graph looked like at entry, then the nodes it tagged.
+  /// Ranges index the flat vectors below, so that a scope allocates nothing once they have grown.
+  struct scope_record {
+    std::uint32_t entries_begin = 0;
+    std::uint32_t entries_end = 0;
+    std::uint32_t frontier_begin = 0; // the stream's frontier at entry (in boundary_)
+    std::uint32_t frontier_end = 0;
+    std::uint32_t known_end = 0;   // [frontier_end, known_end): the frontier's dependents, or the
+                                   // graph's roots when the frontier was empty, at entry
+    std::uint32_t nodes_begin = 0; // in tagged_, set at exit
+    std::uint32_t nodes_end = 0;
+    bool open = true;
+  };
+
+  marker open_scope(cudaStream_t stream, std::span<const annotation_entry> entries) {
+    if (!capturing_) {
+      return {};
+    }
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    unsigned long long id = 0;
+    cudaGraph_t graph = nullptr;
+    const cudaGraphNode_t* frontier = nullptr;
+    const cudaGraphEdgeData* edges = nullptr;
+    std::size_t count = 0;
+    if (cudaStreamGetCaptureInfo(stream, &status, &id, &graph, &frontier, &edges, &count) !=
+        cudaSuccess) {
+      static_cast<void>(cudaGetLastError());
+      return {};
+    }
+    if (status != cudaStreamCaptureStatusActive || id != capture_id_) {
+      return {}; // a stream of another capture, or one this capture never joined
+    }
+    graph_ = graph;
+    scope_record record;
+    record.entries_begin = static_cast<std::uint32_t>(entries_.size());
+    for (const annotation_entry& entry : entries) {
+      entries_.emplace_back(entry.first, entry.second);
+    }
+    record.entries_end = static_cast<std::uint32_t>(entries_.size());
+    record.frontier_begin = static_cast<std::uint32_t>(boundary_.size());
+    boundary_.insert(boundary_.end(), frontier, frontier + count);
+    record.frontier_end = static_cast<std::uint32_t>(boundary_.size());
+    const bool known = count == 0 ? append_roots(boundary_) : append_dependents_of_frontier(record);
+    if (!known) {
+      entries_.resize(record.entries_begin);
+      boundary_.resize(record.frontier_begin);
+      return {};
+    }
+    record.known_end = static_cast<std::uint32_t>(boundary_.size());
+    scopes_.push_back(record);
+    return {this, static_cast<std::uint32_t>(scopes_.size() - 1), generation_};
+  }
+
+  bool append_dependents_of_frontier(const scope_record& record) {
+    for (std::uint32_t i = record.frontier_begin; i < record.frontier_end; ++i) {
+      if (!append_dependents(boundary_[i], boundary_)) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /// Walks what the scope added: new dependents of its entry frontier (or new roots), and all
+  /// that is reachable from them. Never throws: a scope that cannot be walked tags nothing.
+  void close_scope(std::uint32_t index, std::uint64_t generation) noexcept {
+    if (generation != generation_ || index >= scopes_.size() || !scopes_[index].open) {
+      return;
+    }
+    scope_record& record = scopes_[index];
+    record.open = false;
+    record.nodes_begin = static_cast<std::uint32_t>(tagged_.size());
+    record.nodes_end = record.nodes_begin;
+    try {
+      const auto known_begin = boundary_.begin() + record.frontier_end;
+      const auto known_end = boundary_.begin() + record.known_end;
+      const auto is_known = [&](cudaGraphNode_t node) {
+        return std::find(known_begin, known_end, node) != known_end;
+      };
+      pending_.clear();
+      visited_.clear();
+      bool walked = true;
+      if (record.frontier_begin == record.frontier_end) {
+        walked = append_roots(pending_);
+      } else {
+        for (std::uint32_t i = record.frontier_begin; walked && i < record.frontier_end; ++i) {
+          walked = append_dependents(boundary_[i], pending_);
+        }
+      }
+      std::erase_if(pending_, is_known);
+      while (walked && !pending_.empty()) {
+        const cudaGraphNode_t node = pending_.back();
+        pending_.pop_back();
+        if (visited_.insert(node).second) {
+          tagged_.push_back(node);
+          walked = append_dependents(node, pending_);
+        }
+      }
+      if (!walked) {
+        tagged_.resize(record.nodes_begin);
+        return;
+      }
+      record.nodes_end = static_cast<std::uint32_t>(tagged_.size());
+      closed_.push_back(index);
+    } catch (...) { // out of memory: this scope tags nothing
+      tagged_.resize(record.nodes_begin);
+    }
+  }
+
+  /// Appends the current roots of the capture graph.
+  bool append_roots(std::vector<cudaGraphNode_t>& out) {
+    std::size_t count = 0;
+    if (cudaGraphGetRootNodes(graph_, nullptr, &count) != cudaSuccess) {
+      static_cast<void>(cudaGetLastError());
+      return false;
+    }
+    if (count == 0) {
+      return true;
+    }
+    const std::size_t old_size = out.size();
+    out.resize(old_size + count);
+    if (cudaGraphGetRootNodes(graph_, out.data() + old_size, &count) != cudaSuccess) {
+      static_cast<void>(cudaGetLastError());
+      out.resize(old_size);
+      return false;
+    }
+    out.resize(old_size + std::min(count, out.size() - old_size));
+    return true;
+  }
+
+  /// Appends the nodes that depend on `node`. Edge data is fetched too: without it CUDA refuses
+  /// (cudaErrorLossyQuery) to list edges that carry some, e.g. programmatic launch edges.
+  bool append_dependents(cudaGraphNode_t node, std::vector<cudaGraphNode_t>& out) {
+    std::size_t count = 0;
+    if (cudaGraphNodeGetDependentNodes(node, nullptr, nullptr, &count) != cudaSuccess) {
+      static_cast<void>(cudaGetLastError());
+      return false;
+    }
+    if (count == 0) {
+      return true;
+    }
+    const std::size_t old_size = out.size();
+    out.resize(old_size + count);
+    edge_scratch_.resize(count);
+    if (cudaGraphNodeGetDependentNodes(node, out.data() + old_size, edge_scratch_.data(), &count) !=
+        cudaSuccess) {
+      static_cast<void>(cudaGetLastError());
+      out.resize(old_size);
+      return false;
+    }
+    out.resize(old_size + std::min(count, out.size() - old_size));
+    return true;
+  }
+
+  /// One annotation per tagged node; scopes merged in the order they closed, so the first value
+  /// a key gets (the innermost scope's) is the one kept.
+  void merge_scopes() {
+    std::unordered_map<cudaGraphNode_t, std::size_t> slot_of;
+    for (const std::uint32_t index : closed_) {
+      const scope_record& record = scopes_[index];
+      for (std::uint32_t n = record.nodes_begin; n < record.nodes_end; ++n) {
+        const auto [slot, added] = slot_of.try_emplace(tagged_[n], annotations_.size());
+        if (added) {
+          annotations_.emplace_back();
+          nodes_.push_back(tagged_[n]);
+        }
+        auto& values = annotations_[slot->second].values;
+        for (std::uint32_t e = record.entries_begin; e < record.entries_end; ++e) {
+          const auto& [key, value] = entries_[e];
+          const auto place =
+              std::lower_bound(values.begin(), values.end(), key,
+                               [](const std::pair<std::string, std::string>& item,
+                                  const std::string& wanted) { return item.first < wanted; });
+          if (place == values.end() || place->first != key) {
+            values.emplace(place, key, value);
+          }
+        }
+      }
+    }
+  }
+
+  void resolve_template_ids() {
+    for (std::size_t i = 0; i < annotations_.size(); ++i) {
+      CUptiResult cupti = CUPTI_SUCCESS;
+      annotations_[i].template_id = detail::template_node_id(source_, nodes_[i], cupti);
+      annotations_[i].id = annotations_[i].template_id; // until an executable exists
+      if (cupti != CUPTI_SUCCESS) {
+        // CUPTI was taken by another tool after the probe: degrade this capture, say so once.
+        detail::notice_once(detail::id_source_reason(node_id_source::none, cupti));
+        source_ = node_id_source::none;
+        for (node_annotation& node : annotations_) {
+          node.template_id = 0;
+          node.id = 0;
+        }
+        break;
+      }
+    }
+    if (source_ != node_id_source::none) { // list in node creation order: by template id
+      std::vector<std::size_t> order(annotations_.size());
+      for (std::size_t i = 0; i < order.size(); ++i) {
+        order[i] = i;
+      }
+      std::sort(order.begin(), order.end(), [this](std::size_t a, std::size_t b) {
+        return annotations_[a].template_id < annotations_[b].template_id;
+      });
+      std::vector<node_annotation> sorted_annotations;
+      std::vector<cudaGraphNode_t> sorted_nodes;
+      sorted_annotations.reserve(order.size());
+      sorted_nodes.reserve(order.size());
+      for (const std::size_t i : order) {
+        sorted_annotations.push_back(std::move(annotations_[i]));
+        sorted_nodes.push_back(nodes_[i]);
+      }
+      annotations_ = std::move(sorted_annotations);
+      nodes_ = std::move(sorted_nodes);
+    }
+  }
+
+  /// Drops the per-scope bookkeeping; keeps the vectors' capacity for the next capture. Live
+  /// markers of this capture become inert.
+  void release_scopes() noexcept {
+    ++generation_;
+    scopes_.clear();
+    entries_.clear();
+    boundary_.clear();
+    tagged_.clear();
+    closed_.clear();
+    pending_.clear();
+    visited_.clear();
+    graph_ = nullptr;
+  }
+
+  void clear_capture() noexcept {
+    release_scopes();
+    nodes_.clear();
+  }
+
+  // What the user gets.
+  std::vector<node_annotation> annotations_;
+  std::vector<cudaGraphNode_t> nodes_; // template nodes of annotations_, until after_capture_end
+  node_id_source source_ = node_id_source::none;
+  // The capture in progress.
+  bool capturing_ = false;
+  unsigned long long capture_id_ = 0;
+  cudaGraph_t graph_ = nullptr;
+  std::uint64_t generation_ = 1; // a marker of an earlier capture must not close a new scope
+  std::vector<scope_record> scopes_;
+  std::vector<std::pair<std::string, std::string>> entries_;
+  std::vector<cudaGraphNode_t> boundary_;
+  std::vector<cudaGraphNode_t> tagged_;
+  std::vector<std::uint32_t> closed_;
+  // Scratch space of the walk, kept between scopes.
+  std::vector<cudaGraphNode_t> pending_;
+  std::unordered_set<cudaGraphNode_t> visited_;
+  std::vector<cudaGraphEdgeData> edge_scratch_;
+};
+
+static_assert(annotation_policy<on>);
+
+} // namespace annot
+
+// ---- traces
+// ----------------------------------------------------------------------------------------
+
+/// One kernel execution, as CUPTI's activity records report it.
+struct kernel_record {
+  std::string name;           ///< the kernel's (mangled) name
+  std::uint64_t start_ns = 0; ///< GPU timestamps, nanoseconds
+  std::uint64_t end_ns = 0;
+  std::uint32_t device = 0;
+  std::uint32_t stream = 0;
+  std::uint64_t graph_node_id = 0; ///< the replayed node's id; 0: not launched from a graph
+  std::uint32_t graph_id = 0;      ///< the executable graph's id (0: not from a graph)
+};
+
+namespace detail {
+
+/// Where CUPTI's activity buffers land while a trace_recorder runs (CUPTI calls back on its own
+/// thread, into plain functions: this is their only state).
+struct activity_sink {
+  std::mutex mutex;
+  std::vector<kernel_record> records;
+  bool callbacks_registered = false;
+  std::atomic<bool> recording{false};
+};
+
+inline activity_sink& sink() {
+  static activity_sink instance;
+  return instance;
+}
+
+inline constexpr std::size_t activity_buffer_bytes = std::size_t{4} << 20U;
+inline constexpr std::size_t activity_buffer_alignment = 8;
+
+inline void CUPTIAPI activity_buffer_requested(std::uint8_t** buffer, std::size_t* size,
+                                               std::size_t* max_records) {
+  // NOLINTNEXTLINE: CUPTI owns the buffer until it hands it back to activity_buffer_completed
+  *buffer = static_cast<std::uint8_t*>(
+      std::aligned_alloc(activity_buffer_alignment, activity_buffer_bytes));
+  *size = *buffer == nullptr ? 0 : activity_buffer_bytes;
+  *max_records = 0;
+}
+
+inline void CUPTIAPI activity_buffer_completed(CUcontext /*context*/, std::uint32_t /*stream*/,
+                                               std::uint8_t* buffer, std::size_t /*size*/,
+                                               std::size_t valid_size) {
+  try {
+    std::vector<kernel_record> kernels;
+    CUpti_Activity* record = nullptr;
+    while (cuptiActivityGetNextRecord(buffer, valid_size, &record) == CUPTI_SUCCESS) {
+      if (record->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL &&
+          record->kind != CUPTI_ACTIVITY_KIND_KERNEL) {
+        continue;
+      }
+      // NOLINTNEXTLINE: CUPTI's records are told apart by their kind
+      const auto* kernel = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
+      kernels.push_back({.name = kernel->name != nullptr ? kernel->name : "",
+                         .start_ns = kernel->start,
+                         .end_ns = kernel->end,
+                         .device = kernel->deviceId,
+                         .stream = kernel->streamId,
+                         .graph_node_id = kernel->graphNodeId,
+                         .graph_id = kernel->graphId});
+    }
+    activity_sink& target = sink();
+    const std::lock_guard lock{target.mutex};
+    target.records.insert(target.records.end(), kernels.begin(), kernels.end());
+  } catch (...) { // on CUPTI's thread: nothing may escape; the trace lacks this buffer
+  }
+  std::free(buffer); // NOLINT: from aligned_alloc above
+}
+
+/// The lane a kernel goes to: its region's name (or its key/values), else where it came from.
+inline std::string lane_of(const kernel_record& kernel, const node_annotation* annotation) {
+  if (annotation != nullptr && !annotation->values.empty()) {
+    if (!annotation->name().empty()) {
+      return std::string{annotation->name()};
+    }
+    std::string lane;
+    for (const auto& [key, value] : annotation->values) {
+      lane.append(lane.empty() ? "" : ", ").append(key).append("=").append(value);
+    }
+    return lane;
+  }
+  if (kernel.graph_node_id != 0) {
+    return "graph (unannotated)";
+  }
+  return "stream " + std::to_string(kernel.stream);
+}
+
+} // namespace detail
+
+/// Writes `kernels` as a Chrome trace (JSON; opens in Perfetto and chrome://tracing): one lane
+/// (thread) per annotation name, the kernel's annotation in its args. Kernels of one name that
+/// overlap in time (parallel branches) get lanes of their own, "attention (2)", since a lane's
+/// slices must nest. Times start at 0 us.
+inline void write_chrome_trace(std::ostream& out, const std::vector<kernel_record>& kernels,
+                               const std::vector<node_annotation>& annotations) {
+  std::unordered_map<std::uint64_t, const node_annotation*> by_id;
+  for (const node_annotation& node : annotations) {
+    if (node.id != 0) {
+      by_id.emplace(node.id, &node);
+    }
+  }
+  std::vector<const kernel_record*> order;
+  order.reserve(kernels.size());
+  for (const kernel_record& kernel : kernels) {
+    order.push_back(&kernel);
+  }
+  std::stable_sort(order.begin(), order.end(), [](const kernel_record* a, const kernel_record* b) {
+    return a->start_ns < b->start_ns;
+  });
+  const std::uint64_t origin = order.empty() ? 0 : order.front()->start_ns;
+  struct lane {
+    std::uint32_t device;
+    std::string base;  // the annotation's name
+    std::string title; // base, or "base (k)" for the k-th parallel lane of that name
+    std::uint64_t busy_until;
+  };
+  std::vector<lane> lanes; // tid = index + 1, in order of first use
+  out << "{\"displayTimeUnit\": \"ns\", \"traceEvents\": [";
+  const char* separator = "\n";
+  for (const kernel_record* kernel : order) {
+    const auto found = kernel->graph_node_id != 0 ? by_id.find(kernel->graph_node_id) : by_id.end();
+    const node_annotation* annotation = found != by_id.end() ? found->second : nullptr;
+    std::string base = detail::lane_of(*kernel, annotation);
+    std::size_t tid = 0;
+    std::size_t same_name = 0;
+    for (; tid < lanes.size(); ++tid) {
+      if (lanes[tid].device == kernel->device && lanes[tid].base == base) {
+        ++same_name;
+        if (lanes[tid].busy_until <= kernel->start_ns) {
+          break;
+        }
+      }
+    }
+    if (tid == lanes.size()) {
+      std::string title = same_name == 0 ? base : base + " (" + std::to_string(same_name + 1) + ")";
+      lanes.push_back({kernel->device, std::move(base), std::move(title), 0});
+    }
+    lanes[tid].busy_until = std::max(lanes[tid].busy_until, kernel->end_ns);
+    out << separator << "{\"name\": ";
+    detail::write_json_string(out, detail::demangled(kernel->name.c_str()));
+    out << ", \"cat\": \"kernel\", \"ph\": \"X\", \"pid\": " << kernel->device
+        << ", \"tid\": " << tid + 1 << ", \"ts\": ";
+    detail::write_microseconds(out, kernel->start_ns - origin);
+    out << ", \"dur\": ";
+    detail::write_microseconds(
+        out, kernel->end_ns >= kernel->start_ns ? kernel->end_ns - kernel->start_ns : 0);
+    out << ", \"args\": {\"graph node id\": " << kernel->graph_node_id
+        << ", \"stream\": " << kernel->stream;
+    if (annotation != nullptr) {
+      for (const auto& [key, value] : annotation->values) {
+        out << ", ";
+        detail::write_json_string(out, key);
+        out << ": ";
+        detail::write_json_string(out, value);
+      }
+    }
+    out << "}}";
+    separator = ",\n";
+  }
+  std::unordered_set<std::uint32_t> named_devices;
+  for (std::size_t i = 0; i < lanes.size(); ++i) {
+    const std::uint32_t device = lanes[i].device;
+    if (named_devices.insert(device).second) {
+      out << separator << "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": " << device
+          << ", \"args\": {\"name\": \"GPU " << device << "\"}}";
+      separator = ",\n";
+    }
+    out << separator << "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": " << device
+        << ", \"tid\": " << i + 1 << ", \"args\": {\"name\": ";
+    detail::write_json_string(out, lanes[i].title);
+    out << "}},\n{\"name\": \"thread_sort_index\", \"ph\": \"M\", \"pid\": " << device
+        << ", \"tid\": " << i + 1 << ", \"args\": {\"sort_index\": " << i + 1 << "}}";
+  }
+  out << "\n]}\n";
+}
+
+/// Collects CUPTI's kernel activity from construction to stop(): replay annotated graphs in
+/// between, then write_chrome_trace(). One recorder at a time per process. Where CUPTI is held
+/// by another tool (or absent) the recorder is unavailable: it records nothing, says so once,
+/// and never throws for that reason.
+class trace_recorder {
+public:
+  trace_recorder() {
+    detail::activity_sink& target = detail::sink();
+    if (target.recording.exchange(true)) {
+      throw state_error("graphcap: a trace_recorder is already recording in this process; stop() "
+                        "or destroy it before starting another");
+    }
+    owns_recording_ = true;
+    const CUptiResult probe = detail::cupti_probe();
+    if (probe != CUPTI_SUCCESS) {
+      unavailable(probe);
+      return;
+    }
+    {
+      const std::lock_guard lock{target.mutex};
+      target.records.clear();
+      if (!target.callbacks_registered) {
+        const CUptiResult registered = cuptiActivityRegisterCallbacks(
+            detail::activity_buffer_requested, detail::activity_buffer_completed);
+        if (registered != CUPTI_SUCCESS) {
+          unavailable(registered);
+          return;
+        }
+        target.callbacks_registered = true;
+      }
+    }
+    const CUptiResult enabled = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    if (enabled != CUPTI_SUCCESS) {
+      unavailable(enabled);
+      return;
+    }
+    recording_ = true;
+  }
+
+  trace_recorder(const trace_recorder&) = delete;
+  trace_recorder& operator=(const trace_recorder&) = delete;
+  trace_recorder(trace_recorder&&) = delete;
+  trace_recorder& operator=(trace_recorder&&) = delete;
+
+  ~trace_recorder() {
+    try {
+      stop();
+    } catch (...) { // a destructor never throws; stop() explicitly to see failures
+    }
+    release();
+  }
+
+  /// False where CUPTI cannot record (held by another tool); reason() says why.
+  [[nodiscard]] bool available() const noexcept { return reason_.empty(); }
+  [[nodiscard]] const std::string& reason() const noexcept { return reason_; }
+
+  /// Waits for the device (cudaDeviceSynchronize: not during a capture), stops recording and
+  /// collects what CUPTI buffered. Idempotent.
+  void stop() {
+    if (!recording_) {
+      return;
+    }
+    recording_ = false;
+    const cudaError_t synced = cudaDeviceSynchronize();
+    static_cast<void>(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+    static_cast<void>(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+    {
+      detail::activity_sink& target = detail::sink();
+      const std::lock_guard lock{target.mutex};
+      kernels_ = std::move(target.records);
+      target.records.clear();
+    }
+    std::sort(kernels_.begin(), kernels_.end(), [](const kernel_record& a, const kernel_record& b) {
+      return a.start_ns < b.start_ns;
+    });
+    release();
+    detail::check(synced, "cudaDeviceSynchronize (trace_recorder::stop)");
+  }
+
+  /// The kernels recorded (after stop()), by start time.
+  [[nodiscard]] const std::vector<kernel_record>& kernels() const noexcept { return kernels_; }
+
+  /// Writes the recorded kernels as a Chrome trace, in lanes named by the annotations recorded
+  /// so far (recorded_annotations()). Stops first if still recording.
+  void write_chrome_trace(const std::string& path) {
+    stop();
+    std::ofstream file;
+    detail::open_for_writing(file, path, "the trace");
+    graphcap::write_chrome_trace(file, kernels_, recorded_annotations());
+    if (!file.flush()) {
+      throw error("graphcap: writing the trace to '" + path + "' failed (disk full?)");
+    }
+  }
+
+private:
+  void unavailable(CUptiResult result) {
+    reason_ = result == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
+                  ? "CUPTI is held by another tool (compute-sanitizer, Nsight Systems or Compute, "
+                    "cuda-gdb): " +
+                        detail::cupti_result_name(result) + "; no trace is recorded"
+                  : "CUPTI cannot record activity: " + detail::cupti_result_name(result) +
+                        "; no trace is recorded";
+    detail::notice_once(reason_);
+    release();
+  }
+
+  void release() noexcept {
+    if (owns_recording_) {
+      owns_recording_ = false;
+      detail::sink().recording.store(false);
+    }
+  }
+
+  std::vector<kernel_record> kernels_;
+  std::string reason_;
+  bool recording_ = false;
+  bool owns_recording_ = false;
+};
+
+} // namespace graphcap

@@ -1,0 +1,237 @@
+// Tests of annot::on that need the CUDA test double's control API: CUPTI held by another tool,
+// the calls a replay makes, and the trace writer on records made up by the test.
+#include <graphcap/annotations.hpp>
+#include <graphcap/graphcap.hpp>
+
+#include "catch.hpp"
+#include "cuda_helpers.hpp"
+
+#include <cuda_double/control.hpp>
+#include <cuda_double/cupti_control.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace gc = graphcap;
+using call_map = std::map<std::string, std::size_t>;
+
+namespace {
+
+using annotated_graph = gc::graph_with<gc::annot::on>;
+using annotated_scope = annotated_graph::scope;
+
+constexpr std::size_t bytes = 256;
+
+void capture_two_regions(annotated_graph& graph, cudaStream_t stream,
+                         gctest::device_buffer<unsigned char>& buffer) {
+  graph.capture(stream, [&](annotated_scope& cap) {
+    {
+      auto first = cap.mark("first");
+      CUDA_REQUIRE(cudaMemsetAsync(buffer.get(), 1, buffer.bytes(), cap.stream()));
+    }
+    auto second = cap.mark({{"name", "second"}, {"layer", "1"}});
+    CUDA_REQUIRE(cudaMemsetAsync(buffer.get(), 2, buffer.bytes(), cap.stream()));
+  });
+}
+
+/// Counts the notices annotations give, for the life of the object.
+class notice_counter {
+public:
+  notice_counter() {
+    gc::set_annotation_notice_handler([this](std::string_view text) {
+      ++count;
+      last = text;
+    });
+  }
+  ~notice_counter() { gc::set_annotation_notice_handler({}); }
+  notice_counter(const notice_counter&) = delete;
+  notice_counter& operator=(const notice_counter&) = delete;
+  int count = 0;
+  std::string last;
+};
+
+} // namespace
+
+TEST_CASE("the double's CUPTI ids follow the mapping seen on the H200") {
+  cuda_double::reset();
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> buffer(bytes);
+  annotated_graph graph{gc::keep_graph};
+  capture_two_regions(graph, stream, buffer);
+  REQUIRE(graph.annot_policy().id_source() == gc::node_id_source::cupti);
+  REQUIRE(graph.annotations().size() == 2);
+  const std::uint32_t template_graph = cuda_double::graph_id(graph.raw_graph());
+  for (const gc::node_annotation& node : graph.annotations()) {
+    CHECK((node.template_id >> 32U) == template_graph);
+  }
+  graph.instantiate();
+  std::uint32_t exec_id = 0;
+  REQUIRE(cuptiGetGraphExecId(graph.raw_exec(), &exec_id) == CUPTI_SUCCESS);
+  for (const gc::node_annotation& node : graph.annotations()) {
+    CHECK(node.id == gc::detail::replayed_node_id(exec_id, node.template_id));
+    CHECK((node.id >> 32U) == exec_id);
+  }
+  CHECK(graph.annotations()[0].name() == "first"); // in node creation order
+  CHECK(graph.annotations()[1].name() == "second");
+}
+
+TEST_CASE("CUPTI held by another tool degrades annotations and never fails the capture") {
+  cuda_double::reset();
+  gc::clear_annotations();
+  REQUIRE(gc::annotation_id_source() == gc::node_id_source::cupti); // probed while CUPTI is free
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> buffer(bytes);
+  const notice_counter notices;
+  cuda_double::set_cupti_held_by_other_tool(true);
+
+  annotated_graph graph;
+  capture_two_regions(graph, stream, buffer);
+  REQUIRE(graph.state() == gc::graph_state::instantiated);
+  REQUIRE(graph.annotations().size() == 2); // the scopes, still recorded by node
+  CHECK(graph.annotations()[0].type == cudaGraphNodeTypeMemset);
+  for (const gc::node_annotation& node : graph.annotations()) {
+    CHECK(node.id == 0);
+    CHECK(node.template_id == 0);
+  }
+  CHECK(graph.annot_policy().id_source() == gc::node_id_source::none);
+  CHECK(gc::recorded_annotations().empty());
+  CHECK(notices.count == 1);
+  CHECK_THAT(notices.last, gctest::contains("CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"));
+
+  annotated_graph another;
+  capture_two_regions(another, stream, buffer);
+  CHECK(another.annotations().size() == 2);
+  gc::trace_recorder recorder;
+  CHECK_FALSE(recorder.available());
+  CHECK_THAT(recorder.reason(), gctest::contains("held by another tool"));
+  another.replay(stream);
+  recorder.stop();
+  CHECK(recorder.kernels().empty());
+  CHECK(notices.count == 1); // said once
+}
+
+TEST_CASE("an annotated replay is exactly one cudaGraphLaunch") {
+  cuda_double::reset();
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> buffer(bytes);
+  annotated_graph graph;
+  capture_two_regions(graph, stream, buffer);
+  cuda_double::clear_call_counts();
+  graph.replay(stream);
+  CHECK(cuda_double::call_counts() == call_map{{"cudaGraphLaunch", 1}});
+}
+
+TEST_CASE("a scope costs one capture-info query and a walk over what it added") {
+  cuda_double::reset();
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> buffer(bytes);
+  annotated_graph graph;
+  auto cap = graph.begin_capture(stream);
+  CUDA_REQUIRE(cudaMemsetAsync(buffer.get(), 0, buffer.bytes(), cap.stream()));
+  cuda_double::clear_call_counts();
+  {
+    auto region = cap.mark("one");
+    CUDA_REQUIRE(cudaMemsetAsync(buffer.get(), 1, buffer.bytes(), cap.stream()));
+  }
+  // Entry: the frontier and its dependents (none); exit: the frontier's dependents (the new
+  // memset: a count and a fetch), then the memset's dependents (none).
+  CHECK(cuda_double::call_counts() == call_map{{"cudaStreamGetCaptureInfo", 1},
+                                               {"cudaGraphNodeGetDependentNodes", 4},
+                                               {"cudaMemsetAsync", 1}});
+  cap.end();
+  CHECK(graph.annotations().size() == 1);
+}
+
+TEST_CASE("a capture failure inside annotation bookkeeping never fails the capture") {
+  cuda_double::reset();
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> buffer(bytes);
+  annotated_graph graph;
+  cuda_double::fail_call("cudaGraphNodeGetDependentNodes", cudaErrorUnknown, 2);
+  graph.capture(stream, [&](annotated_scope& cap) {
+    CUDA_REQUIRE(cudaMemsetAsync(buffer.get(), 0, buffer.bytes(), cap.stream()));
+    {
+      auto lost = cap.mark("lost"); // its walk fails: it tags nothing
+      CUDA_REQUIRE(cudaMemsetAsync(buffer.get(), 1, buffer.bytes(), cap.stream()));
+    }
+    auto kept = cap.mark("kept");
+    CUDA_REQUIRE(cudaMemsetAsync(buffer.get(), 2, buffer.bytes(), cap.stream()));
+  });
+  CHECK(graph.state() == gc::graph_state::instantiated);
+  REQUIRE(graph.annotations().size() == 1);
+  CHECK(graph.annotations().front().name() == "kept");
+  CHECK(cudaGetLastError() == cudaSuccess);
+}
+
+TEST_CASE("a trace recorder on the double records no kernel and writes an empty trace") {
+  cuda_double::reset();
+  gc::trace_recorder recorder;
+  REQUIRE(recorder.available());
+  CHECK_THROWS_AS(gc::trace_recorder{}, gc::state_error); // one at a time
+  recorder.stop();
+  CHECK(recorder.kernels().empty());
+  const gc::trace_recorder next; // stop() released the process's recorder slot
+  CHECK(next.available());
+}
+
+TEST_CASE("the Chrome trace puts kernels in lanes named by their annotations") {
+  gc::node_annotation attention;
+  attention.id = (std::uint64_t{7} << 32U) | 1U;
+  attention.type = cudaGraphNodeTypeKernel;
+  attention.values = {{"name", "attention"}};
+  gc::node_annotation mlp;
+  mlp.id = (std::uint64_t{7} << 32U) | 2U;
+  mlp.type = cudaGraphNodeTypeKernel;
+  mlp.values = {{"layer", "3"}, {"name", "mlp"}};
+  gc::node_annotation unnamed;
+  unnamed.id = (std::uint64_t{7} << 32U) | 3U;
+  unnamed.values = {{"layer", "4"}};
+  const std::vector<gc::kernel_record> kernels{
+      {.name = "_Z4gemmPf", .start_ns = 1000, .end_ns = 3500, .graph_node_id = attention.id},
+      {.name = "relu", .start_ns = 4000, .end_ns = 4001, .graph_node_id = mlp.id},
+      {.name = "tail", .start_ns = 5000, .end_ns = 6000, .graph_node_id = unnamed.id},
+      {.name = "stray", .start_ns = 7000, .end_ns = 8000, .graph_node_id = (7ULL << 32U) | 9U},
+      {.name = "eager", .start_ns = 9000, .end_ns = 9500, .stream = 13},
+  };
+  std::ostringstream out;
+  gc::write_chrome_trace(out, kernels, {attention, mlp, unnamed});
+  const std::string trace = out.str();
+  CHECK_THAT(trace, gctest::contains("{\"name\": \"gemm(float*)\", \"cat\": \"kernel\", \"ph\": "
+                                     "\"X\", \"pid\": 0, \"tid\": 1, \"ts\": 0, \"dur\": 2.500"));
+  CHECK_THAT(trace, gctest::contains("\"ts\": 3, \"dur\": 0.001"));
+  CHECK_THAT(trace, gctest::contains("\"args\": {\"graph node id\": 30064771074, \"stream\": 0, "
+                                     "\"layer\": \"3\", \"name\": \"mlp\"}"));
+  CHECK_THAT(trace, gctest::contains("\"tid\": 1, \"args\": {\"name\": \"attention\"}"));
+  CHECK_THAT(trace, gctest::contains("\"tid\": 2, \"args\": {\"name\": \"mlp\"}"));
+  CHECK_THAT(trace, gctest::contains("\"tid\": 3, \"args\": {\"name\": \"layer=4\"}"));
+  CHECK_THAT(trace, gctest::contains("\"tid\": 4, \"args\": {\"name\": \"graph (unannotated)\"}"));
+  CHECK_THAT(trace, gctest::contains("\"tid\": 5, \"args\": {\"name\": \"stream 13\"}"));
+  CHECK_THAT(trace, gctest::contains("\"args\": {\"name\": \"GPU 0\"}"));
+}
+
+TEST_CASE("kernels of one region that overlap in time go to parallel lanes") {
+  gc::node_annotation head;
+  head.id = (std::uint64_t{7} << 32U) | 1U;
+  head.values = {{"name", "attention"}};
+  gc::node_annotation other_head = head;
+  other_head.id = (std::uint64_t{7} << 32U) | 2U;
+  const std::vector<gc::kernel_record> kernels{
+      {.name = "later", .start_ns = 3000, .end_ns = 4000, .graph_node_id = head.id},
+      {.name = "a", .start_ns = 1000, .end_ns = 2000, .graph_node_id = head.id},
+      {.name = "b", .start_ns = 1500, .end_ns = 2500, .graph_node_id = other_head.id},
+  };
+  std::ostringstream out;
+  gc::write_chrome_trace(out, kernels, {head, other_head});
+  const std::string trace = out.str();
+  CHECK_THAT(trace, gctest::contains("{\"name\": \"a\", \"cat\": \"kernel\", \"ph\": \"X\", "
+                                     "\"pid\": 0, \"tid\": 1, \"ts\": 0,"));
+  CHECK_THAT(trace, gctest::contains("{\"name\": \"b\", \"cat\": \"kernel\", \"ph\": \"X\", "
+                                     "\"pid\": 0, \"tid\": 2, \"ts\": 0.500,"));
+  CHECK_THAT(trace, gctest::contains("{\"name\": \"later\", \"cat\": \"kernel\", \"ph\": "
+                                     "\"X\", \"pid\": 0, \"tid\": 1, \"ts\": 2,"));
+  CHECK_THAT(trace, gctest::contains("\"tid\": 2, \"args\": {\"name\": \"attention (2)\"}"));
+}

@@ -1,0 +1,390 @@
+// Runtime tests: annot::on on graphs the host can execute (memset, memcpy, host functions,
+// events), run on the real runtime (gpu.*) and on the CUDA test double (double.*). Where CUPTI is
+// held by another tool (the suite under compute-sanitizer) ids are 0 and these tests check the
+// scopes alone; test/gpu/annotations_ids.cpp checks the ids against CUPTI's activity records.
+#include <graphcap/annotations.hpp>
+#include <graphcap/graphcap.hpp>
+
+#include "catch.hpp"
+#include "cuda_helpers.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace gc = graphcap;
+
+namespace {
+
+using annotated_graph = gc::graph_with<gc::annot::on>;
+using annotated_scope = annotated_graph::scope;
+static_assert(std::is_same_v<annotated_graph, gc::basic_graph<gc::mode::global, gc::pool::none,
+                                                              gc::annot::on, gc::liveness::off>>);
+static_assert(
+    std::is_same_v<decltype(std::declval<annotated_scope&>().mark("x")), gc::annot::on::marker>);
+
+constexpr std::size_t bytes = 256;
+
+void CUDART_CB do_nothing(void* /*data*/) {}
+
+/// Annotations whose name() is `name`.
+std::vector<gc::node_annotation> named(const std::vector<gc::node_annotation>& all,
+                                       std::string_view name) {
+  std::vector<gc::node_annotation> found;
+  std::copy_if(all.begin(), all.end(), std::back_inserter(found),
+               [&](const gc::node_annotation& node) { return node.name() == name; });
+  return found;
+}
+
+std::size_t count_type(const std::vector<gc::node_annotation>& all, cudaGraphNodeType type) {
+  return static_cast<std::size_t>(std::count_if(
+      all.begin(), all.end(), [&](const gc::node_annotation& node) { return node.type == type; }));
+}
+
+bool has_ids(annotated_graph& graph) {
+  return graph.annot_policy().id_source() != gc::node_id_source::none;
+}
+
+/// A memset node on `stream`.
+void memset_on(cudaStream_t stream, gctest::device_buffer<unsigned char>& buffer, int value = 0) {
+  CUDA_REQUIRE(cudaMemsetAsync(buffer.get(), value, buffer.bytes(), stream));
+}
+
+} // namespace
+
+TEST_CASE("a named scope tags the nodes captured inside it and only those") {
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> buffer(bytes);
+  gctest::device_buffer<unsigned char> copy(bytes);
+  annotated_graph graph;
+  graph.capture(stream, [&](annotated_scope& cap) {
+    memset_on(cap.stream(), buffer); // before: untagged
+    {
+      auto attention = cap.mark("attention");
+      CHECK(attention.active());
+      memset_on(cap.stream(), buffer, 1);
+      CUDA_REQUIRE(
+          cudaMemcpyAsync(copy.get(), buffer.get(), bytes, cudaMemcpyDeviceToDevice, cap.stream()));
+      CUDA_REQUIRE(cudaLaunchHostFunc(cap.stream(), do_nothing, nullptr));
+    }
+    memset_on(cap.stream(), buffer, 2); // after: untagged
+  });
+  const std::vector<gc::node_annotation>& all = graph.annotations();
+  REQUIRE(all.size() == 3);
+  CHECK(named(all, "attention").size() == 3);
+  CHECK(count_type(all, cudaGraphNodeTypeMemset) == 1);
+  CHECK(count_type(all, cudaGraphNodeTypeMemcpy) == 1);
+  CHECK(count_type(all, cudaGraphNodeTypeHost) == 1);
+  CHECK(graph.node_count() == 5);
+  for (const gc::node_annotation& node : all) {
+    CHECK(node.values.size() == 1);
+    CHECK(node.kernel.empty());
+    if (has_ids(graph)) {
+      // Replayed ids keep the template node's index in their low 32 bits.
+      CHECK(node.id != 0);
+      CHECK((node.id & 0xffffffffU) == (node.template_id & 0xffffffffU));
+      CHECK((node.template_id >> 32U) == (all.front().template_id >> 32U));
+    } else {
+      CHECK(node.id == 0);
+    }
+  }
+  graph.replay(stream);
+  stream.synchronize();
+  unsigned char copied = 0;
+  CUDA_REQUIRE(cudaMemcpy(&copied, copy.get(), 1, cudaMemcpyDeviceToHost));
+  CHECK(copied == 1);
+}
+
+TEST_CASE("nested scopes merge key by key with the inner scope winning") {
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> buffer(bytes);
+  annotated_graph graph;
+  graph.capture(stream, [&](annotated_scope& cap) {
+    auto block = cap.mark({{"name", "block"}, {"layer", "3"}});
+    memset_on(cap.stream(), buffer, 1); // block
+    {
+      auto mlp = cap.mark("mlp");
+      memset_on(cap.stream(), buffer, 2); // mlp, layer 3
+      {
+        auto deep = cap.mark({{"layer", "4"}, {"phase", "up"}});
+        memset_on(cap.stream(), buffer, 3); // mlp, layer 4, phase up
+      }
+    }
+    memset_on(cap.stream(), buffer, 4); // block again
+  });
+  const std::vector<gc::node_annotation>& all = graph.annotations();
+  REQUIRE(all.size() == 4);
+  const auto blocks = named(all, "block");
+  const auto mlps = named(all, "mlp");
+  REQUIRE(blocks.size() == 2);
+  REQUIRE(mlps.size() == 2);
+  for (const gc::node_annotation& node : blocks) {
+    CHECK(node.value("layer") == "3");
+    CHECK(node.values.size() == 2);
+  }
+  const auto deepest = std::find_if(mlps.begin(), mlps.end(), [](const gc::node_annotation& n) {
+    return n.value("phase") == "up";
+  });
+  REQUIRE(deepest != mlps.end());
+  CHECK(deepest->value("layer") == "4");
+  CHECK(deepest->values.size() == 3);
+  const auto middle = std::find_if(mlps.begin(), mlps.end(), [](const gc::node_annotation& n) {
+    return n.value("phase").empty();
+  });
+  REQUIRE(middle != mlps.end());
+  CHECK(middle->value("layer") == "3");
+}
+
+TEST_CASE("work forked to another stream inside a scope is tagged") {
+  gctest::stream stream;
+  gctest::stream side;
+  gctest::event forked;
+  gctest::event joined;
+  gctest::event recorded;
+  gctest::device_buffer<unsigned char> first(bytes);
+  gctest::device_buffer<unsigned char> second(bytes);
+  annotated_graph graph;
+  graph.capture(stream, [&](annotated_scope& cap) {
+    memset_on(cap.stream(), first); // untagged
+    auto region = cap.mark("fork");
+    CUDA_REQUIRE(cudaEventRecord(forked, cap.stream()));
+    CUDA_REQUIRE(cudaStreamWaitEvent(side, forked, 0));
+    memset_on(side, second, 1);                                  // on the joined stream
+    CUDA_REQUIRE(cudaLaunchHostFunc(side, do_nothing, nullptr)); // a host node there
+    CUDA_REQUIRE(cudaEventRecordWithFlags(recorded, side, cudaEventRecordExternal)); // event node
+    memset_on(cap.stream(), first, 2);
+    CUDA_REQUIRE(cudaEventRecord(joined, side));
+    CUDA_REQUIRE(cudaStreamWaitEvent(cap.stream(), joined, 0));
+  });
+  const std::vector<gc::node_annotation>& all = graph.annotations();
+  CHECK(all.size() == 4);
+  CHECK(named(all, "fork").size() == all.size());
+  CHECK(count_type(all, cudaGraphNodeTypeMemset) == 2);
+  CHECK(count_type(all, cudaGraphNodeTypeHost) == 1);
+  CHECK(count_type(all, cudaGraphNodeTypeEventRecord) == 1);
+}
+
+TEST_CASE("the first scope at capture start finds its nodes among the new roots") {
+  gctest::stream stream;
+  gctest::stream side;
+  gctest::event forked;
+  gctest::event joined;
+  gctest::device_buffer<unsigned char> first(bytes);
+  gctest::device_buffer<unsigned char> second(bytes);
+  annotated_graph graph;
+  graph.capture(stream, [&](annotated_scope& cap) {
+    auto start = cap.mark("start"); // empty frontier
+    CUDA_REQUIRE(cudaEventRecord(forked, cap.stream()));
+    CUDA_REQUIRE(cudaStreamWaitEvent(side, forked, 0));
+    memset_on(cap.stream(), first, 1); // a root
+    memset_on(side, second, 2);        // another root, on the joined stream
+    memset_on(side, second, 3);        // its dependent
+    CUDA_REQUIRE(cudaEventRecord(joined, side));
+    CUDA_REQUIRE(cudaStreamWaitEvent(cap.stream(), joined, 0));
+  });
+  CHECK(graph.annotations().size() == 3);
+  CHECK(named(graph.annotations(), "start").size() == 3);
+}
+
+TEST_CASE("dependents the frontier had before the scope are not swept into it") {
+  gctest::stream stream;
+  gctest::stream side;
+  gctest::event forked;
+  gctest::event joined;
+  gctest::device_buffer<unsigned char> first(bytes);
+  gctest::device_buffer<unsigned char> second(bytes);
+  annotated_graph graph;
+  graph.capture(stream, [&](annotated_scope& cap) {
+    memset_on(cap.stream(), first); // the frontier at scope entry
+    CUDA_REQUIRE(cudaEventRecord(forked, cap.stream()));
+    CUDA_REQUIRE(cudaStreamWaitEvent(side, forked, 0));
+    memset_on(side, second, 1); // an existing dependent of that frontier
+    {
+      auto only = cap.mark("only");
+      memset_on(cap.stream(), first, 2);
+    }
+    CUDA_REQUIRE(cudaEventRecord(joined, side));
+    CUDA_REQUIRE(cudaStreamWaitEvent(cap.stream(), joined, 0));
+  });
+  REQUIRE(graph.annotations().size() == 1);
+  CHECK(graph.annotations().front().name() == "only");
+}
+
+TEST_CASE("an empty scope tags nothing and a scope left open closes at the end of the capture") {
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> buffer(bytes);
+  annotated_graph graph;
+  auto cap = graph.begin_capture(stream);
+  { auto nothing = cap.mark("nothing"); }
+  auto open = cap.mark("open");
+  memset_on(cap.stream(), buffer);
+  cap.end();
+  open.close(); // does nothing: the end of the capture closed the scope
+  REQUIRE(graph.annotations().size() == 1);
+  CHECK(graph.annotations().front().name() == "open");
+}
+
+TEST_CASE("a scope outside a capture does nothing") {
+  gctest::stream stream;
+  gctest::stream other_stream;
+  gctest::device_buffer<unsigned char> buffer(bytes);
+  annotated_graph graph;
+  annotated_graph other;
+  {
+    auto before = graph.annot_policy().mark(stream, "before");
+    CHECK_FALSE(before.active());
+  }
+  graph.capture(stream, [&](annotated_scope& cap) {
+    // other's policy is not capturing, and cap's stream is not in other's capture.
+    auto foreign = other.annot_policy().mark(cap.stream(), "foreign");
+    CHECK_FALSE(foreign.active());
+    // A stream that never joined this capture.
+    auto stray = graph.annot_policy().mark(other_stream, "stray");
+    CHECK_FALSE(stray.active());
+    memset_on(other_stream, buffer); // runs eagerly, not captured
+    memset_on(cap.stream(), buffer);
+  });
+  CHECK(graph.annotations().empty());
+  CHECK(other.annotations().empty());
+  auto after = graph.annot_policy().mark(stream, "after");
+  CHECK_FALSE(after.active());
+  stream.synchronize();
+  other_stream.synchronize();
+}
+
+TEST_CASE("a failed capture leaves no annotations behind") {
+  gctest::stream stream;
+  gctest::stream side;
+  gctest::event forked;
+  gctest::device_buffer<unsigned char> buffer(bytes);
+  gc::clear_annotations();
+  annotated_graph graph;
+
+  SECTION("an exception in the work") {
+    CHECK_THROWS_AS(graph.capture(stream,
+                                  [&](annotated_scope& cap) {
+                                    auto region = cap.mark("doomed");
+                                    memset_on(cap.stream(), buffer);
+                                    throw std::runtime_error("work failed");
+                                  }),
+                    std::runtime_error);
+  }
+  SECTION("a fork never joined") {
+    CHECK_THROWS_AS(graph.capture(stream,
+                                  [&](annotated_scope& cap) {
+                                    auto region = cap.mark("doomed");
+                                    memset_on(cap.stream(), buffer);
+                                    CUDA_REQUIRE(cudaEventRecord(forked, cap.stream()));
+                                    CUDA_REQUIRE(cudaStreamWaitEvent(side, forked, 0));
+                                    memset_on(side, buffer, 1);
+                                  }),
+                    gc::capture_error);
+  }
+  CHECK(graph.empty());
+  CHECK(graph.annotations().empty());
+  CHECK(gc::recorded_annotations().empty());
+  CHECK_FALSE(gctest::capturing(stream));
+  // The graph captures and annotates again.
+  graph.capture(stream, [&](annotated_scope& cap) {
+    auto region = cap.mark("second try");
+    memset_on(cap.stream(), buffer);
+  });
+  REQUIRE(graph.annotations().size() == 1);
+  CHECK(graph.annotations().front().name() == "second try");
+}
+
+TEST_CASE("annotations of several graphs accumulate until cleared") {
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> buffer(bytes);
+  gc::clear_annotations();
+  annotated_graph first;
+  annotated_graph second;
+  const auto capture_one = [&](annotated_graph& graph, const char* name) {
+    graph.capture(stream, [&](annotated_scope& cap) {
+      auto region = cap.mark(name);
+      memset_on(cap.stream(), buffer);
+    });
+  };
+  capture_one(first, "first");
+  capture_one(second, "second");
+  if (!has_ids(first)) {
+    CHECK(gc::recorded_annotations().empty()); // without ids nothing is published
+    return;
+  }
+  CHECK(gc::recorded_annotations().size() == 2);
+  first.reset(); // a graph's reset keeps what was published (traces may still need it)
+  CHECK(first.annotations().empty());
+  CHECK(gc::recorded_annotations().size() == 2);
+  capture_one(first, "first again");
+  const std::vector<gc::node_annotation> all = gc::recorded_annotations();
+  CHECK(all.size() == 3);
+  const std::uint64_t id = first.annotations().front().id;
+  const auto found = gc::find_annotation(id);
+  REQUIRE(found.has_value());
+  CHECK(found->name() == "first again");
+  gc::clear_annotations();
+  CHECK(gc::recorded_annotations().empty());
+  CHECK_FALSE(gc::find_annotation(id).has_value());
+  CHECK(first.annotations().size() == 1); // the graph keeps its own
+}
+
+TEST_CASE("instantiating again re-keys the ids to the new executable") {
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> buffer(bytes);
+  gc::clear_annotations();
+  annotated_graph graph{gc::keep_graph};
+  graph.capture(stream, [&](annotated_scope& cap) {
+    auto region = cap.mark("kept");
+    memset_on(cap.stream(), buffer);
+  });
+  REQUIRE(graph.annotations().size() == 1);
+  if (!has_ids(graph)) {
+    CHECK(graph.annotations().front().id == 0);
+    return;
+  }
+  CHECK(graph.annotations().front().id == graph.annotations().front().template_id);
+  graph.instantiate();
+  const std::uint64_t first_id = graph.annotations().front().id;
+  graph.instantiate();
+  const std::uint64_t second_id = graph.annotations().front().id;
+  CHECK(first_id != second_id);
+  CHECK((first_id & 0xffffffffU) == (second_id & 0xffffffffU));
+  CHECK(gc::find_annotation(first_id).has_value()); // traces of the first executable
+  CHECK(gc::find_annotation(second_id).has_value());
+}
+
+TEST_CASE("annotations export as JSON") {
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> buffer(bytes);
+  annotated_graph graph;
+  graph.capture(stream, [&](annotated_scope& cap) {
+    auto region = cap.mark({{"name", "say \"hi\""}, {"layer", "3"}});
+    memset_on(cap.stream(), buffer);
+  });
+  std::ostringstream text;
+  gc::write_annotations_json(text, graph.annotations());
+  const std::string json = text.str();
+  CHECK_THAT(json, gctest::contains("\"type\": \"memset\""));
+  CHECK_THAT(json,
+             gctest::contains("\"values\": {\"layer\": \"3\", \"name\": \"say \\\"hi\\\"\"}"));
+  CHECK_THAT(json, gctest::contains("\"id\": " + std::to_string(graph.annotations().front().id)));
+
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / "graphcap_annotations_test.json";
+  gc::write_annotations_json(path.string(), graph.annotations());
+  std::ifstream file{path};
+  const std::string written{std::istreambuf_iterator<char>{file}, {}};
+  CHECK(written == json);
+  std::filesystem::remove(path);
+  CHECK_THROWS_AS(gc::write_annotations_json("/nonexistent-dir/a.json", graph.annotations()),
+                  gc::error);
+}

@@ -451,9 +451,14 @@ private:
   };
 
   void finish_capture(cudaStream_t stream, pending_update update = {nullptr, nullptr}) {
-    pool_.before_capture_end(stream);
-    annot_.before_capture_end(stream);
-    liveness_.before_capture_end(stream);
+    try { // a policy's last captured work (the pool's completion marker) may fail
+      pool_.before_capture_end(stream);
+      annot_.before_capture_end(stream);
+      liveness_.before_capture_end(stream);
+    } catch (...) {
+      abandon_capture(stream);
+      throw;
+    }
     cudaGraph_t captured = nullptr;
     const cudaError_t status = cudaStreamEndCapture(stream, &captured);
     if (status == cudaErrorStreamCaptureWrongThread) [[unlikely]] {
@@ -477,7 +482,7 @@ private:
     try {
       std::size_t count = 0;
       detail::check(cudaGraphGetNodes(captured, nullptr, &count), "cudaGraphGetNodes");
-      node_count_ = static_cast<std::uint32_t>(count);
+      node_count_ = static_cast<std::uint32_t>(count - policy_marker_nodes);
       pool_.after_capture_end(captured);
       if constexpr (!std::is_empty_v<Liveness> && requires { pool_.for_each_slab(ignore_slab); }) {
         // The pool's memory is the graph's own, never an external input.
@@ -699,6 +704,15 @@ private:
 
   static constexpr auto ignore_slab = [](const void*, std::size_t) {};
 
+  /// Nodes the Pool policy adds to every capture for itself (its completion marker).
+  static constexpr std::size_t policy_marker_nodes = [] {
+    if constexpr (requires { Pool::marker_nodes; }) {
+      return Pool::marker_nodes;
+    } else {
+      return std::size_t{0};
+    }
+  }();
+
   // -- data: the handles a hand-written program needs, then the policies (empty when off)
   // ----------
 
@@ -720,6 +734,9 @@ private:
 template <capture_mode Mode, pool_strategy Pool, annotation_policy Annot, liveness_policy Liveness>
 class basic_graph<Mode, Pool, Annot, Liveness>::scope {
 public:
+  using graph_type = basic_graph;
+  using pool_type = Pool;
+
   scope(scope&& other) noexcept
       : graph_(std::exchange(other.graph_, nullptr)), stream_(other.stream_),
         update_target_(std::move(other.update_target_)), update_(std::move(other.update_)),

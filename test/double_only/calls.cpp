@@ -137,7 +137,7 @@ TEST_CASE("growing the pool during a global capture does not invalidate it") {
   CHECK(graph.pool_statistics().slabs == 3);
 }
 
-TEST_CASE("a block handed from a reset graph to the next one waits for an event, nothing more") {
+TEST_CASE("a block handed from a reset graph to the next one waits for its completion marker") {
   cuda_double::reset();
   gctest::stream stream;
   const auto pool = gc::graph_pool_handle();
@@ -150,26 +150,27 @@ TEST_CASE("a block handed from a reset graph to the next one waits for an event,
     });
   };
   shared_graph first{pool};
+  cuda_double::clear_call_counts();
   auto* first_block = capture_block(first);
+  // The completion marker: one event, recorded by an event-record node at the end of the graph.
+  CHECK(cuda_double::call_counts().at("cudaEventCreateWithFlags") == 1);
+  CHECK(cuda_double::call_counts().at("cudaEventRecordWithFlags") == 1);
+  CHECK(first.node_count() == 1); // the marker is not counted
   first.replay(stream);
   cuda_double::clear_call_counts();
-  first.reset(); // replayed: the blocks go back behind an event on the replay stream
+  first.reset(); // the pool's stream waits for the marker; no host synchronization, no stream
   const call_map reset_calls = cuda_double::call_counts();
-  CHECK(reset_calls.at("cudaEventCreateWithFlags") == 1);
-  CHECK(reset_calls.at("cudaEventRecord") == 1);
+  CHECK(reset_calls.at("cudaStreamWaitEvent") == 1);
   CHECK(reset_calls.count("cudaStreamSynchronize") == 0);
+  CHECK(reset_calls.count("cudaEventSynchronize") == 0);
+  CHECK(reset_calls.count("cudaEventRecord") == 0);
   shared_graph second{pool};
   cuda_double::clear_call_counts();
   CHECK(capture_block(second) == first_block);
-  CHECK(cuda_double::call_counts().at("cudaEventSynchronize") == 1);
-  second.reset(); // never replayed: nothing to wait for
-  shared_graph third{pool};
-  cuda_double::clear_call_counts();
-  CHECK(capture_block(third) == first_block);
-  CHECK(cuda_double::call_counts().count("cudaEventSynchronize") == 0);
+  CHECK(cuda_double::call_counts().at("cudaEventSynchronize") == 1); // the handoff
 }
 
-TEST_CASE("a private pool's reset frees its slabs on the last replay stream, with no event") {
+TEST_CASE("a private pool's reset frees its slabs after its completion marker, not synchronizing") {
   cuda_double::reset();
   gctest::stream stream;
   gc::graph graph;
@@ -182,6 +183,6 @@ TEST_CASE("a private pool's reset frees its slabs on the last replay stream, wit
   graph.reset();
   const call_map calls = cuda_double::call_counts();
   CHECK(calls.at("cudaFreeAsync") == 1);
-  CHECK(calls.count("cudaEventRecord") == 0);
+  CHECK(calls.at("cudaStreamWaitEvent") == 1); // the pool's stream waits for the marker
   CHECK(calls.count("cudaStreamSynchronize") == 0);
 }

@@ -50,6 +50,7 @@ TEST_CASE("memory allocated during capture keeps its address and is readable aft
   CUDA_REQUIRE(cudaMemcpy(direct.data(), block, bytes, cudaMemcpyDeviceToHost));
   CHECK(direct == host);
   CUDA_REQUIRE(cudaMemset(block, 0, bytes));
+  CUDA_REQUIRE(cudaDeviceSynchronize()); // cudaMemset may return before it ran
   graph.replay(stream);
   stream.synchronize();
   CUDA_REQUIRE(cudaMemcpy(direct.data(), block, bytes, cudaMemcpyDeviceToHost));

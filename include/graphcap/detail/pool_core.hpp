@@ -8,10 +8,12 @@
 //  - an allocation during a capture must not break the capture: a pool hit makes no CUDA call,
 //    and growing takes a slab with cudaMallocAsync on the core's own (never capturing) stream,
 //    under the relaxed capture-mode guard, synchronized on that stream;
-//  - slabs go back with cudaFreeAsync on the stream of the last replay that used them, so they
-//    are released after that replay has finished, with no synchronizing call;
-//  - a block a graph gives back while others may take it (a shared pool) carries an event
-//    recorded after that graph's last replay; the next taker waits for it, at capture time;
+//  - every graph drawing from a core ends with a completion marker (an event-record node, see
+//    slab_pool): slabs go back with cudaFreeAsync on the core's own stream, made to wait for the
+//    markers of the graphs that gave their blocks back, so after their last replays, with no
+//    synchronizing call and no replay stream to remember (it may be destroyed first);
+//  - a block a graph gives back while others may take it (a shared pool) carries that graph's
+//    marker event; the next taker waits for it, at capture time;
 //  - a block held by an owning buffer (graphcap::buffer) is pinned: it outlives its graph, and
 //    its slab is freed when the last pin goes (pins per slab, as PyTorch frees a segment of a
 //    released private pool once its last block is free);
@@ -174,7 +176,7 @@ public:
   }
 
   /// Frees every slab that no buffer pins, ordered after the last replay (see
-  /// note_replay_stream); pinned slabs stay until their last pin goes. Blocks still handed out
+  /// order_after); pinned slabs stay until their last pin goes. Blocks still handed out
   /// become invalid: call only when no graph uses the core any more.
   void release_slabs() noexcept {
     const relaxed_capture_mode_guard relaxed;
@@ -201,12 +203,15 @@ public:
     }
   }
 
-  /// The stream of a graph's last replay, noted when the graph gives its blocks back: slabs are
-  /// freed on it, so after that replay. (Launches of one executable graph are ordered; graphs
-  /// sharing a pool are replayed in capture order, never concurrently.)
-  void note_replay_stream(cudaStream_t stream) noexcept {
-    last_replay_stream_ = stream;
-    replayed_ = true;
+  /// Orders every slab this core frees from now on after `done`: a graph's completion marker,
+  /// recorded by its replays (see slab_pool). Called when the graph gives its blocks back, so its
+  /// last replay is the last record; no replay stream is remembered, so streams may be destroyed
+  /// before the graphs and pools that ran on them.
+  void order_after(const event_handle& done) noexcept {
+    if (stream_) { // no stream: no slab was ever taken, nothing to order
+      const relaxed_capture_mode_guard relaxed;
+      ignore(cudaStreamWaitEvent(stream_.get(), done.get(), 0));
+    }
   }
 
   /// Owning buffers alive on this core (each holds a reference to it).
@@ -312,10 +317,9 @@ private:
 
   void free_slab(std::byte* slab, const slab_record& record) noexcept {
     nvtx_regions::remove_slab(record.heap);
-    // After the last replay on its stream; if that stream is gone, on our own stream after
-    // waiting for the device to be done with the slab (cudaFree waits).
-    cudaStream_t stream = replayed_ ? last_replay_stream_ : stream_.get();
-    if (cudaFreeAsync(slab, stream) != cudaSuccess) {
+    // On our own stream, which waits for the completion markers of the graphs that used the
+    // pool (order_after); if that fails, cudaFree, which waits for the device.
+    if (cudaFreeAsync(slab, stream_.get()) != cudaSuccess) {
       static_cast<void>(cudaGetLastError());
       ignore(cudaFree(slab));
     }
@@ -330,8 +334,6 @@ private:
   std::size_t bump_left_ = 0;
   nvtx_regions::heap bump_heap_ = nullptr;
   std::size_t buffers_ = 0;
-  cudaStream_t last_replay_stream_ = nullptr;
-  bool replayed_ = false;
   pool_statistics stats_{};
 };
 

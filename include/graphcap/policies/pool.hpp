@@ -62,6 +62,8 @@ public:
   static constexpr bool can_allocate = true;
   static constexpr bool has_handle = true;
   static constexpr unsigned long long instantiate_flags = 0;
+  /// Nodes the policy adds to each capture (the completion marker), not counted by node_count().
+  static constexpr std::size_t marker_nodes = 1;
 
   slab_pool() noexcept = default;
   explicit slab_pool(const pool_handle& handle) noexcept
@@ -75,8 +77,8 @@ public:
       core_ = std::move(other.core_);
       held_ = std::move(other.held_);
       freed_ = std::move(other.freed_);
-      last_replay_stream_ = other.last_replay_stream_;
-      replayed_ = std::exchange(other.replayed_, false);
+      done_ = std::move(other.done_);
+      marker_recorded_ = std::exchange(other.marker_recorded_, false);
     }
     return *this;
   }
@@ -137,6 +139,7 @@ public:
     if constexpr (Shared) {
       // A later capture into the shared pool may reuse what this one freed: the pool's rule
       // (replay in capture order, never concurrently) makes that safe.
+      marker_recorded_ = false;
       // This graph's replays still use the block, so memory checkers keep it valid.
       std::erase_if(held_, [this](const held_block& entry) {
         if (entry.freed) {
@@ -147,17 +150,38 @@ public:
     }
   }
 
-  void on_capture_abort() noexcept { on_reset(); }
-
-  /// Remembers the stream: memory goes back ordered after the last replay (two stores).
-  void before_replay(cudaStream_t stream) noexcept {
-    last_replay_stream_ = stream;
-    replayed_ = true;
+  /// The completion marker's event, made before the capture begins (not during it).
+  void before_capture(cudaStream_t /*stream*/) {
+    if (!done_) {
+      const relaxed_capture_mode_guard relaxed; // another thread may be capturing (global mode)
+      cudaEvent_t event = nullptr;
+      check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+      try {
+        done_ = std::make_shared<const event_handle>(event);
+      } catch (...) {
+        ignore(cudaEventDestroy(event));
+        throw;
+      }
+    }
   }
 
-  /// Gives every block back. A pool no other graph or handle shares is released (its slabs
-  /// freed on the last replay's stream, after that replay); otherwise the blocks go back with an
-  /// event recorded after this graph's last replay, which the next taker waits for.
+  /// The completion marker: an event-record node after all the captured work, so that every
+  /// replay records `done_` on the device when it finishes. Memory goes back ordered after it,
+  /// with no stream to remember and nothing to do on the replay path.
+  void before_capture_end(cudaStream_t stream) {
+    if (!marker_recorded_) { // once, also when a wrong-thread end is retried
+      check(cudaEventRecordWithFlags(done_->get(), stream, cudaEventRecordExternal),
+            "cudaEventRecordWithFlags");
+      marker_recorded_ = true;
+    }
+  }
+
+  void on_capture_abort() noexcept { on_reset(); }
+
+  /// Gives every block back, after this graph's last replay (its completion marker): a pool no
+  /// other graph or handle shares is released (its slabs freed on the pool's own stream, made to
+  /// wait for the marker); otherwise the blocks go back with the marker's event, which the next
+  /// taker waits for.
   void on_reset() noexcept { give_back_all(/*may_release=*/true); }
 
   /// Before a recapture of the same graph: every block goes back, in allocation order and with
@@ -167,20 +191,20 @@ public:
 private:
   void give_back_all(bool may_release) noexcept {
     freed_.clear();
+    marker_recorded_ = false;
+    const ready_event ready = std::exchange(done_, nullptr); // the next capture gets a new one
     if (!core_) {
       return;
     }
-    if (replayed_) {
-      core_->note_replay_stream(last_replay_stream_);
+    if (ready) {
+      core_->order_after(*ready); // slabs this core frees from now on wait for our replays
     }
     const bool releasing =
         may_release && !Shared && core_.use_count() == 1 + static_cast<long>(core_->buffers());
-    const ready_event ready = releasing || !replayed_ ? nullptr : record_last_replay();
     for (const held_block& entry : held_) {
-      core_->give_back(entry.address, entry.size, ready);
+      core_->give_back(entry.address, entry.size, releasing ? nullptr : ready);
     }
     held_.clear();
-    replayed_ = false;
     if (releasing) {
       core_->release_slabs();
     }
@@ -214,25 +238,6 @@ private:
     bool pinned; // held by a buffer too
   };
 
-  /// An event after this graph's last replay. If it cannot be made, waits for that replay.
-  [[nodiscard]] ready_event record_last_replay() const noexcept {
-    const relaxed_capture_mode_guard relaxed; // another thread may be capturing (global mode)
-    cudaEvent_t event = nullptr;
-    if (cudaEventCreateWithFlags(&event, cudaEventDisableTiming) == cudaSuccess) {
-      try {
-        auto owner = std::make_shared<const event_handle>(event);
-        if (cudaEventRecord(event, last_replay_stream_) == cudaSuccess) {
-          return owner;
-        }
-      } catch (const std::bad_alloc&) {
-        ignore(cudaEventDestroy(event));
-      }
-    }
-    ignore(cudaStreamSynchronize(last_replay_stream_));
-    static_cast<void>(cudaGetLastError());
-    return nullptr;
-  }
-
   void ensure_core() {
     if (!core_) {
       core_ = std::make_shared<pool_core>();
@@ -261,8 +266,8 @@ private:
   std::shared_ptr<pool_core> core_;
   std::vector<held_block> held_; // blocks this graph holds until reset
   std::map<std::pair<cudaStream_t, std::size_t>, std::vector<void*>> freed_; // this capture's
-  cudaStream_t last_replay_stream_ = nullptr;
-  bool replayed_ = false;
+  ready_event done_;             // recorded by every replay as it finishes (completion marker)
+  bool marker_recorded_ = false; // in the capture in progress
 };
 
 } // namespace detail

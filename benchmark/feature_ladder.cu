@@ -1,0 +1,300 @@
+// bench_features (case 4): the feature ladder. Each policy switched on alone, against the same
+// graph with everything off and against the hand-written raw version:
+//   all off      replay of the lean graph against raw cudaGraphLaunch (must cost nothing);
+//   pool         allocation during capture (a free-list hit; a fresh block), graphcap's pool
+//                against CUDA graph memory nodes (pool::graph_memory_nodes and raw
+//                cudaMallocAsync in the capture); replay of a graph whose buffers come from the
+//                pool, against the same graph on preallocated memory and on memory nodes;
+//   liveness     replay with liveness::check, per input, for 1 to 64 external inputs, and for
+//                inputs the graph's own pool owns (excluded: O(1));
+//   annotations  in bench_annotations (annotation_cost.cu): annot::on links CUPTI.
+#include <graphcap/graphcap.hpp>
+
+#include "harness.hpp"
+#include "workload.cuh"
+
+#include <string>
+#include <vector>
+
+namespace {
+
+using bench::micros;
+using bench::steady;
+
+constexpr int buffer_floats = 256;
+constexpr int chain_kernels = 10;
+constexpr int chain_buffers = 4;
+
+/// The pool case's graph: a chain of small kernels cycling over four buffers.
+void issue_chain(cudaStream_t stream, float* const* buffers) {
+  for (int k = 0; k < chain_kernels; ++k) {
+    bench::add_scalar<<<1, buffer_floats, 0, stream>>>(buffers[k % chain_buffers], 1.0F,
+                                                       buffer_floats);
+  }
+}
+
+/// Up to 64 pointers passed by value: each is a kernel-parameter word the liveness check finds.
+struct pointer_table {
+  float* pointers[64];
+  int count;
+};
+
+__global__ void touch_all(pointer_table table) {
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < table.count; ++i) {
+      table.pointers[i][0] += 1.0F;
+    }
+  }
+}
+
+/// Host time per replay call of `replay`, one sample (a batch of launches).
+template <class Replay>
+void replay_sample(std::vector<double>& samples, bool record, cudaStream_t stream,
+                   Replay&& replay) {
+  const double t = bench::per_call(stream, 200, replay);
+  if (record) {
+    samples.push_back(t);
+  }
+}
+
+void allocation_during_capture(bench::report& report, cudaStream_t capture_stream) {
+  constexpr int blocks = 64;
+  constexpr int repeats = 16;
+  using pooled = graphcap::graph_with<graphcap::pool::private_pool>;
+  using memory_nodes = graphcap::graph_with<graphcap::pool::graph_memory_nodes>;
+  std::vector<double> pool_hit;
+  std::vector<double> pool_fresh;
+  std::vector<double> nodes_graphcap;
+  std::vector<double> nodes_raw;
+  std::vector<float*> held(blocks);
+
+  const auto pool_arm = [&](bool record) {
+    pooled graph{graphcap::keep_graph};
+    auto cap = graph.begin_capture(capture_stream);
+    const auto t0 = steady::now();
+    for (float*& block : held) {
+      block = cap.allocate<float>(buffer_floats); // fresh: carved from a slab (one slab grow)
+    }
+    const auto t1 = steady::now();
+    double hits = 0;
+    for (int r = 0; r < repeats; ++r) {
+      for (float* block : held) {
+        cap.deallocate(block);
+      }
+      const auto h0 = steady::now();
+      for (float*& block : held) {
+        block = cap.allocate<float>(buffer_floats); // a free-list hit: same size, same stream
+      }
+      hits += micros(h0, steady::now());
+    }
+    cap.end();
+    if (record) {
+      pool_fresh.push_back(1000.0 * micros(t0, t1) / blocks);
+      pool_hit.push_back(1000.0 * hits / (repeats * blocks));
+    }
+  };
+  const auto memory_nodes_arm = [&](bool record) {
+    memory_nodes graph{graphcap::keep_graph};
+    auto cap = graph.begin_capture(capture_stream);
+    const auto t0 = steady::now();
+    for (float*& block : held) {
+      block = cap.allocate<float>(buffer_floats);
+    }
+    const auto t1 = steady::now();
+    for (float* block : held) {
+      cap.deallocate(block);
+    }
+    cap.end();
+    if (record) {
+      nodes_graphcap.push_back(1000.0 * micros(t0, t1) / blocks);
+    }
+  };
+  const auto raw_arm = [&](bool record) {
+    bench::check(cudaStreamBeginCapture(capture_stream, cudaStreamCaptureModeGlobal), "begin");
+    const auto t0 = steady::now();
+    for (float*& block : held) {
+      bench::check(cudaMallocAsync(reinterpret_cast<void**>(&block), buffer_floats * sizeof(float),
+                                   capture_stream),
+                   "cudaMallocAsync");
+    }
+    const auto t1 = steady::now();
+    for (float* block : held) {
+      bench::check(cudaFreeAsync(block, capture_stream), "cudaFreeAsync");
+    }
+    cudaGraph_t graph = nullptr;
+    bench::check(cudaStreamEndCapture(capture_stream, &graph), "end");
+    bench::check(cudaGraphDestroy(graph), "destroy");
+    if (record) {
+      nodes_raw.push_back(1000.0 * micros(t0, t1) / blocks);
+    }
+  };
+  bench::interleave(bench::scaled(41), 2, {raw_arm, memory_nodes_arm, pool_arm});
+  const std::string metric = "pool: allocate during capture";
+  report.add(metric, "1KiB", "raw cudaMallocAsync (memory node)", "ns", nodes_raw);
+  report.add(metric, "1KiB", "graphcap pool::graph_memory_nodes", "ns", nodes_graphcap);
+  report.add(metric, "1KiB", "graphcap private_pool, fresh block", "ns", pool_fresh);
+  report.add(metric, "1KiB", "graphcap private_pool, free-list hit", "ns", pool_hit);
+}
+
+void replay_with_pool(bench::report& report, cudaStream_t stream, cudaStream_t capture_stream) {
+  std::vector<float*> preallocated(chain_buffers);
+  for (float*& buffer : preallocated) {
+    bench::check(cudaMalloc(&buffer, buffer_floats * sizeof(float)), "cudaMalloc");
+  }
+  const bench::raw_graph raw(capture_stream,
+                             [&](cudaStream_t s) { issue_chain(s, preallocated.data()); });
+
+  graphcap::lean_graph lean;
+  lean.capture(capture_stream, [&](cudaStream_t s) { issue_chain(s, preallocated.data()); });
+
+  using pooled = graphcap::graph_with<graphcap::pool::private_pool>;
+  pooled pool_graph;
+  pool_graph.capture(capture_stream, [&](pooled::scope& cap) {
+    std::vector<float*> buffers(chain_buffers);
+    for (float*& buffer : buffers) {
+      buffer = cap.allocate<float>(buffer_floats);
+    }
+    issue_chain(cap.stream(), buffers.data());
+  });
+
+  using memory_nodes = graphcap::graph_with<graphcap::pool::graph_memory_nodes>;
+  memory_nodes nodes_graph;
+  nodes_graph.capture(capture_stream, [&](memory_nodes::scope& cap) {
+    std::vector<float*> buffers(chain_buffers);
+    for (float*& buffer : buffers) {
+      buffer = cap.allocate<float>(buffer_floats);
+    }
+    issue_chain(cap.stream(), buffers.data());
+    for (float* buffer : buffers) {
+      cap.deallocate(buffer);
+    }
+  });
+
+  lean.upload(stream);
+  pool_graph.upload(stream);
+  nodes_graph.upload(stream);
+  bench::check(cudaGraphUpload(raw.exec(), stream), "cudaGraphUpload");
+
+  std::vector<double> raw_times;
+  std::vector<double> lean_times;
+  std::vector<double> pool_times;
+  std::vector<double> nodes_times;
+  bench::interleave(
+      bench::scaled(41), 3,
+      {[&](bool r) { replay_sample(raw_times, r, stream, [&] { raw.replay(stream); }); },
+       [&](bool r) { replay_sample(lean_times, r, stream, [&] { lean.replay(stream); }); },
+       [&](bool r) { replay_sample(pool_times, r, stream, [&] { pool_graph.replay(stream); }); },
+       [&](bool r) {
+         replay_sample(nodes_times, r, stream, [&] { nodes_graph.replay(stream); });
+       }});
+  const std::string all_off = "all off: replay call";
+  report.add(all_off, chain_kernels, "raw cudaGraphLaunch", "us", raw_times);
+  report.add(all_off, chain_kernels, "graphcap lean_graph", "us", lean_times);
+  const std::string metric = "pool: replay call";
+  report.add(metric, chain_kernels, "graphcap lean_graph, preallocated", "us", lean_times);
+  report.add(metric, chain_kernels, "graphcap private_pool", "us", pool_times);
+  report.add(metric, chain_kernels, "graphcap pool::graph_memory_nodes", "us", nodes_times);
+  for (float* buffer : preallocated) {
+    bench::check(cudaFree(buffer), "cudaFree");
+  }
+}
+
+void liveness_per_input(bench::report& report, cudaStream_t stream, cudaStream_t capture_stream) {
+  using checked = graphcap::graph_with<graphcap::liveness::check>;
+  using pooled = graphcap::graph_with<graphcap::pool::private_pool>;
+  using pooled_checked =
+      graphcap::graph_with<graphcap::pool::private_pool, graphcap::liveness::check>;
+  for (const int inputs : {1, 4, 16, 64}) {
+    pointer_table table{};
+    table.count = inputs;
+    for (int i = 0; i < inputs; ++i) { // separate allocations: separate buffer ids
+      bench::check(cudaMalloc(&table.pointers[i], buffer_floats * sizeof(float)), "cudaMalloc");
+    }
+    const auto issue = [&](cudaStream_t s) { touch_all<<<1, 32, 0, s>>>(table); };
+    const bench::raw_graph raw(capture_stream, issue);
+    graphcap::lean_graph off;
+    off.capture(capture_stream, issue);
+    checked on;
+    on.capture(capture_stream, issue);
+    const auto own_inputs = [&](auto& cap) {
+      pointer_table owned{};
+      owned.count = inputs;
+      for (int i = 0; i < inputs; ++i) {
+        owned.pointers[i] = cap.template allocate<float>(buffer_floats);
+      }
+      touch_all<<<1, 32, 0, cap.stream()>>>(owned);
+    };
+    pooled pool_off;
+    pool_off.capture(capture_stream, own_inputs);
+    pooled_checked pool_on;
+    pool_on.capture(capture_stream, own_inputs);
+    off.upload(stream);
+    on.upload(stream);
+    pool_off.upload(stream);
+    pool_on.upload(stream);
+
+    std::vector<double> raw_times;
+    std::vector<double> off_times;
+    std::vector<double> on_times;
+    std::vector<double> pool_off_times;
+    std::vector<double> pool_on_times;
+    bench::interleave(
+        bench::scaled(31), 3,
+        {[&](bool r) { replay_sample(raw_times, r, stream, [&] { raw.replay(stream); }); },
+         [&](bool r) { replay_sample(off_times, r, stream, [&] { off.replay(stream); }); },
+         [&](bool r) { replay_sample(on_times, r, stream, [&] { on.replay(stream); }); },
+         [&](bool r) {
+           replay_sample(pool_off_times, r, stream, [&] { pool_off.replay(stream); });
+         },
+         [&](bool r) {
+           replay_sample(pool_on_times, r, stream, [&] { pool_on.replay(stream); });
+         }});
+    // The samples of one round ran side by side: their difference is the check's cost.
+    std::vector<double> per_input;
+    std::vector<double> owned_per_input;
+    for (std::size_t i = 0; i < on_times.size(); ++i) {
+      per_input.push_back(1000.0 * (on_times[i] - off_times[i]) / inputs);
+      owned_per_input.push_back(1000.0 * (pool_on_times[i] - pool_off_times[i]) / inputs);
+    }
+    const std::string metric = "liveness: replay call";
+    report.add(metric, inputs, "raw cudaGraphLaunch", "us", raw_times);
+    report.add(metric, inputs, "graphcap liveness::off", "us", off_times);
+    report.add(metric, inputs, "graphcap liveness::check", "us", on_times);
+    report.add(metric, inputs, "graphcap private_pool", "us", pool_off_times);
+    report.add(metric, inputs, "graphcap private_pool + liveness::check", "us", pool_on_times);
+    report.add("liveness: cost per input per replay", inputs, "external inputs (cudaMalloc)", "ns",
+               per_input);
+    report.add("liveness: cost per input per replay", inputs, "graphcap-owned inputs (pool)", "ns",
+               owned_per_input);
+    report.note("liveness, " + std::to_string(inputs) + " inputs: check tracks " +
+                std::to_string(on.liveness_policy().input_count()) + " inputs, pool + check " +
+                std::to_string(pool_on.liveness_policy().input_count()));
+    for (int i = 0; i < inputs; ++i) {
+      bench::check(cudaFree(table.pointers[i]), "cudaFree");
+    }
+  }
+}
+
+} // namespace
+
+int main() {
+  if (!bench::device_present("bench_features")) {
+    return 0;
+  }
+  cudaStream_t stream = nullptr;
+  cudaStream_t capture_stream = nullptr;
+  bench::check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+  bench::check(cudaStreamCreateWithFlags(&capture_stream, cudaStreamNonBlocking), "stream");
+
+  bench::report report("bench_features", "the cost of each policy switched on alone");
+  replay_with_pool(report, stream, capture_stream);
+  allocation_during_capture(report, capture_stream);
+  liveness_per_input(report, stream, capture_stream);
+  // The annotations rung (annot::on: per scope at capture, nothing at replay) is its own
+  // executable, bench_annotations (benchmark/annotation_cost.cu), as annot::on links CUPTI.
+  report.note("annotations: see bench_annotations");
+  report.finish();
+  bench::check(cudaStreamDestroy(stream), "cudaStreamDestroy");
+  bench::check(cudaStreamDestroy(capture_stream), "cudaStreamDestroy");
+  return 0;
+}

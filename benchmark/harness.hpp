@@ -1,0 +1,274 @@
+// benchmark/harness.hpp - what every benchmark case shares: a device check, interleaved rounds,
+// median and p99, a printed table, and the results as CSV and JSON (into $OUT when set).
+//
+// A case runs each arm (graphcap, the hand-written raw-CUDA version, ...) in the same process,
+// round by round, rotating which arm goes first, so that clock boosts, other tenants and thermal
+// drift fall on every arm alike. Each arm's closure times itself and appends its samples; the
+// harness only orders the calls and summarizes.
+//
+// Results are long-format rows: (metric, param, arm) -> median, p99, mean, min, samples, unit.
+// The first arm added for a (metric, param) is the baseline the table's ratio column divides by.
+// Benchmarks are not tests: nothing here asserts a time.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace bench {
+
+/// Aborts the benchmark with the CUDA error's name: a failed call makes every number meaningless.
+inline void check(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) {
+    std::fprintf(stderr, "benchmark: %s failed: %s (%s)\n", what, cudaGetErrorName(status),
+                 cudaGetErrorString(status));
+    std::exit(EXIT_FAILURE);
+  }
+}
+
+/// True when a CUDA device is usable; otherwise says so (the caller then exits 0: built, not run).
+inline bool device_present(const char* name) {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess || count == 0) {
+    std::printf("%s: no CUDA device present (%s); built, not run.\n", name,
+                status == cudaSuccess ? "0 devices" : cudaGetErrorName(status));
+    static_cast<void>(cudaGetLastError());
+    return false;
+  }
+  return true;
+}
+
+using steady = std::chrono::steady_clock;
+
+/// Microseconds between two time points.
+inline double micros(steady::time_point start, steady::time_point stop) {
+  return std::chrono::duration<double, std::micro>(stop - start).count();
+}
+
+/// Number of repetitions, scaled by $BENCH_SCALE (e.g. 0.2 for a quick look, 3 for a long run).
+inline int scaled(int repetitions) {
+  const char* scale = std::getenv("BENCH_SCALE");
+  if (scale == nullptr) {
+    return repetitions;
+  }
+  const double factor = std::strtod(scale, nullptr);
+  if (!(factor > 0.0)) {
+    return repetitions;
+  }
+  return std::max(3, static_cast<int>(std::lround(repetitions * factor)));
+}
+
+struct summary {
+  double median = 0;
+  double p99 = 0;
+  double mean = 0;
+  double min = 0;
+  std::size_t samples = 0;
+};
+
+/// Median (upper middle for an even count), p99 (nearest rank), mean and minimum.
+inline summary summarize(std::vector<double> values) {
+  summary result;
+  if (values.empty()) {
+    return result;
+  }
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  result.samples = n;
+  result.median = values[n / 2];
+  const auto rank = static_cast<std::size_t>(std::ceil(0.99 * static_cast<double>(n)));
+  result.p99 = values[std::min(n, std::max<std::size_t>(rank, 1)) - 1];
+  double sum = 0;
+  for (const double value : values) {
+    sum += value;
+  }
+  result.mean = sum / static_cast<double>(n);
+  result.min = values.front();
+  return result;
+}
+
+/// Runs `warmup` unrecorded rounds, then `rounds` rounds of every arm; round r starts with arm
+/// r % arms.size() so that no arm always runs first (or right after the same neighbour). An arm
+/// receives whether the round is recorded and appends its own samples when it is.
+inline void interleave(int rounds, int warmup, const std::vector<std::function<void(bool)>>& arms) {
+  const std::size_t count = arms.size();
+  for (int round = 0; round < warmup + rounds; ++round) {
+    const bool record = round >= warmup;
+    for (std::size_t i = 0; i < count; ++i) {
+      arms[(static_cast<std::size_t>(round) + i) % count](record);
+    }
+  }
+}
+
+/// The host time of `calls` consecutive calls of `call`, per call, in microseconds; the stream is
+/// drained before (so that earlier work does not hold the launch queue) and after (not timed).
+template <class Call>
+double per_call(cudaStream_t stream, int calls, Call&& call) {
+  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  const auto start = steady::now();
+  for (int i = 0; i < calls; ++i) {
+    call();
+  }
+  const auto stop = steady::now();
+  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  return micros(start, stop) / calls;
+}
+
+/// One case's results: rows to print, and to write as CSV and JSON.
+class report {
+public:
+  struct row {
+    std::string metric;
+    std::string param;
+    std::string arm;
+    std::string unit;
+    summary stats;
+  };
+
+  /// `name` is the file stem (bench_replay -> bench_replay.csv/.json), `title` the table heading.
+  report(std::string name, std::string title) : name_(std::move(name)), title_(std::move(title)) {
+    cudaDeviceProp properties{};
+    int device = 0;
+    if (cudaGetDevice(&device) == cudaSuccess &&
+        cudaGetDeviceProperties(&properties, device) == cudaSuccess) {
+      gpu_ = properties.name;
+    }
+    cudaDriverGetVersion(&driver_);
+    cudaRuntimeGetVersion(&runtime_);
+    const std::time_t now = std::time(nullptr);
+    char date[32] = {};
+    std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+    date_ = date;
+    std::printf("%s\n%s on %s (driver API %d, runtime %d), %s\n", name_.c_str(), title_.c_str(),
+                gpu_.c_str(), driver_, runtime_, date_.c_str());
+  }
+
+  report(const report&) = delete;
+  report& operator=(const report&) = delete;
+  report(report&&) = delete;
+  report& operator=(report&&) = delete;
+  ~report() = default;
+
+  void add(const std::string& metric, const std::string& param, const std::string& arm,
+           const std::string& unit, const std::vector<double>& values) {
+    rows_.push_back({metric, param, arm, unit, summarize(values)});
+  }
+  void add(const std::string& metric, long long param, const std::string& arm,
+           const std::string& unit, const std::vector<double>& values) {
+    add(metric, std::to_string(param), arm, unit, values);
+  }
+
+  /// A free-form line printed under the table and kept in the JSON (a check's outcome, a caveat).
+  void note(const std::string& text) { notes_.push_back(text); }
+
+  /// Prints the table and writes <OUT>/<name>.csv and <OUT>/<name>.json.
+  void finish() const {
+    print_table();
+    write_csv();
+    write_json();
+  }
+
+private:
+  void print_table() const {
+    std::printf("%-34s %8s %-34s %12s %12s %8s\n", "metric", "param", "arm", "median", "p99",
+                "ratio");
+    std::map<std::pair<std::string, std::string>, double> baselines;
+    for (const row& entry : rows_) {
+      const auto key = std::make_pair(entry.metric, entry.param);
+      const auto baseline = baselines.try_emplace(key, entry.stats.median).first->second;
+      std::printf("%-34s %8s %-34s %9.3f %-2s %9.3f %-2s %8.3f\n", entry.metric.c_str(),
+                  entry.param.c_str(), entry.arm.c_str(), entry.stats.median, entry.unit.c_str(),
+                  entry.stats.p99, entry.unit.c_str(),
+                  baseline > 0 ? entry.stats.median / baseline : 0.0);
+    }
+    for (const std::string& text : notes_) {
+      std::printf("note: %s\n", text.c_str());
+    }
+    std::printf("(ratio: median over the first arm of the same metric and param)\n\n");
+  }
+
+  [[nodiscard]] std::string path(const char* extension) const {
+    const char* out = std::getenv("OUT");
+    return std::string(out != nullptr && *out != '\0' ? out : ".") + "/" + name_ + extension;
+  }
+
+  void write_csv() const {
+    std::FILE* file = std::fopen(path(".csv").c_str(), "w");
+    if (file == nullptr) {
+      std::fprintf(stderr, "%s: cannot write %s\n", name_.c_str(), path(".csv").c_str());
+      return;
+    }
+    std::fprintf(file, "case,metric,param,arm,unit,median,p99,mean,min,samples\n");
+    for (const row& entry : rows_) {
+      std::fprintf(file, "%s,%s,%s,%s,%s,%.6g,%.6g,%.6g,%.6g,%zu\n", name_.c_str(),
+                   entry.metric.c_str(), entry.param.c_str(), entry.arm.c_str(), entry.unit.c_str(),
+                   entry.stats.median, entry.stats.p99, entry.stats.mean, entry.stats.min,
+                   entry.stats.samples);
+    }
+    std::fclose(file);
+  }
+
+  static std::string quoted(const std::string& text) {
+    std::string result = "\"";
+    for (const char c : text) {
+      if (c == '"' || c == '\\') {
+        result += '\\';
+      }
+      result += c;
+    }
+    return result + "\"";
+  }
+
+  void write_json() const {
+    std::FILE* file = std::fopen(path(".json").c_str(), "w");
+    if (file == nullptr) {
+      std::fprintf(stderr, "%s: cannot write %s\n", name_.c_str(), path(".json").c_str());
+      return;
+    }
+    std::fprintf(file, "{\n  \"case\": %s,\n  \"title\": %s,\n  \"gpu\": %s,\n",
+                 quoted(name_).c_str(), quoted(title_).c_str(), quoted(gpu_).c_str());
+    std::fprintf(file,
+                 "  \"driver_api_version\": %d,\n  \"runtime_version\": %d,\n  \"date\": %s,\n",
+                 driver_, runtime_, quoted(date_).c_str());
+    std::fprintf(file, "  \"notes\": [");
+    for (std::size_t i = 0; i < notes_.size(); ++i) {
+      std::fprintf(file, "%s%s", i == 0 ? "" : ", ", quoted(notes_[i]).c_str());
+    }
+    std::fprintf(file, "],\n  \"rows\": [\n");
+    for (std::size_t i = 0; i < rows_.size(); ++i) {
+      const row& entry = rows_[i];
+      std::fprintf(
+          file,
+          "    {\"metric\": %s, \"param\": %s, \"arm\": %s, \"unit\": %s, \"median\": %.6g, "
+          "\"p99\": %.6g, \"mean\": %.6g, \"min\": %.6g, \"samples\": %zu}%s\n",
+          quoted(entry.metric).c_str(), quoted(entry.param).c_str(), quoted(entry.arm).c_str(),
+          quoted(entry.unit).c_str(), entry.stats.median, entry.stats.p99, entry.stats.mean,
+          entry.stats.min, entry.stats.samples, i + 1 == rows_.size() ? "" : ",");
+    }
+    std::fprintf(file, "  ]\n}\n");
+    std::fclose(file);
+  }
+
+  std::string name_;
+  std::string title_;
+  std::string gpu_ = "unknown GPU";
+  std::string date_;
+  int driver_ = 0;
+  int runtime_ = 0;
+  std::vector<row> rows_;
+  std::vector<std::string> notes_;
+};
+
+} // namespace bench

@@ -1,0 +1,383 @@
+#!/usr/bin/env python3
+"""Plots and tables of a benchmark run (docs/benchmarks.md).
+
+    python3 benchmark/plot.py RESULTS_DIR [PLOTS_DIR]
+
+Reads every bench_*.csv in RESULTS_DIR (what the bench_* binaries and pytorch_bench.py wrote),
+writes one PNG per case into PLOTS_DIR (default: RESULTS_DIR), and RESULTS_DIR/results.md: the
+tables and the goals' check, ready for docs/benchmarks.md. Without matplotlib it writes the
+tables alone and says so.
+"""
+
+import csv
+import glob
+import json
+import os
+import sys
+
+# Arms in the order plots and tables list them; anything else follows in file order.
+CASE_ORDER = ["bench_replay", "bench_pytorch_replay", "bench_build", "bench_device", "bench_features",
+              "bench_annotations", "bench_update", "bench_step", "bench_pytorch_step"]
+REPLAY_ARMS = ["raw cudaGraphLaunch", "graphcap lean_graph", "raw cuGraphLaunch (ctypes)",
+               "pytorch CUDAGraph.replay()"]
+
+
+def read_rows(results_dir):
+    rows = []
+    def order(path):
+        case = os.path.basename(path)[:-4]
+        return (CASE_ORDER.index(case) if case in CASE_ORDER else len(CASE_ORDER), case)
+
+    for path in sorted(glob.glob(os.path.join(results_dir, "bench_*.csv")), key=order):
+        with open(path, newline="") as file:
+            for row in csv.DictReader(file):
+                for key in ("median", "p99", "mean", "min"):
+                    row[key] = float(row[key])
+                row["samples"] = int(row["samples"])
+                rows.append(row)
+    return rows
+
+
+def select(rows, case=None, metric=None, arm=None):
+    return [r for r in rows if (case is None or r["case"] == case)
+            and (metric is None or r["metric"] == metric) and (arm is None or r["arm"] == arm)]
+
+
+def arms_of(rows):
+    seen = []
+    for r in rows:
+        if r["arm"] not in seen:
+            seen.append(r["arm"])
+    return seen
+
+
+def numeric(param):
+    try:
+        return float(param)
+    except ValueError:
+        return None
+
+
+def value(rows, case, metric, param, arm):
+    found = [r for r in rows if r["case"] == case and r["metric"] == metric
+             and r["param"] == str(param) and r["arm"] == arm]
+    return found[0]["median"] if found else None
+
+
+# ---- tables ---------------------------------------------------------------------------------
+
+
+def markdown_tables(rows):
+    lines = []
+    cases = []
+    for r in rows:
+        if r["case"] not in cases:
+            cases.append(r["case"])
+    for case in cases:
+        lines.append(f"### {case}\n")
+        lines.append("| metric | param | arm | median | p99 | ratio | samples |")
+        lines.append("|---|---|---|---:|---:|---:|---:|")
+        baselines = {}
+        for r in select(rows, case=case):
+            base = baselines.setdefault((r["metric"], r["param"]), r["median"])
+            ratio = r["median"] / base if base > 0 else 0.0
+            lines.append(f"| {r['metric']} | {r['param']} | {r['arm']} | "
+                         f"{r['median']:.3f} {r['unit']} | {r['p99']:.3f} {r['unit']} | "
+                         f"{ratio:.3f} | {r['samples']} |")
+        lines.append("")
+    return lines
+
+
+def goal_lines(rows):
+    """Each goal of docs/benchmarks.md with the measured value, or 'not measured'."""
+    lines = ["| goal | measured | met |", "|---|---|---|"]
+
+    def add(goal, measured, met):
+        verdict = "n/a" if met is None else ("yes" if met else "**no**")
+        lines.append(f"| {goal} | {measured} | {verdict} |")
+
+    def worst_ratio(case, metric, raw_arm, graphcap_arm):
+        ratios = []
+        for r in select(rows, case=case, metric=metric, arm=graphcap_arm):
+            raw = value(rows, case, metric, r["param"], raw_arm)
+            if raw:
+                ratios.append((r["median"] / raw, r["param"]))
+        return max(ratios) if ratios else None
+
+    for case, metric, raw_arm, gc_arm, label in [
+        ("bench_replay", "replay call", "raw cudaGraphLaunch", "graphcap lean_graph",
+         "case 1 replay call"),
+        ("bench_build", "all four phases", "raw", "graphcap", "case 2 build, all phases"),
+        ("bench_build", "capture + instantiate (default path)", "raw", "graphcap",
+         "case 2 capture + instantiate"),
+        ("bench_device", "device time per kernel", "raw graph", "graphcap graph",
+         "case 3 device time"),
+    ]:
+        worst = worst_ratio(case, metric, raw_arm, gc_arm)
+        if worst:
+            add(f"all off <= 1.02x raw: {label}", f"worst {worst[0]:.3f}x (at {worst[1]})",
+                worst[0] <= 1.02)
+        else:
+            add(f"all off <= 1.02x raw: {label}", "not measured", None)
+
+    speedups = []
+    for kernels in ("1", "10", "100"):
+        torch_us = value(rows, "bench_pytorch_replay", "replay call", kernels,
+                         "pytorch CUDAGraph.replay()")
+        ours = value(rows, "bench_replay", "replay call", kernels, "graphcap lean_graph")
+        if torch_us and ours:
+            speedups.append((torch_us / ours, kernels))
+    if speedups:
+        least = min(speedups)
+        add("replay >= 3x cheaper than PyTorch's (<= 100 nodes)",
+            f"least {least[0]:.2f}x (at {least[1]} nodes)", least[0] >= 3.0)
+    else:
+        add("replay >= 3x cheaper than PyTorch's (<= 100 nodes)", "not measured", None)
+
+    hit = select(rows, "bench_features", "pool: allocate during capture",
+                 "graphcap private_pool, free-list hit")
+    if hit:
+        add("pool: allocation during capture <= 50 ns (free-list hit)",
+            f"{hit[0]['median']:.1f} ns", hit[0]["median"] <= 50.0)
+    else:
+        add("pool: allocation during capture <= 50 ns (free-list hit)", "not measured", None)
+    pool = value(rows, "bench_features", "pool: replay call", "10", "graphcap private_pool")
+    pre = value(rows, "bench_features", "pool: replay call", "10",
+                "graphcap lean_graph, preallocated")
+    if pool and pre:
+        add("pool: replay <= 1.05x preallocated", f"{pool / pre:.3f}x", pool / pre <= 1.05)
+    else:
+        add("pool: replay <= 1.05x preallocated", "not measured", None)
+    per_input = select(rows, "bench_features", "liveness: cost per input per replay",
+                       "external inputs (cudaMalloc)")
+    if per_input:
+        text = ", ".join(f"{r['median']:.0f} ns ({r['param']} inputs)" for r in per_input)
+        add("liveness: <= one driver query per input (about 93 ns each)", text, None)
+    else:
+        add("liveness: <= one driver query per input (about 93 ns each)", "not measured", None)
+    owned = select(rows, "bench_features", "liveness: cost per input per replay",
+                   "graphcap-owned inputs (pool)")
+    if owned:
+        text = ", ".join(f"{r['median']:.1f} ns ({r['param']})" for r in owned)
+        add("liveness: O(1) for graphcap-owned buffers", text, None)
+    per_scope = select(rows, "bench_annotations", "annotations: cost per scope at capture")
+    if per_scope:
+        worst = max(r["median"] for r in per_scope)
+        add("annotations: <= 0.5 us per scope at capture", f"worst {worst:.3f} us per scope",
+            worst <= 0.5)
+    else:
+        add("annotations: <= 0.5 us per scope at capture", "not measured", None)
+    worst_on = worst_ratio("bench_annotations", "annotations: replay call", "graphcap annot::off",
+                           "graphcap annot::on")
+    if worst_on:
+        add("annotations: nothing at replay (annot::on / annot::off)",
+            f"worst {worst_on[0]:.3f}x (at {worst_on[1]} scopes)", worst_on[0] <= 1.02)
+    else:
+        add("annotations: nothing at replay (annot::on / annot::off)", "not measured", None)
+    worst_marks = worst_ratio("bench_annotations", "annotations: capture + instantiate",
+                              "raw, no scopes", "graphcap annot::off, marks")
+    if worst_marks:
+        add("all off <= 1.02x raw: cap.mark() with annot::off, capture",
+            f"worst {worst_marks[0]:.3f}x (at {worst_marks[1]} scopes)", worst_marks[0] <= 1.02)
+    return lines
+
+
+def metadata(results_dir):
+    for path in sorted(glob.glob(os.path.join(results_dir, "bench_*.json"))):
+        with open(path) as file:
+            try:
+                data = json.load(file)
+            except json.JSONDecodeError:
+                continue
+        if "gpu" in data:
+            return data
+    return {}
+
+
+# ---- plots ----------------------------------------------------------------------------------
+
+
+def line_panel(ax, rows, arms, title, ylabel, per_kernel_x=True, logy=True):
+    for arm in arms:
+        points = sorted((numeric(r["param"]), r["median"], r["p99"]) for r in rows
+                        if r["arm"] == arm and numeric(r["param"]) is not None)
+        if not points:
+            continue
+        xs = [p[0] for p in points]
+        line, = ax.plot(xs, [p[1] for p in points], marker="o", label=f"{arm} (median)")
+        ax.plot(xs, [p[2] for p in points], linestyle=":", color=line.get_color(),
+                label=f"{arm} (p99)")
+    ax.set_xscale("log")
+    if logy:
+        ax.set_yscale("log")
+    ax.set_title(title, fontsize=9)
+    ax.set_xlabel("nodes (kernels)" if per_kernel_x else "param")
+    ax.set_ylabel(ylabel)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+
+
+def bar_panel(ax, rows, title, unit):
+    labels = [f"{r['arm']}" + (f" [{r['param']}]" if len({x['param'] for x in rows}) > 1 else "")
+              for r in rows]
+    medians = [r["median"] for r in rows]
+    p99s = [r["p99"] for r in rows]
+    positions = range(len(rows))
+    ax.barh(positions, medians, label="median")
+    ax.scatter(p99s, positions, marker="|", s=200, color="black", label="p99")
+    ax.set_yticks(list(positions))
+    ax.set_yticklabels(labels, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel(unit)
+    ax.set_title(title, fontsize=9)
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.legend(fontsize=7)
+
+
+def plot_all(rows, plots_dir, subtitle):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+
+    def save(figure, name, title):
+        figure.suptitle(f"{title}\n{subtitle}", fontsize=9)
+        figure.tight_layout()
+        path = os.path.join(plots_dir, name)
+        figure.savefig(path, dpi=120)
+        plt.close(figure)
+        written.append(path)
+
+    replay = select(rows, metric="replay call")
+    replay = [r for r in replay if r["case"] in ("bench_replay", "bench_pytorch_replay")]
+    if replay:
+        figure, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+        arms = [a for a in REPLAY_ARMS if a in arms_of(replay)] + \
+               [a for a in arms_of(replay) if a not in REPLAY_ARMS]
+        line_panel(left, replay, arms, "case 1: host time per replay call", "us")
+        base = {r["param"]: r["median"] for r in replay if r["arm"] == "raw cudaGraphLaunch"}
+        for arm in arms[1:]:
+            points = sorted((numeric(r["param"]), r["median"] / base[r["param"]])
+                            for r in replay if r["arm"] == arm and r["param"] in base)
+            if points:
+                right.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=arm)
+        right.axhline(1.02, color="grey", linestyle="--", label="1.02 (goal for graphcap)")
+        right.set_xscale("log")
+        right.set_title("ratio to raw cudaGraphLaunch (C++)")
+        right.set_xlabel("nodes (kernels)")
+        right.grid(True, which="both", alpha=0.3)
+        right.legend(fontsize=7)
+        save(figure, "replay_cost.png", "replay cost")
+
+    build = select(rows, case="bench_build")
+    if build:
+        metrics = []
+        for r in build:
+            if r["metric"] not in metrics:
+                metrics.append(r["metric"])
+        columns = 3
+        lines = (len(metrics) + columns - 1) // columns
+        figure, axes = plt.subplots(lines, columns, figsize=(13, 4 * lines), squeeze=False)
+        for ax, metric in zip(axes.flat, metrics):
+            subset = select(build, metric=metric)
+            line_panel(ax, subset, arms_of(subset), f"case 2: {metric}", "us per node")
+        for ax in list(axes.flat)[len(metrics):]:
+            ax.set_visible(False)
+        save(figure, "build_cost.png", "build cost per node")
+
+    device = select(rows, case="bench_device")
+    if device:
+        figure, ax = plt.subplots(figsize=(7, 4.5))
+        line_panel(ax, device, arms_of(device), "case 3: device time per kernel", "us per kernel",
+                   logy=False)
+        save(figure, "device_time.png", "device time")
+
+    features = select(rows, case="bench_features")
+    if features:
+        panels = [
+            ("pool: allocate during capture", "ns per allocation"),
+            ("pool: replay call", "us per replay call"),
+            ("all off: replay call", "us per replay call"),
+        ]
+        panels = [(m, u) for m, u in panels if select(features, metric=m)]
+        liveness = select(features, metric="liveness: cost per input per replay")
+        count = len(panels) + (1 if liveness else 0)
+        columns = 2 if count > 1 else 1
+        lines = (count + columns - 1) // columns
+        figure, axes = plt.subplots(lines, columns, figsize=(7 * columns, 4.2 * lines),
+                                    squeeze=False)
+        for ax in list(axes.flat)[count:]:
+            ax.set_visible(False)
+        for ax, (metric, unit) in zip(axes.flat, panels):
+            bar_panel(ax, select(features, metric=metric), f"case 4: {metric}", unit)
+        if liveness:
+            line_panel(axes.flat[len(panels)], liveness, arms_of(liveness),
+                       "case 4: liveness cost per input per replay", "ns", logy=False)
+            axes.flat[len(panels)].set_xlabel("inputs")
+        save(figure, "features.png", "feature ladder")
+
+    annotations = select(rows, case="bench_annotations")
+    if annotations:
+        metrics = arms_of([{"arm": r["metric"]} for r in annotations])
+        figure, axes = plt.subplots(1, len(metrics), figsize=(5 * len(metrics), 4.5),
+                                    squeeze=False)
+        for ax, metric in zip(axes.flat, metrics):
+            subset = select(annotations, metric=metric)
+            line_panel(ax, subset, arms_of(subset), metric, subset[0]["unit"], logy=False)
+            ax.set_xlabel("scopes (one kernel each)")
+        save(figure, "annotations.png", "case 4: annotations")
+
+    update = select(rows, case="bench_update")
+    if update:
+        metrics = arms_of([{"arm": r["metric"]} for r in update])
+        figure, axes = plt.subplots(1, len(metrics), figsize=(5 * len(metrics), 4.5),
+                                    squeeze=False)
+        for ax, metric in zip(axes.flat, metrics):
+            subset = select(update, metric=metric)
+            line_panel(ax, subset, arms_of(subset), f"case 5: {metric}", "us per node")
+        save(figure, "update.png", "update path")
+
+    step = [r for r in rows if r["metric"] == "step"]
+    if step:
+        figure, ax = plt.subplots(figsize=(8, 4))
+        bar_panel(ax, step, "case 6: one step of 200 small kernels, synchronized",
+                  "us per step")
+        ax.set_xscale("log")
+        save(figure, "step.png", "realistic step")
+    return written
+
+
+def main(argv):
+    if len(argv) < 2:
+        print(__doc__)
+        return 2
+    results_dir = argv[1]
+    plots_dir = argv[2] if len(argv) > 2 else results_dir
+    os.makedirs(plots_dir, exist_ok=True)
+    rows = read_rows(results_dir)
+    if not rows:
+        print(f"plot.py: no bench_*.csv in {results_dir}; nothing to plot")
+        return 0
+    meta = metadata(results_dir)
+    subtitle = f"{meta.get('gpu', 'unknown GPU')}, {meta.get('date', 'unknown date')}"
+    lines = [f"Run of {meta.get('date', 'unknown date')} on {meta.get('gpu', 'unknown GPU')} "
+             f"(CUDA driver API {meta.get('driver_api_version', '?')}, runtime "
+             f"{meta.get('runtime_version', '?')}).", "", "### Goals", ""]
+    lines += goal_lines(rows) + [""] + markdown_tables(rows)
+    with open(os.path.join(results_dir, "results.md"), "w") as file:
+        file.write("\n".join(lines) + "\n")
+    print(f"plot.py: wrote {os.path.join(results_dir, 'results.md')}")
+    try:
+        written = plot_all(rows, plots_dir, subtitle)
+    except ImportError:
+        print("plot.py: matplotlib is not installed; wrote the tables, no plots")
+        return 0
+    for path in written:
+        print(f"plot.py: wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,110 @@
+// bench_update (case 5): changing a graph's parameters without rebuilding it. Recapture the same
+// topology with new kernel arguments, then either update the existing executable graph
+// (cudaGraphExecUpdate) or instantiate a new one (and destroy the old), for 10 to 10000 nodes.
+// Host time per node, each step on its own and together.
+//
+// The raw arms are complete. SLOT (graphcap arm, issue: dynamic graphs): the lead adds
+// basic_graph's recapture-with-update here, as a third arm of the same interleave, reported
+// under the same metrics with arm name "graphcap recapture + update".
+#include <graphcap/graphcap.hpp>
+
+#include "harness.hpp"
+#include "workload.cuh"
+
+#include <vector>
+
+int main() {
+  if (!bench::device_present("bench_update")) {
+    return 0;
+  }
+  cudaStream_t stream = nullptr;
+  cudaStream_t capture_stream = nullptr;
+  bench::check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+  bench::check(cudaStreamCreateWithFlags(&capture_stream, cudaStreamNonBlocking), "stream");
+  int* sinks = nullptr; // two sinks: each recapture switches the kernels' argument
+  bench::check(cudaMalloc(&sinks, 2 * sizeof(int)), "cudaMalloc");
+  using bench::micros;
+  using bench::steady;
+
+  bench::report report("bench_update", "host time per node (us) to change a graph's arguments");
+  for (const int nodes : {10, 100, 1000, 10000}) {
+    const double n = nodes;
+    int generation = 0;
+    const auto capture = [&] {
+      int* sink = sinks + (generation++ % 2);
+      cudaGraph_t graph = nullptr;
+      bench::check(cudaStreamBeginCapture(capture_stream, cudaStreamCaptureModeGlobal), "begin");
+      bench::issue_tiny(capture_stream, nodes, sink);
+      bench::check(cudaStreamEndCapture(capture_stream, &graph), "end");
+      return graph;
+    };
+    cudaGraphExec_t updated_exec = nullptr;
+    cudaGraphExec_t rebuilt_exec = nullptr;
+    {
+      cudaGraph_t first = capture();
+      bench::check(cudaGraphInstantiateWithFlags(&updated_exec, first, 0), "instantiate");
+      bench::check(cudaGraphInstantiateWithFlags(&rebuilt_exec, first, 0), "instantiate");
+      bench::check(cudaGraphDestroy(first), "destroy");
+    }
+    std::vector<double> capture_times[2];
+    std::vector<double> apply_times[2];
+    std::vector<double> total_times[2];
+    const auto record = [&](int arm, steady::time_point t0, steady::time_point t1,
+                            steady::time_point t2) {
+      capture_times[arm].push_back(micros(t0, t1) / n);
+      apply_times[arm].push_back(micros(t1, t2) / n);
+      total_times[arm].push_back(micros(t0, t2) / n);
+    };
+    const auto update_arm = [&](bool recorded) {
+      const auto t0 = steady::now();
+      cudaGraph_t graph = capture();
+      const auto t1 = steady::now();
+      cudaGraphExecUpdateResultInfo info{};
+      bench::check(cudaGraphExecUpdate(updated_exec, graph, &info), "cudaGraphExecUpdate");
+      bench::check(cudaGraphDestroy(graph), "destroy");
+      const auto t2 = steady::now();
+      if (info.result != cudaGraphExecUpdateSuccess) {
+        std::fprintf(stderr, "bench_update: cudaGraphExecUpdate result %d\n",
+                     static_cast<int>(info.result));
+        std::exit(1);
+      }
+      bench::check(cudaGraphLaunch(updated_exec, stream), "launch");
+      bench::check(cudaStreamSynchronize(stream), "sync");
+      if (recorded) {
+        record(0, t0, t1, t2);
+      }
+    };
+    const auto reinstantiate_arm = [&](bool recorded) {
+      const auto t0 = steady::now();
+      cudaGraph_t graph = capture();
+      const auto t1 = steady::now();
+      bench::check(cudaGraphExecDestroy(rebuilt_exec), "exec destroy");
+      bench::check(cudaGraphInstantiateWithFlags(&rebuilt_exec, graph, 0), "instantiate");
+      bench::check(cudaGraphDestroy(graph), "destroy");
+      const auto t2 = steady::now();
+      bench::check(cudaGraphLaunch(rebuilt_exec, stream), "launch");
+      bench::check(cudaStreamSynchronize(stream), "sync");
+      if (recorded) {
+        record(1, t0, t1, t2);
+      }
+    };
+    // SLOT (graphcap arm): a graphcap graph captured once before the loop, and an arm here that
+    // recaptures it with update (timed the same way, t0 / t1 / t2), recorded as arm 2.
+    const int rounds = bench::scaled(nodes >= 10000 ? 9 : nodes >= 1000 ? 21 : 41);
+    bench::interleave(rounds, 2, {update_arm, reinstantiate_arm});
+    const char* arms[2] = {"raw recapture + cudaGraphExecUpdate", "raw recapture + instantiate"};
+    for (int arm = 0; arm < 2; ++arm) {
+      report.add("recapture", nodes, arms[arm], "us", capture_times[arm]);
+      report.add("update or instantiate", nodes, arms[arm], "us", apply_times[arm]);
+      report.add("recapture + update or instantiate", nodes, arms[arm], "us", total_times[arm]);
+    }
+    bench::check(cudaGraphExecDestroy(updated_exec), "exec destroy");
+    bench::check(cudaGraphExecDestroy(rebuilt_exec), "exec destroy");
+  }
+  report.note("values are per node; graphcap arm: slot, see benchmark/update_path.cu");
+  report.finish();
+  bench::check(cudaFree(sinks), "cudaFree");
+  bench::check(cudaStreamDestroy(stream), "cudaStreamDestroy");
+  bench::check(cudaStreamDestroy(capture_stream), "cudaStreamDestroy");
+  return 0;
+}

@@ -3,9 +3,8 @@
 // (cudaGraphExecUpdate) or instantiate a new one (and destroy the old), for 10 to 10000 nodes.
 // Host time per node, each step on its own and together.
 //
-// The raw arms are complete. SLOT (graphcap arm, issue: dynamic graphs): the lead adds
-// basic_graph's recapture-with-update here, as a third arm of the same interleave, reported
-// under the same metrics with arm name "graphcap recapture + update".
+// graphcap's arms, in the same interleave: basic_graph::recapture() (updates in place) against
+// reset() + capture() (instantiates anew), end to end.
 #include <graphcap/graphcap.hpp>
 
 #include "harness.hpp"
@@ -88,20 +87,62 @@ int main() {
         record(1, t0, t1, t2);
       }
     };
-    // SLOT (graphcap arm): a graphcap graph captured once before the loop, and an arm here that
-    // recaptures it with update (timed the same way, t0 / t1 / t2), recorded as arm 2.
+    // graphcap's arms: recapture() (capture, then update in place) against reset() + capture()
+    // (capture, then instantiate), each timed end to end (capture and apply are one call).
+    int graphcap_generation = 0;
+    const auto graphcap_work = [&](cudaStream_t s) {
+      bench::issue_tiny(s, nodes, sinks + (graphcap_generation++ % 2));
+    };
+    graphcap::lean_graph updated_graph;
+    graphcap::lean_graph rebuilt_graph;
+    updated_graph.capture(capture_stream, graphcap_work);
+    rebuilt_graph.capture(capture_stream, graphcap_work);
+    std::vector<double> graphcap_times[2];
+    bool all_updated = true;
+    const auto graphcap_update_arm = [&](bool recorded) {
+      const auto t0 = steady::now();
+      const graphcap::update_result result = updated_graph.recapture(capture_stream, graphcap_work);
+      const auto t1 = steady::now();
+      all_updated = all_updated && result.updated();
+      updated_graph.replay(stream);
+      bench::check(cudaStreamSynchronize(stream), "sync");
+      if (recorded) {
+        graphcap_times[0].push_back(micros(t0, t1) / n);
+      }
+    };
+    const auto graphcap_reinstantiate_arm = [&](bool recorded) {
+      const auto t0 = steady::now();
+      rebuilt_graph.reset();
+      rebuilt_graph.capture(capture_stream, graphcap_work);
+      const auto t1 = steady::now();
+      rebuilt_graph.replay(stream);
+      bench::check(cudaStreamSynchronize(stream), "sync");
+      if (recorded) {
+        graphcap_times[1].push_back(micros(t0, t1) / n);
+      }
+    };
     const int rounds = bench::scaled(nodes >= 10000 ? 9 : nodes >= 1000 ? 21 : 41);
-    bench::interleave(rounds, 2, {update_arm, reinstantiate_arm});
+    bench::interleave(
+        rounds, 2,
+        {update_arm, reinstantiate_arm, graphcap_update_arm, graphcap_reinstantiate_arm});
+    if (!all_updated) {
+      std::fprintf(stderr, "bench_update: graphcap's recapture did not update in place\n");
+      std::exit(1);
+    }
     const char* arms[2] = {"raw recapture + cudaGraphExecUpdate", "raw recapture + instantiate"};
     for (int arm = 0; arm < 2; ++arm) {
       report.add("recapture", nodes, arms[arm], "us", capture_times[arm]);
       report.add("update or instantiate", nodes, arms[arm], "us", apply_times[arm]);
       report.add("recapture + update or instantiate", nodes, arms[arm], "us", total_times[arm]);
     }
+    report.add("recapture + update or instantiate", nodes, "graphcap recapture (update)", "us",
+               graphcap_times[0]);
+    report.add("recapture + update or instantiate", nodes, "graphcap reset + capture", "us",
+               graphcap_times[1]);
     bench::check(cudaGraphExecDestroy(updated_exec), "exec destroy");
     bench::check(cudaGraphExecDestroy(rebuilt_exec), "exec destroy");
   }
-  report.note("values are per node; graphcap arm: slot, see benchmark/update_path.cu");
+  report.note("values are per node; graphcap arms time capture and apply together");
   report.finish();
   bench::check(cudaFree(sinks), "cudaFree");
   bench::check(cudaStreamDestroy(stream), "cudaStreamDestroy");

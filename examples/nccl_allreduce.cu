@@ -38,7 +38,9 @@ struct rank_state {
   float* receive = nullptr;
 };
 
-using rank_graph = graphcap::lean_graph; // global capture mode, no pool: NCCL's buffers are ours
+// thread_local capture mode: NCCL's proxy thread keeps making CUDA calls while we capture, which
+// a global-mode capture would refuse. No pool: NCCL's buffers are ours.
+using rank_graph = graphcap::graph_with<graphcap::mode::thread_local_>;
 
 /// The all-reduce of `count` floats on every rank, as one NCCL group; `stream_of(rank)` says
 /// where each rank's share goes.
@@ -115,6 +117,10 @@ int main() {
 
   std::printf("nccl_allreduce: %d GPUs, NCCL %d.%d.%d; time per all-reduce (us)\n", ranks,
               NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH);
+  // One eager all-reduce first: NCCL connects the ranks lazily, at the first collective, and
+  // that setup (allocations, host registration) must not happen inside a capture.
+  all_reduce(state, 1, [&](int rank) { return state[rank].stream; });
+  synchronize_all(state);
   std::printf("  %10s %10s %10s %8s\n", "bytes", "eager", "replay", "speedup");
   bool all_right = true;
   for (std::size_t bytes = 4; bytes <= largest * sizeof(float); bytes *= 4) {

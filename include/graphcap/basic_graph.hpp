@@ -569,7 +569,7 @@ private:
     detail::exec_handle& previous = *update.previous;
     if (!previous) {
       *update.result = {update_outcome::instantiated, cudaGraphExecUpdateSuccess,
-                        "there was no executable graph to update"};
+                        "there was no executable graph to update", cudaSuccess};
       instantiate_template();
       return;
     }
@@ -582,18 +582,15 @@ private:
     if (status == cudaSuccess) {
       exec_ = std::move(previous);
       state_ = graph_state::instantiated;
-      *update.result = {update_outcome::updated, cudaGraphExecUpdateSuccess, {}};
+      *update.result = {update_outcome::updated, cudaGraphExecUpdateSuccess, {}, cudaSuccess};
       pool_.after_instantiate(exec_.get());
       annot_.after_instantiate(exec_.get());
       liveness_.after_instantiate(exec_.get());
       return;
     }
     static_cast<void>(cudaGetLastError());
-    std::string reason = detail::update_refusal(info.result);
-    if (info.result == cudaGraphExecUpdateError || info.result == cudaGraphExecUpdateSuccess) {
-      reason += std::string{" ("} + cudaGetErrorName(status) + ")";
-    }
-    *update.result = {update_outcome::reinstantiated, info.result, std::move(reason)};
+    *update.result = {update_outcome::reinstantiated, info.result,
+                      detail::update_refusal(info.result), status};
     previous.reset(); // first: a graph with memory nodes may have one executable at a time
     instantiate_template();
   }

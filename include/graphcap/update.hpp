@@ -13,7 +13,6 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
-#include <string>
 #include <string_view>
 
 namespace graphcap {
@@ -38,11 +37,13 @@ enum class update_outcome : std::uint8_t {
 }
 
 /// The outcome of a recapture, with CUDA's verdict on the update and a sentence saying why it
-/// was refused (empty when it was not).
+/// was refused (empty when it was not). Plain values, no allocation: recapture stays as cheap
+/// as the update it measures.
 struct update_result {
   update_outcome outcome = update_outcome::instantiated;
   cudaGraphExecUpdateResult cuda_result = cudaGraphExecUpdateSuccess;
-  std::string reason;
+  std::string_view reason;         ///< a static sentence; empty when updated
+  cudaError_t error = cudaSuccess; ///< what cudaGraphExecUpdate returned when it refused
 
   [[nodiscard]] bool updated() const noexcept { return outcome == update_outcome::updated; }
 };
@@ -50,10 +51,10 @@ struct update_result {
 namespace detail {
 
 /// Why CUDA refused an update, in words.
-[[nodiscard]] inline std::string update_refusal(cudaGraphExecUpdateResult result) {
+[[nodiscard]] constexpr std::string_view update_refusal(cudaGraphExecUpdateResult result) noexcept {
   switch (result) {
   case cudaGraphExecUpdateSuccess:
-    return {};
+    return "CUDA refused the update (see error)";
   case cudaGraphExecUpdateErrorTopologyChanged:
     return "the topology changed: nodes or dependencies were added, removed or reordered";
   case cudaGraphExecUpdateErrorNodeTypeChanged:
@@ -71,7 +72,7 @@ namespace detail {
   case cudaGraphExecUpdateError:
     break;
   }
-  return "CUDA refused the update";
+  return "CUDA refused the update (see error)";
 }
 
 } // namespace detail

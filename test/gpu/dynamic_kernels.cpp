@@ -34,6 +34,7 @@ TEST_CASE("kernel parameters changed by a recapture: updated in place, replays f
   CHECK(result.updated());
   CHECK(graph.raw_exec() == exec);
   CUDA_REQUIRE(cudaMemset(first.get(), 0, n * sizeof(float)));
+  CUDA_REQUIRE(cudaDeviceSynchronize()); // the legacy-stream call may still run
   graph.replay(stream);
   stream.synchronize();
   CHECK(gctest::sum(second.get(), n) == 9000.0);
@@ -56,6 +57,7 @@ TEST_CASE("a recapture that launches another kernel function is instantiated ane
     CHECK_FALSE(result.reason.empty());
   }
   CUDA_REQUIRE(cudaMemset(data.get(), 0, n * sizeof(float)));
+  CUDA_REQUIRE(cudaDeviceSynchronize()); // the legacy-stream call may still run
   graph.replay(stream);
   graph.replay(stream);
   stream.synchronize();

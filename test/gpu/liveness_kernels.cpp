@@ -119,6 +119,7 @@ TEST_CASE("liveness::check on kernels: an indirect input is caught only once dec
   gctest::device_buffer<float> destination(n);
   gctest::device_buffer<const float*> table(1);
   CUDA_REQUIRE(cudaMemcpy(table.get(), &source, sizeof source, cudaMemcpyHostToDevice));
+  CUDA_REQUIRE(cudaDeviceSynchronize()); // the legacy-stream call may still run
   gctest::launch_fill(stream, source, 4.0F, n);
   checked_graph graph;
   graph.capture(stream, [&](checked_graph::scope& cap) {

@@ -46,6 +46,7 @@ TEST_CASE("thrust::sort captured with par_nosync and pool temporaries sorts new 
     INFO("replay " << round);
     std::vector<int> host = random_ints(count, round + 1);
     CUDA_REQUIRE(cudaMemcpy(keys.get(), host.data(), keys.bytes(), cudaMemcpyHostToDevice));
+    CUDA_REQUIRE(cudaDeviceSynchronize()); // the legacy-stream call may still run
     graph.replay(stream);
     stream.synchronize();
     std::vector<int> sorted(count);
@@ -79,6 +80,9 @@ TEST_CASE("cub::DeviceReduce::Sum captured with temp storage from the pool") {
     std::iota(host.begin(), host.end(), static_cast<int>(round) * 7 - 50000);
     CUDA_REQUIRE(cudaMemcpy(values.get(), host.data(), values.bytes(), cudaMemcpyHostToDevice));
     CUDA_REQUIRE(cudaMemset(sums.get(), 0, sums.bytes()));
+    // Legacy-stream copies and memsets may return before they ran, and `stream` does not
+    // wait for the legacy stream (non-blocking): finish them first.
+    CUDA_REQUIRE(cudaDeviceSynchronize());
     graph.replay(stream);
     stream.synchronize();
     std::vector<int> results(2, 0);
@@ -106,6 +110,7 @@ TEST_CASE("thrust::cuda::par synchronizes the capturing stream: the capture fail
   });
   std::vector<int> host = random_ints(count, 42);
   CUDA_REQUIRE(cudaMemcpy(keys.get(), host.data(), keys.bytes(), cudaMemcpyHostToDevice));
+  CUDA_REQUIRE(cudaDeviceSynchronize()); // the legacy-stream call may still run
   graph.replay(stream);
   stream.synchronize();
   std::vector<int> sorted(count);

@@ -31,8 +31,7 @@ void* capture_fill(Graph& graph, std::vector<unsigned char>& host, int value) {
   });
 }
 
-/// The block is the graph's: written by every replay at the same address. (`stream` must
-/// outlive the graph: the pool frees its slabs on the stream of the last replay.)
+/// The block is the graph's: written by every replay at the same address.
 template <template <class> class Adaptor, class Graph>
 void check_fixed_address_across_replays(Graph& graph, const gctest::stream& stream) {
   std::vector<unsigned char> host(bytes, 0);
@@ -41,6 +40,7 @@ void check_fixed_address_across_replays(Graph& graph, const gctest::stream& stre
   CHECK(reinterpret_cast<std::uintptr_t>(block) % gc::capture_block_alignment == 0);
   for (int replay = 0; replay < 3; ++replay) {
     CUDA_REQUIRE(cudaMemset(block, 0, bytes)); // outside the graph: the replay restores it
+    CUDA_REQUIRE(cudaDeviceSynchronize());     // (cudaMemset may return before it ran)
     std::fill(host.begin(), host.end(), 0);
     graph.replay(stream);
     stream.synchronize();

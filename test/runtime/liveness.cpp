@@ -83,6 +83,7 @@ TEST_CASE("liveness::check: nothing dead, the graph replays as it would unchecke
   gctest::device_buffer<unsigned char> destination(bytes);
   CUDA_REQUIRE(cudaMemset(source.get(), 5, bytes));
   CUDA_REQUIRE(cudaMemset(destination.get(), 0, bytes));
+  CUDA_REQUIRE(cudaDeviceSynchronize()); // the legacy-stream call may still run
   int ticks = 0;
   checked_graph graph;
   capture_copy_and_tick(graph, stream, destination.get(), source.get(), ticks);
@@ -109,6 +110,7 @@ TEST_CASE("liveness::check: a freed input refuses the replay, and nothing is lau
   REQUIRE(ticks == 1);
 
   CUDA_REQUIRE(cudaMemset(destination.get(), 7, bytes));
+  CUDA_REQUIRE(cudaDeviceSynchronize()); // the legacy-stream call may still run
   CUDA_REQUIRE(cudaFree(source));
   const std::string refusal = refusal_of(graph, stream);
   stream.synchronize();
@@ -163,6 +165,7 @@ TEST_CASE("liveness::check: memory allocated inside the capture is internal, not
   gctest::device_buffer<unsigned char> destination(bytes);
   CUDA_REQUIRE(cudaMemset(source.get(), 9, bytes));
   CUDA_REQUIRE(cudaMemset(destination.get(), 0, bytes));
+  CUDA_REQUIRE(cudaDeviceSynchronize()); // the legacy-stream call may still run
   checked_graph graph;
   graph.capture(stream, [&](cudaStream_t s) {
     void* intermediate = nullptr;

@@ -210,7 +210,10 @@ public:
   void order_after(const event_handle& done) noexcept {
     if (stream_) { // no stream: no slab was ever taken, nothing to order
       const relaxed_capture_mode_guard relaxed;
-      ignore(cudaStreamWaitEvent(stream_.get(), done.get(), 0));
+      if (cudaStreamWaitEvent(stream_.get(), done.get(), 0) != cudaSuccess) [[unlikely]] {
+        static_cast<void>(cudaGetLastError());
+        ignore(cudaEventSynchronize(done.get())); // wait here instead: never free a slab early
+      }
     }
   }
 

@@ -170,8 +170,12 @@ public:
   /// with no stream to remember and nothing to do on the replay path.
   void before_capture_end(cudaStream_t stream) {
     if (!marker_recorded_) { // once, also when a wrong-thread end is retried
-      check(cudaEventRecordWithFlags(done_->get(), stream, cudaEventRecordExternal),
-            "cudaEventRecordWithFlags");
+      const cudaError_t status =
+          cudaEventRecordWithFlags(done_->get(), stream, cudaEventRecordExternal);
+      if (status != cudaSuccess) [[unlikely]] {
+        // Most often the capture was invalidated earlier (a cudaMalloc in it): a capture failure.
+        throw_cuda<capture_error>(status, "cudaEventRecordWithFlags");
+      }
       marker_recorded_ = true;
     }
   }
@@ -192,7 +196,9 @@ private:
   void give_back_all(bool may_release) noexcept {
     freed_.clear();
     marker_recorded_ = false;
-    const ready_event ready = std::exchange(done_, nullptr); // the next capture gets a new one
+    // After a reset the next capture gets a new marker; a recapture keeps it, so that an
+    // update in place finds the same event in the new graph.
+    const ready_event ready = may_release ? std::exchange(done_, nullptr) : done_;
     if (!core_) {
       return;
     }

@@ -212,12 +212,24 @@ private:
     }
     std::fprintf(file, "case,metric,param,arm,unit,median,p99,mean,min,samples\n");
     for (const row& entry : rows_) {
-      std::fprintf(file, "%s,%s,%s,%s,%s,%.6g,%.6g,%.6g,%.6g,%zu\n", name_.c_str(),
-                   entry.metric.c_str(), entry.param.c_str(), entry.arm.c_str(), entry.unit.c_str(),
-                   entry.stats.median, entry.stats.p99, entry.stats.mean, entry.stats.min,
-                   entry.stats.samples);
+      // Text fields are quoted (RFC 4180): arm names may hold commas.
+      std::fprintf(file, "%s,%s,%s,%s,%s,%.6g,%.6g,%.6g,%.6g,%zu\n", csv_field(name_).c_str(),
+                   csv_field(entry.metric).c_str(), csv_field(entry.param).c_str(),
+                   csv_field(entry.arm).c_str(), csv_field(entry.unit).c_str(), entry.stats.median,
+                   entry.stats.p99, entry.stats.mean, entry.stats.min, entry.stats.samples);
     }
     std::fclose(file);
+  }
+
+  static std::string csv_field(const std::string& text) {
+    std::string result = "\"";
+    for (const char c : text) {
+      if (c == '"') {
+        result += '"'; // a quote inside a quoted field is doubled
+      }
+      result += c;
+    }
+    return result + "\"";
   }
 
   static std::string quoted(const std::string& text) {

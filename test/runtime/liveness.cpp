@@ -391,3 +391,32 @@ TEST_CASE("memory of the graph's own pool is internal, never an input") {
   CUDA_REQUIRE(cudaStreamSynchronize(stream));
   CHECK(host[255] == 3);
 }
+
+TEST_CASE("with a shared pool, one graph's output that another reads is internal to the pool") {
+  // PyTorch's rule: graphs of one pool hand memory to each other. The consumer reads the
+  // producer's output block; the producer is reset (its block goes back to the pool) and the
+  // consumer still replays: pool memory is never an external input, even when another graph
+  // allocated it.
+  using checked_shared = gc::graph_with<gc::pool::shared, gc::liveness::check>;
+  const auto pool = gc::graph_pool_handle();
+  gctest::stream stream;
+  std::vector<unsigned char> host(bytes, 0);
+  checked_shared producer{pool};
+  auto* output = producer.capture([&](checked_shared::scope& cap) {
+    auto* block = cap.allocate<unsigned char>(bytes);
+    CUDA_REQUIRE(cudaMemsetAsync(block, 4, bytes, cap.stream()));
+    return block;
+  });
+  checked_shared consumer{pool};
+  consumer.capture([&](checked_shared::scope& cap) {
+    CUDA_REQUIRE(cudaMemcpyAsync(host.data(), output, bytes, cudaMemcpyDeviceToHost, cap.stream()));
+  });
+  CHECK(consumer.liveness_policy().input_count() == 0); // the producer's block is the pool's
+  producer.replay(stream);
+  consumer.replay(stream);
+  stream.synchronize();
+  CHECK(host == std::vector<unsigned char>(bytes, 4));
+  producer.reset();
+  CHECK_NOTHROW(consumer.replay(stream)); // reads pool memory: internal, not checked
+  stream.synchronize();
+}

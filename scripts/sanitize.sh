@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# compute-sanitizer over graphcap's GPU tests, in one command, on a machine with a GPU:
+#
+#   scripts/sanitize.sh
+#
+# Builds the gpu_tests target (reusing build-gpu, which scripts/gpu-suite.sh makes), then runs
+# every GPU test binary (all its test cases in one process) under each tool:
+#   memcheck --leak-check full   out-of-bounds and misaligned accesses, leaks of device memory
+#   racecheck                    shared-memory data races
+#   synccheck                    invalid uses of __syncthreads and friends
+#   initcheck                    reads of uninitialized device memory (only when named in TOOLS)
+# CUDA API errors are not reported (--report-api-errors no): the tests provoke them on purpose,
+# and graphcap's replay relies on CUDA refusing a null executable graph.
+#
+# Logs: $OUT/sanitize/<tool>/<binary>.log (the sanitizer) and .out (the test's own output);
+# $OUT/sanitize/summary.txt has one line per tool, also printed. Exit status 0 when every tool
+# reports 0 errors and no run crashed or timed out. Test failures under a tool are listed but
+# do not count: tests that use CUPTI (annotations) degrade when the sanitizer holds CUPTI, and
+# device-wide memory measurements move with the sanitizer's own allocations.
+#
+# Environment: BUILD_DIR (build-gpu); SKIP_BUILD (set: run the binaries already built); TOOLS
+# ("memcheck racecheck synccheck"); JOBS (parallel runs, 6); RUN_TIMEOUT (seconds per run, 300);
+# TOTAL_TIMEOUT (seconds for all runs, 420: a run that would start later is reported as not
+# run); GRAPHCAP_STRESS_SCALE (the stress tests' size, 1). Binaries that measure device-wide
+# memory (SERIAL: memory_growth_tests stress_tests) run one at a time, after the others.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+export PATH="/usr/local/cuda/bin:$PATH"
+out="${OUT:-build-gpu/logs}/sanitize"
+build="${BUILD_DIR:-build-gpu}"
+tools="${TOOLS:-memcheck racecheck synccheck}"
+jobs="${JOBS:-6}"
+serial="${SERIAL:-memory_growth_tests stress_tests}"
+export RUN_TIMEOUT="${RUN_TIMEOUT:-300}"
+mkdir -p "$out"
+command -v compute-sanitizer >/dev/null || { echo "compute-sanitizer not found" >&2; exit 1; }
+
+SECONDS=0
+if [ -n "${SKIP_BUILD:-}" ]; then # use the binaries as they are
+  :
+elif [ -f "$build/CMakeCache.txt" ]; then
+  cmake "$build" >"$out/configure.log" 2>&1
+else
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+    >"$out/configure.log" 2>&1
+fi || { tail -30 "$out/configure.log"; exit 1; }
+if [ -z "${SKIP_BUILD:-}" ]; then
+  timeout "${BUILD_TIMEOUT:-300}" cmake --build "$build" --target gpu_tests -j "$(nproc)" \
+    >"$out/build.log" 2>&1 || { grep -E "error|FAILED" -A5 "$out/build.log" | head -40; exit 1; }
+  echo "build: ${SECONDS}s"
+fi
+
+# One run: the binary under the tool. Writes "<status>" to <binary>.status.
+run_one() {
+  local tool=$1 binary=$2
+  local name
+  name=$(basename "$binary")
+  local log="$OUT_DIR/$tool/$name"
+  local options=(--tool "$tool" --report-api-errors no --log-file "$log.log")
+  [ "$tool" = memcheck ] && options+=(--leak-check full)
+  local start=$SECONDS
+  local left=$((DEADLINE - $(date +%s)))
+  if [ "$left" -le 0 ]; then
+    echo "not run: out of time" >"$log.status"
+    return
+  fi
+  timeout "$((left < RUN_TIMEOUT ? left : RUN_TIMEOUT))" compute-sanitizer "${options[@]}" \
+    "$binary" >"$log.out" 2>&1
+  echo $? >"$log.status"
+  echo "$tool $name: status $(cat "$log.status") after $((SECONDS - start))s"
+}
+export -f run_one
+export OUT_DIR="$out"
+
+mapfile -t binaries <"$build/gpu_test_binaries.txt"
+parallel_binaries=()
+serial_binaries=()
+for binary in "${binaries[@]}"; do
+  if [[ " $serial " == *" $(basename "$binary") "* ]]; then
+    serial_binaries+=("$binary")
+  else
+    parallel_binaries+=("$binary")
+  fi
+done
+
+SECONDS=0
+export DEADLINE=$(($(date +%s) + ${TOTAL_TIMEOUT:-420})) # the runs' share of a 10-minute command
+for tool in $tools; do
+  mkdir -p "$out/$tool"
+  rm -f "$out/$tool"/*.status
+done
+for tool in $tools; do
+  for binary in "${parallel_binaries[@]}"; do
+    printf '%s\n%s\n' "$tool" "$binary"
+  done
+done | xargs -d '\n' -n 2 -P "$jobs" bash -c 'run_one "$@"' _ >"$out/runs.log"
+for tool in $tools; do
+  for binary in "${serial_binaries[@]}"; do
+    run_one "$tool" "$binary" >>"$out/runs.log"
+  done
+done
+echo "sanitizer runs: ${SECONDS}s"
+
+# The summary: errors per tool from the sanitizer's own summary line, and what else went wrong.
+status=0
+: >"$out/summary.txt"
+for tool in $tools; do
+  errors=0 ran=0 skipped=0 broken=() failed=()
+  for binary in "${binaries[@]}"; do
+    name=$(basename "$binary")
+    log="$out/$tool/$name"
+    code=$(cat "$log.status" 2>/dev/null || echo missing)
+    if [ "$code" = 77 ]; then
+      skipped=$((skipped + 1))
+      continue
+    fi
+    ran=$((ran + 1))
+    # memcheck, synccheck, initcheck: "ERROR SUMMARY: N errors"; racecheck: "RACECHECK
+    # SUMMARY: N hazards displayed (E errors, W warnings)".
+    found=$(grep -hoE "ERROR SUMMARY: [0-9]+ error|\([0-9]+ errors?," "$log.log" 2>/dev/null |
+      grep -oE "[0-9]+" | tail -1)
+    if [ -z "$found" ]; then
+      broken+=("$name(status $code, no summary)")
+      continue
+    fi
+    errors=$((errors + found))
+    [ "$found" -gt 0 ] && broken+=("$name($found errors)")
+    case "$code" in
+    0) ;;
+    124 | 137) broken+=("$name(timed out)") ;;
+    *) failed+=("$name") ;;
+    esac
+  done
+  line="$tool: $errors errors; $ran binaries ran, $skipped skipped (exit 77)"
+  [ ${#broken[@]} -gt 0 ] && line+="; problems: ${broken[*]}" && status=1
+  [ ${#failed[@]} -gt 0 ] && line+="; test failures under the tool: ${failed[*]}"
+  echo "$line" | tee -a "$out/summary.txt"
+done
+exit $status

@@ -598,12 +598,11 @@ TEST_CASE("graphcap::is_capturing reports a failed query as cuda_error") {
   gctest::require_no_last_error();
 }
 
-// Hidden until pool::graph_memory_nodes frees what its graph leaves allocated: CUDA frees an
-// allocation that the graph does not free only at the graph's next launch, and destroying the
-// graph frees nothing ("Graph destruction does not automatically free any live graph-allocated
-// memory", CUDA programming guide). Run it with: fault_sweep_tests "[known-leak]"
+// CUDA frees an allocation that the graph does not free only at the graph's next launch, and
+// destroying the graph frees nothing ("Graph destruction does not automatically free any live
+// graph-allocated memory", CUDA programming guide): pool::graph_memory_nodes frees it on reset.
 TEST_CASE("graph_memory_nodes: a block the capture does not free is freed with the graph",
-          "[.][known-leak]") {
+          "[graph_memory_nodes]") {
   cuda_double::reset();
   gctest::stream stream;
   {

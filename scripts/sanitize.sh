@@ -45,7 +45,7 @@ else
     >"$out/configure.log" 2>&1
 fi || { tail -30 "$out/configure.log"; exit 1; }
 if [ -z "${SKIP_BUILD:-}" ]; then
-  timeout "${BUILD_TIMEOUT:-300}" cmake --build "$build" --target gpu_tests -j "$(nproc)" \
+  timeout "${BUILD_TIMEOUT:-300}" cmake --build "$build" --target gpu_tests nvtx_overrun -j "$(nproc)" \
     >"$out/build.log" 2>&1 || { grep -E "error|FAILED" -A5 "$out/build.log" | head -40; exit 1; }
   echo "build: ${SECONDS}s"
 fi
@@ -57,7 +57,9 @@ run_one() {
   name=$(basename "$binary")
   local log="$OUT_DIR/$tool/$name"
   local options=(--tool "$tool" --report-api-errors no --log-file "$log.log")
-  [ "$tool" = memcheck ] && options+=(--leak-check full)
+  # --nvtx yes: memcheck checks accesses against graphcap's pool blocks (NVTX regions), not only
+  # against whole slabs.
+  [ "$tool" = memcheck ] && options+=(--leak-check full --nvtx yes)
   local start=$SECONDS
   local left=$((DEADLINE - $(date +%s)))
   if [ "$left" -le 0 ]; then
@@ -136,4 +138,21 @@ for tool in $tools; do
   [ ${#failed[@]} -gt 0 ] && line+="; test failures under the tool: ${failed[*]}"
   echo "$line" | tee -a "$out/summary.txt"
 done
+
+# The NVTX regions at work: a write one element past a pool block, inside its slab, must be
+# reported by memcheck (it would not be without the regions: the slab is one allocation).
+if [ -x "$build/test/nvtx_overrun" ]; then
+  compute-sanitizer --tool memcheck --nvtx yes "$build/test/nvtx_overrun" >"$out/nvtx_overrun.log" 2>&1
+  compute-sanitizer --tool memcheck --nvtx no "$build/test/nvtx_overrun" >"$out/nvtx_overrun_without.log" 2>&1
+  with=$(grep -oE "ERROR SUMMARY: [0-9]+" "$out/nvtx_overrun.log" | grep -oE "[0-9]+$")
+  without=$(grep -oE "ERROR SUMMARY: [0-9]+" "$out/nvtx_overrun_without.log" | grep -oE "[0-9]+$")
+  line="nvtx regions: an overrun past a pool block: ${with:-?} errors with --nvtx yes, ${without:-?} without"
+  if [ "${with:-0}" -gt 0 ] 2>/dev/null; then
+    line+=" (caught)"
+  else
+    line+=" (NOT caught)"
+    status=1
+  fi
+  echo "$line" | tee -a "$out/summary.txt"
+fi
 exit $status

@@ -243,7 +243,15 @@ inline std::string kernel_name(cudaGraphNode_t node) noexcept {
         name == nullptr) {
       return {};
     }
-    return demangled(name);
+    // Graphs launch the same kernels many times (a layer per scope): demangle each name once.
+    // Keyed by the mangled text (a module unloaded and another loaded may reuse the pointer);
+    // one cache per thread, so that captures on several threads need no lock.
+    thread_local std::unordered_map<std::string, std::string> readable_names;
+    const auto [entry, added] = readable_names.try_emplace(std::string{name});
+    if (added) {
+      entry->second = demangled(name);
+    }
+    return entry->second;
   } catch (...) {
     static_cast<void>(cudaGetLastError());
     return {};

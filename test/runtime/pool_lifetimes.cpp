@@ -10,6 +10,8 @@
 #include <chrono>
 #include <cstddef>
 #include <thread>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace gc = graphcap;
@@ -246,5 +248,65 @@ TEST_CASE("two graphs with private pools replay concurrently on two streams") {
     second_stream.synchronize();
     REQUIRE(output_a == filled(round));
     REQUIRE(output_b == filled(200 - round));
+  }
+}
+
+TEST_CASE(
+    "swapped replay order: a shared pool shows the documented corruption, private pools not") {
+  // The first graph frees its temporary during its capture; the second graph's output gets that
+  // block. In capture order the second graph writes its output last: right. Swapped, the first
+  // graph's temporary overwrites the second graph's output: the rule (replay in capture order)
+  // is broken and the corruption shows. With private pools nothing overlaps.
+  gctest::stream stream;
+  auto run = [&](auto& first, auto& second, bool capture_order) {
+    using first_graph = std::remove_reference_t<decltype(first)>;
+    using second_graph = std::remove_reference_t<decltype(second)>;
+    auto* temporary = first.capture([&](typename first_graph::scope& cap) {
+      auto* block = cap.template allocate<unsigned char>(bytes);
+      CUDA_REQUIRE(cudaMemsetAsync(block, 1, bytes, cap.stream()));
+      cap.deallocate(block);
+      return block;
+    });
+    auto* output = second.capture([&](typename second_graph::scope& cap) {
+      auto* block = cap.template allocate<unsigned char>(bytes); // kept: the graph's output
+      CUDA_REQUIRE(cudaMemsetAsync(block, 2, bytes, cap.stream()));
+      return block;
+    });
+    if (capture_order) {
+      first.replay(stream);
+      second.replay(stream);
+    } else {
+      second.replay(stream);
+      first.replay(stream);
+    }
+    stream.synchronize();
+    const bool overlap = temporary == output;
+    const std::vector<unsigned char> result = read_back(output);
+    first.reset();
+    second.reset();
+    return std::pair{overlap, result};
+  };
+  {
+    const auto pool = gc::graph_pool_handle();
+    gc::graph_with<gc::pool::shared> first{pool};
+    gc::graph_with<gc::pool::shared> second{pool};
+    const auto [overlap, result] = run(first, second, /*capture_order=*/true);
+    REQUIRE(overlap); // the blocks really overlap: the swapped case below cannot pass by chance
+    CHECK(result == filled(2));
+  }
+  {
+    const auto pool = gc::graph_pool_handle();
+    gc::graph_with<gc::pool::shared> first{pool};
+    gc::graph_with<gc::pool::shared> second{pool};
+    const auto [overlap, result] = run(first, second, /*capture_order=*/false);
+    REQUIRE(overlap);
+    CHECK(result == filled(1)); // corrupted: the first graph's temporary wrote over it
+  }
+  {
+    gc::graph first;
+    gc::graph second;
+    const auto [overlap, result] = run(first, second, /*capture_order=*/false);
+    CHECK_FALSE(overlap);
+    CHECK(result == filled(2)); // private pools: any order is right
   }
 }

@@ -80,6 +80,7 @@ struct buffers {
 /// from the capture stream inside the scope: its kernels are tagged too.
 void capture_model(annotated_graph& graph, const buffers& b, cudaStream_t side, cudaEvent_t fork,
                    cudaEvent_t join) {
+  // [annotated-capture]
   graph.capture([&](annotated_graph::scope& cap) {
     const cudaStream_t s = cap.stream();
     for (int layer = 0; layer < 2; ++layer) {
@@ -107,6 +108,7 @@ void capture_model(annotated_graph& graph, const buffers& b, cudaStream_t side, 
       }
     }
   });
+  // [/annotated-capture]
 }
 
 } // namespace

@@ -37,16 +37,19 @@ int main() {
   example::check(cudaMemset(in, 0, n * sizeof(float)), "cudaMemset");
   example::check(cudaMemset(out, 0, n * sizeof(float)), "cudaMemset");
 
+  // [check]
   graphcap::graph_with<graphcap::liveness::check> graph;
   graph.capture([&](cudaStream_t s) {
     scale<<<blocks, 256, 0, s>>>(in, 2.0F, n);
     accumulate<<<blocks, 256, 0, s>>>(in, out, n);
   }); // the inputs (in, out) are read from the captured kernel nodes here
   graph.replay();
+  // [/check]
   example::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   std::printf("liveness: captured %zu nodes, tracking %zu inputs; replay 1 ran\n",
               graph.node_count(), graph.liveness_policy().input_count());
 
+  // [refused]
   example::check(cudaFree(in), "cudaFree"); // a bug: the graph still reads `in`
   try {
     graph.replay();
@@ -55,6 +58,7 @@ int main() {
   } catch (const graphcap::liveness_error& refusal) {
     std::printf("liveness: replay 2 refused:\n%s\n", refusal.what());
   }
+  // [/refused]
 
   example::check(cudaFree(out), "cudaFree");
   return 0;

@@ -30,6 +30,7 @@ int main() {
   example::check(cudaMalloc(&input, n * sizeof(float)), "cudaMalloc");
   example::check(cudaMemset(input, 0, n * sizeof(float)), "cudaMemset");
 
+  // [shared-pool]
   // One pool for two graphs that always run in this order (never at the same time).
   const auto pool = graphcap::graph_pool_handle();
   using shared_graph = graphcap::graph_with<graphcap::pool::shared>;
@@ -53,6 +54,7 @@ int main() {
     cap.deallocate(temporary);
     return output;
   });
+  // [/shared-pool]
 
   first.replay(); // capture order, one stream: the pool's rule
   second.replay();

@@ -18,7 +18,8 @@
 # do not count: tests that use CUPTI (annotations) degrade when the sanitizer holds CUPTI, and
 # device-wide memory measurements move with the sanitizer's own allocations.
 #
-# Environment: BUILD_DIR (build-gpu); SKIP_BUILD (set: run the binaries already built); TOOLS
+# Environment: BUILD_DIR (build-gpu); BINARIES (only these test binaries, by name); SKIP_BUILD
+# (set: run the binaries already built); TOOLS
 # ("memcheck racecheck synccheck"); JOBS (parallel runs, 6); RUN_TIMEOUT (seconds per run, 300);
 # TOTAL_TIMEOUT (seconds for all runs, 420: a run that would start later is reported as not
 # run); GRAPHCAP_STRESS_SCALE (the stress tests' size, 1). Binaries that measure device-wide
@@ -73,6 +74,13 @@ export -f run_one
 export OUT_DIR="$out"
 
 mapfile -t binaries <"$build/gpu_test_binaries.txt"
+if [ -n "${BINARIES:-}" ]; then # only these (names, space-separated): a second pass, say
+  selected=()
+  for binary in "${binaries[@]}"; do
+    [[ " $BINARIES " == *" $(basename "$binary") "* ]] && selected+=("$binary")
+  done
+  binaries=("${selected[@]}")
+fi
 parallel_binaries=()
 serial_binaries=()
 for binary in "${binaries[@]}"; do

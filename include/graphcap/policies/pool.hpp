@@ -192,31 +192,6 @@ public:
   /// the slabs kept, so that the same allocations in the new capture get the same blocks.
   void on_recapture() noexcept { give_back_all(/*may_release=*/false); }
 
-private:
-  void give_back_all(bool may_release) noexcept {
-    freed_.clear();
-    marker_recorded_ = false;
-    // After a reset the next capture gets a new marker; a recapture keeps it, so that an
-    // update in place finds the same event in the new graph.
-    const ready_event ready = may_release ? std::exchange(done_, nullptr) : done_;
-    if (!core_) {
-      return;
-    }
-    if (ready) {
-      core_->order_after(*ready); // slabs this core frees from now on wait for our replays
-    }
-    const bool releasing =
-        may_release && !Shared && core_.use_count() == 1 + static_cast<long>(core_->buffers());
-    for (const held_block& entry : held_) {
-      core_->give_back(entry.address, entry.size, releasing ? nullptr : ready);
-    }
-    held_.clear();
-    if (releasing) {
-      core_->release_slabs();
-    }
-  }
-
-public:
   // -- introspection ---------------------------------------------------------------------------
 
   /// A handle to this graph's pool, for other graphs to share it.
@@ -243,6 +218,29 @@ private:
     bool freed;
     bool pinned; // held by a buffer too
   };
+
+  void give_back_all(bool may_release) noexcept {
+    freed_.clear();
+    marker_recorded_ = false;
+    // After a reset the next capture gets a new marker; a recapture keeps it, so that an
+    // update in place finds the same event in the new graph.
+    const ready_event ready = may_release ? std::exchange(done_, nullptr) : done_;
+    if (!core_) {
+      return;
+    }
+    if (ready) {
+      core_->order_after(*ready); // slabs this core frees from now on wait for our replays
+    }
+    const bool releasing =
+        may_release && !Shared && core_.use_count() == 1 + static_cast<long>(core_->buffers());
+    for (const held_block& entry : held_) {
+      core_->give_back(entry.address, entry.size, releasing ? nullptr : ready);
+    }
+    held_.clear();
+    if (releasing) {
+      core_->release_slabs();
+    }
+  }
 
   void ensure_core() {
     if (!core_) {

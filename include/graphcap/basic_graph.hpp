@@ -82,6 +82,7 @@ public:
   using liveness_type = Liveness;
 
   class scope;
+  class recapture_scope;
 
   /// An empty graph. Makes no CUDA call: the first capture does.
   basic_graph() noexcept = default;
@@ -235,28 +236,24 @@ public:
 
   /// The RAII form of recapture(): begins a capture whose end() updates the executable graph
   /// (scope::update() tells how). On an empty graph it is begin_capture().
-  [[nodiscard("the capture ends when the scope is destroyed; call end() on it")]] scope
+  [[nodiscard("the capture ends when the scope is destroyed; call end() on it")]] recapture_scope
   begin_recapture(cudaStream_t stream) {
     detail::exec_handle previous = release_for_recapture();
-    scope cap = begin_capture(stream);
-    cap.arm_update(std::move(previous));
-    return cap;
+    return recapture_scope{begin_capture(stream), std::move(previous)};
   }
 
   /// begin_recapture(stream) for a stream object (cuda::stream_ref, ...).
   template <stream_wrapper Stream>
-  [[nodiscard("the capture ends when the scope is destroyed; call end() on it")]] scope
+  [[nodiscard("the capture ends when the scope is destroyed; call end() on it")]] recapture_scope
   begin_recapture(const Stream& stream) {
     return begin_recapture(static_cast<cudaStream_t>(stream.get()));
   }
 
   /// The same, on the graph's own side stream.
-  [[nodiscard("the capture ends when the scope is destroyed; call end() on it")]] scope
+  [[nodiscard("the capture ends when the scope is destroyed; call end() on it")]] recapture_scope
   begin_recapture() {
     detail::exec_handle previous = release_for_recapture();
-    scope cap = begin_capture();
-    cap.arm_update(std::move(previous));
-    return cap;
+    return recapture_scope{begin_capture(), std::move(previous)};
   }
 
   // ---- instantiate and replay ------------------------------------------------------------------
@@ -450,7 +447,10 @@ private:
     update_result* result;
   };
 
-  void finish_capture(cudaStream_t stream, pending_update update = {nullptr, nullptr}) {
+  /// Ends the capture; `Updating` (a recapture_scope's end): update `update.previous` from the
+  /// new template, or instantiate. A plain capture's end compiles no update code at all.
+  template <bool Updating>
+  void finish_capture(cudaStream_t stream, pending_update update) {
     try { // a policy's last captured work (the pool's completion marker) may fail
       pool_.before_capture_end(stream);
       annot_.before_capture_end(stream);
@@ -491,7 +491,7 @@ private:
       }
       annot_.after_capture_end(captured);
       liveness_.after_capture_end(captured);
-      if (update.result != nullptr) {
+      if constexpr (Updating) {
         update_or_instantiate(update);
         if (!keep_graph_) {
           graph_.reset();
@@ -735,9 +735,7 @@ public:
   using pool_type = Pool;
 
   scope(scope&& other) noexcept
-      : graph_(std::exchange(other.graph_, nullptr)), stream_(other.stream_),
-        update_target_(std::move(other.update_target_)), update_(std::move(other.update_)),
-        recapture_(other.recapture_) {}
+      : graph_(std::exchange(other.graph_, nullptr)), stream_(other.stream_) {}
   scope& operator=(scope&&) = delete;
   scope(const scope&) = delete;
   scope& operator=(const scope&) = delete;
@@ -756,26 +754,7 @@ public:
 
   /// Ends the capture and (without keep_graph) instantiates the graph. Throws capture_error if
   /// the capture was invalidated or left forked work unjoined; the graph is then empty again.
-  void end() {
-    if (graph_ == nullptr) {
-      throw state_error("graphcap: this capture scope was already ended (end() called twice, or "
-                        "the scope was moved from)");
-    }
-    basic_graph* const graph = std::exchange(graph_, nullptr);
-    try {
-      graph->finish_capture(stream_, recapture_ ? pending_update{&update_target_, &update_}
-                                                : pending_update{nullptr, nullptr});
-    } catch (const capture_error& failure) {
-      if (failure.code() == cudaErrorStreamCaptureWrongThread) {
-        graph_ = graph; // still capturing: end() may be retried on the thread that began it
-      }
-      throw;
-    }
-  }
-
-  /// For a recapture (begin_recapture()), after end(): whether the executable graph was updated
-  /// in place or instantiated anew, and why.
-  [[nodiscard]] const update_result& update() const noexcept { return update_; }
+  void end() { finish<false>({nullptr, nullptr}); }
 
   /// Memory for `count` objects of type T from the graph's pool, at an address fixed for every
   /// replay. Needs an allocating Pool policy.
@@ -857,14 +836,27 @@ public:
     policy(&basic_graph::liveness_).add_input(pointer, std::move(token));
   }
 
+protected:
+  template <bool Updating>
+  void finish(pending_update update) {
+    if (graph_ == nullptr) {
+      throw state_error("graphcap: this capture scope was already ended (end() called twice, or "
+                        "the scope was moved from)");
+    }
+    basic_graph* const graph = std::exchange(graph_, nullptr);
+    try {
+      graph->template finish_capture<Updating>(stream_, update);
+    } catch (const capture_error& failure) {
+      if (failure.code() == cudaErrorStreamCaptureWrongThread) {
+        graph_ = graph; // still capturing: end() may be retried on the thread that began it
+      }
+      throw;
+    }
+  }
+
 private:
   friend class basic_graph;
   scope(basic_graph& graph, cudaStream_t stream) noexcept : graph_(&graph), stream_(stream) {}
-
-  void arm_update(detail::exec_handle previous) noexcept {
-    update_target_ = std::move(previous);
-    recapture_ = true;
-  }
 
   /// The graph's policy object. A stateless policy (every "off" one) needs no graph, so it is
   /// reached with no check at all: its call compiles to nothing, also after end().
@@ -891,9 +883,37 @@ private:
 
   basic_graph* graph_;
   cudaStream_t stream_;
-  detail::exec_handle update_target_; // a recapture's previous executable graph, until end()
+};
+
+/// The capture of a recapture (begin_recapture(), recapture()): a scope whose end() updates the
+/// graph's previous executable graph in place, or instantiates anew, and records which in
+/// update(). Its own type, so that a plain capture's end() reaches no update code. (Hold it as
+/// `auto`: sliced to a plain scope, its end() would instantiate anew.)
+template <capture_mode Mode, pool_strategy Pool, annotation_policy Annot, liveness_policy Liveness>
+class basic_graph<Mode, Pool, Annot, Liveness>::recapture_scope : public scope {
+public:
+  recapture_scope(recapture_scope&& other) noexcept
+      : scope(std::move(other)), previous_(std::move(other.previous_)),
+        update_(std::move(other.update_)) {}
+  recapture_scope& operator=(recapture_scope&&) = delete;
+  recapture_scope(const recapture_scope&) = delete;
+  recapture_scope& operator=(const recapture_scope&) = delete;
+  ~recapture_scope() = default;
+
+  /// Ends the capture and updates the executable graph in place, or instantiates it anew.
+  void end() { this->template finish<true>({&previous_, &update_}); }
+
+  /// After end(): whether the executable graph was updated in place or instantiated anew, and
+  /// why.
+  [[nodiscard]] const update_result& update() const noexcept { return update_; }
+
+private:
+  friend class basic_graph;
+  recapture_scope(scope&& capture, detail::exec_handle previous) noexcept
+      : scope(std::move(capture)), previous_(std::move(previous)) {}
+
+  detail::exec_handle previous_; // the executable graph to update, until end()
   update_result update_;
-  bool recapture_ = false;
 };
 
 } // namespace graphcap

@@ -35,6 +35,13 @@
 
 namespace graphcap {
 
+namespace detail {
+template <class T>
+struct is_basic_graph : std::false_type {};
+template <class Mode, class Pool, class Annot, class Liveness>
+struct is_basic_graph<basic_graph<Mode, Pool, Annot, Liveness>> : std::true_type {};
+} // namespace detail
+
 /// The graph a graph_cache holds unless told otherwise.
 using cached_graph = basic_graph<mode::thread_local_, pool::shared, annot::off, liveness::off>;
 
@@ -54,11 +61,9 @@ struct graph_cache_statistics {
 template <class Key, class Graph = cached_graph, class Hash = std::hash<Key>,
           class KeyEqual = std::equal_to<Key>>
 class graph_cache {
-  static_assert(
-      std::is_same_v<Graph, basic_graph<typename Graph::mode_type, typename Graph::pool_type,
-                                        typename Graph::annot_type, typename Graph::liveness_type>>,
-      "graphcap: graph_cache<Key, Graph> needs a graphcap::basic_graph (for example "
-      "graphcap::graph or graphcap::graph_with<...>) as its Graph");
+  static_assert(detail::is_basic_graph<Graph>::value,
+                "graphcap: graph_cache<Key, Graph> needs a graphcap::basic_graph (for example "
+                "graphcap::graph or graphcap::graph_with<...>) as its Graph");
   static_assert(std::is_invocable_r_v<std::size_t, const Hash&, const Key&>,
                 "graphcap: graph_cache<Key> needs a hashable key: give it a Hash type");
 

@@ -80,14 +80,7 @@ TEST_CASE("capture_resource: pool memory at a fixed address for every replay") {
 }
 
 TEST_CASE("both adaptors draw from a user memory pool") {
-  int device = 0;
-  CUDA_REQUIRE(cudaGetDevice(&device));
-  cudaMemPoolProps properties{};
-  properties.allocType = cudaMemAllocationTypePinned;
-  properties.location.type = cudaMemLocationTypeDevice;
-  properties.location.id = device;
-  cudaMemPool_t memory_pool = nullptr;
-  CUDA_REQUIRE(cudaMemPoolCreate(&memory_pool, &properties));
+  gctest::memory_pool memory_pool;
   gctest::stream stream;
   {
     gc::graph_with<gc::pool::user> with_allocator{memory_pool};
@@ -98,8 +91,8 @@ TEST_CASE("both adaptors draw from a user memory pool") {
     CUDA_REQUIRE(cudaMemPoolGetAttribute(memory_pool, cudaMemPoolAttrUsedMemCurrent, &used));
     CHECK(used >= 2 * bytes);
   }
-  stream.synchronize(); // the slabs go back ordered after the last replay, on its stream
-  CUDA_REQUIRE(cudaMemPoolDestroy(memory_pool));
+  stream.synchronize();
+  memory_pool.destroy(); // the slabs went back to it (freed after the graphs' last replays)
 }
 
 TEST_CASE("both adaptors over graph memory nodes: allocation and free nodes in the graph") {

@@ -208,14 +208,7 @@ TEST_CASE("out of memory during capture: a typed error naming the bytes, the gra
 }
 
 TEST_CASE("a user memory pool backs the graph's slabs") {
-  int device = 0;
-  CUDA_REQUIRE(cudaGetDevice(&device));
-  cudaMemPoolProps properties{};
-  properties.allocType = cudaMemAllocationTypePinned;
-  properties.location.type = cudaMemLocationTypeDevice;
-  properties.location.id = device;
-  cudaMemPool_t memory_pool = nullptr;
-  CUDA_REQUIRE(cudaMemPoolCreate(&memory_pool, &properties));
+  gctest::memory_pool memory_pool;
   gctest::stream stream;
   {
     gc::graph_with<gc::pool::user> graph{memory_pool};
@@ -229,7 +222,7 @@ TEST_CASE("a user memory pool backs the graph's slabs") {
     CHECK(used >= bytes);
   }
   CUDA_REQUIRE(cudaStreamSynchronize(stream));
-  CUDA_REQUIRE(cudaMemPoolDestroy(memory_pool));
+  memory_pool.destroy();
 }
 
 TEST_CASE("CUDA graph memory nodes as a pool strategy") {

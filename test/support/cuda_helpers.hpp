@@ -68,6 +68,36 @@ private:
   std::size_t count_;
 };
 
+/// A memory pool of pinned device memory on the current device, owned by the test (the
+/// user-supplied pool of pool::user). destroy() checks that CUDA destroys it.
+class memory_pool {
+public:
+  memory_pool() {
+    int device = 0;
+    CUDA_REQUIRE(cudaGetDevice(&device));
+    cudaMemPoolProps properties{};
+    properties.allocType = cudaMemAllocationTypePinned;
+    properties.location.type = cudaMemLocationTypeDevice;
+    properties.location.id = device;
+    CUDA_REQUIRE(cudaMemPoolCreate(&handle_, &properties));
+  }
+  ~memory_pool() {
+    if (handle_ != nullptr) {
+      static_cast<void>(cudaMemPoolDestroy(handle_));
+    }
+  }
+  memory_pool(const memory_pool&) = delete;
+  memory_pool& operator=(const memory_pool&) = delete;
+  operator cudaMemPool_t() const noexcept { return handle_; } // NOLINT: a test helper
+  void destroy() {
+    CUDA_REQUIRE(cudaMemPoolDestroy(handle_));
+    handle_ = nullptr;
+  }
+
+private:
+  cudaMemPool_t handle_ = nullptr;
+};
+
 /// Whether `stream` is capturing, asked of CUDA directly (not through graphcap).
 inline bool capturing(cudaStream_t stream) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;

@@ -26,6 +26,22 @@ void capture_copies(checked_graph& graph, cudaStream_t stream, unsigned char* a,
   });
 }
 
+/// One copy from `source` to `destination`: the scan at capture end queries the source first.
+void capture_copy(checked_graph& graph, cudaStream_t stream, void* destination,
+                  const void* source) {
+  graph.capture(stream, [&](cudaStream_t s) {
+    CUDA_REQUIRE(cudaMemcpyAsync(destination, source, 256, cudaMemcpyDeviceToDevice, s));
+  });
+}
+
+/// Driver failures that say nothing about an address (the double returns them as injected).
+constexpr CUresult other_failures[] = {CUDA_ERROR_NOT_INITIALIZED, CUDA_ERROR_DEINITIALIZED,
+                                       CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_UNKNOWN};
+
+cudaError_t as_runtime_status(CUresult status) {
+  return static_cast<cudaError_t>(status); // how graphcap reports a driver status
+}
+
 } // namespace
 
 TEST_CASE("a checked replay is one buffer-id query per input allocation, then the launch") {
@@ -132,4 +148,168 @@ TEST_CASE("the entry-point lookup failing: a cuda_error, the last error cleared"
   CHECK_THROWS_AS(gc::detail::load_driver_function<void (*)()>("cuPointerGetAttribute"),
                   gc::cuda_error);
   gctest::require_no_last_error();
+}
+
+// ---- how a cuPointerGetAttribute failure is read ---------------------------------------------
+// Only CUDA_ERROR_INVALID_VALUE means "no allocation there" (at capture: not CUDA memory; before
+// a replay: freed). Any other failure is a cuda_error that names the call.
+
+TEST_CASE("capture: CUDA_ERROR_INVALID_VALUE from the query means not CUDA memory, not tracked") {
+  cuda_double::reset();
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> a(1024);
+  gctest::device_buffer<unsigned char> b(1024);
+  checked_graph graph;
+  cuda_double::fail_call("cuPointerGetAttribute", as_runtime_status(CUDA_ERROR_INVALID_VALUE));
+  capture_copy(graph, stream, b.get(), a.get());     // the driver says the source is no allocation
+  CHECK(graph.liveness_policy().input_count() == 1); // the destination only
+  cuda_double::clear_call_counts();
+  graph.replay(stream);
+  CHECK(cuda_double::call_counts() ==
+        call_map{{"cuPointerGetAttribute", 1}, {"cudaGraphLaunch", 1}});
+  gctest::require_no_last_error();
+}
+
+TEST_CASE("capture: another query failure is a cuda_error naming cuPointerGetAttribute, the "
+          "capture discarded") {
+  for (const CUresult failure_status : other_failures) {
+    INFO("injected CUresult " << static_cast<int>(failure_status));
+    cuda_double::reset();
+    gctest::stream stream;
+    gctest::device_buffer<unsigned char> a(1024);
+    gctest::device_buffer<unsigned char> b(1024);
+    checked_graph graph;
+    cuda_double::fail_call("cuPointerGetAttribute", as_runtime_status(failure_status));
+    try {
+      capture_copy(graph, stream, b.get(), a.get());
+      FAIL("the capture succeeded with an input it could not classify");
+    } catch (const gc::cuda_error& failure) {
+      CHECK(failure.code() == as_runtime_status(failure_status));
+      CHECK(failure.call() == "cuPointerGetAttribute");
+      CHECK_THAT(std::string(failure.what()), gctest::contains("liveness check"));
+    }
+    CHECK(graph.empty());
+    CHECK(graph.liveness_policy().input_count() == 0);
+    CHECK_FALSE(gctest::capturing(stream));
+    CHECK(cuda_double::live_graphs() == 0);
+    CHECK(cuda_double::live_execs() == 0);
+    gctest::require_no_last_error();
+    // The same graph captures again, with both inputs tracked.
+    capture_copy(graph, stream, b.get(), a.get());
+    CHECK(graph.liveness_policy().input_count() == 2);
+    cuda_double::clear_call_counts();
+    graph.replay(stream);
+    CHECK(cuda_double::calls("cudaGraphLaunch") == 1);
+  }
+}
+
+TEST_CASE("input(): a query failure other than CUDA_ERROR_INVALID_VALUE is a cuda_error naming "
+          "cuPointerGetAttribute, the capture discarded") {
+  cuda_double::reset();
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> indirect(1024);
+  gctest::device_buffer<unsigned char> target(1024);
+  checked_graph graph;
+  const auto work = [&](checked_graph::scope& cap) {
+    CUDA_REQUIRE(cudaMemsetAsync(target.get(), 0, 256, cap.stream()));
+    cap.input(indirect.get()); // queried here, during the capture
+  };
+  cuda_double::fail_call("cuPointerGetAttribute", as_runtime_status(CUDA_ERROR_UNKNOWN));
+  try {
+    graph.capture(stream, work);
+    FAIL("the capture succeeded");
+  } catch (const gc::cuda_error& failure) {
+    // not the "not in memory CUDA allocated" error of scope::input(): the pointer may well be
+    CHECK(failure.code() == cudaErrorUnknown);
+    CHECK(failure.call() == "cuPointerGetAttribute");
+  }
+  CHECK(graph.empty());
+  CHECK(graph.liveness_policy().input_count() == 0);
+  CHECK_FALSE(gctest::capturing(stream));
+  CHECK(cuda_double::live_graphs() == 0);
+  gctest::require_no_last_error();
+  graph.capture(stream, work);
+  CHECK(graph.liveness_policy().input_count() == 2);
+  graph.replay(stream);
+  CHECK(cuda_double::calls("cudaGraphLaunch") == 1);
+}
+
+TEST_CASE("add_input() after the capture: a failed query is a cuda_error, the tracking unchanged") {
+  cuda_double::reset();
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> a(1024);
+  gctest::device_buffer<unsigned char> b(1024);
+  gctest::device_buffer<unsigned char> indirect(1024);
+  checked_graph graph;
+  capture_copy(graph, stream, b.get(), a.get());
+  REQUIRE(graph.liveness_policy().input_count() == 2);
+  cuda_double::fail_call("cuPointerGetAttribute", as_runtime_status(CUDA_ERROR_DEINITIALIZED));
+  try {
+    graph.liveness_policy().add_input(indirect.get());
+    FAIL("add_input() accepted an input it could not classify");
+  } catch (const gc::cuda_error& failure) {
+    CHECK(failure.code() == as_runtime_status(CUDA_ERROR_DEINITIALIZED));
+    CHECK(failure.call() == "cuPointerGetAttribute");
+  }
+  CHECK(graph.liveness_policy().input_count() == 2);
+  cuda_double::clear_call_counts();
+  graph.replay(stream); // the two inputs of the capture, nothing else
+  CHECK(cuda_double::call_counts() ==
+        call_map{{"cuPointerGetAttribute", 2}, {"cudaGraphLaunch", 1}});
+  graph.liveness_policy().add_input(indirect.get()); // the driver answers again
+  CHECK(graph.liveness_policy().input_count() == 3);
+}
+
+TEST_CASE("replay: CUDA_ERROR_INVALID_VALUE from the check and its diagnosis is a freed input") {
+  cuda_double::reset();
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> a(1024);
+  gctest::device_buffer<unsigned char> b(1024);
+  checked_graph graph;
+  capture_copy(graph, stream, b.get(), a.get());
+  // The replay's check queries the source first; the diagnosis asks again, source first.
+  cuda_double::fail_call("cuPointerGetAttribute", as_runtime_status(CUDA_ERROR_INVALID_VALUE));
+  cuda_double::fail_call("cuPointerGetAttribute", as_runtime_status(CUDA_ERROR_INVALID_VALUE), 2);
+  cuda_double::clear_call_counts();
+  try {
+    graph.replay(stream);
+    FAIL("the replay went ahead");
+  } catch (const gc::liveness_error& refusal) {
+    CHECK_THAT(std::string(refusal.what()),
+               gctest::contains("1 input of the graph is no longer alive"));
+    CHECK_THAT(std::string(refusal.what()), gctest::contains(" freed: memcpy source"));
+  }
+  CHECK(cuda_double::calls("cudaGraphLaunch") == 0);
+  gctest::require_no_last_error();
+  graph.replay(stream); // the driver knows the allocation again: the graph launches
+  CHECK(cuda_double::calls("cudaGraphLaunch") == 1);
+}
+
+TEST_CASE("replay: another query failure, in the check and its diagnosis, is a cuda_error naming "
+          "cuPointerGetAttribute, not a freed input") {
+  for (const CUresult failure_status : other_failures) {
+    INFO("injected CUresult " << static_cast<int>(failure_status));
+    cuda_double::reset();
+    gctest::stream stream;
+    gctest::device_buffer<unsigned char> a(1024);
+    gctest::device_buffer<unsigned char> b(1024);
+    checked_graph graph;
+    capture_copy(graph, stream, b.get(), a.get());
+    cuda_double::fail_call("cuPointerGetAttribute", as_runtime_status(failure_status));
+    cuda_double::fail_call("cuPointerGetAttribute", as_runtime_status(failure_status), 2);
+    cuda_double::clear_call_counts();
+    try {
+      graph.replay(stream);
+      FAIL("the replay went ahead");
+    } catch (const gc::liveness_error&) {
+      FAIL("a failed query was reported as a dead input");
+    } catch (const gc::cuda_error& failure) {
+      CHECK(failure.code() == as_runtime_status(failure_status));
+      CHECK(failure.call() == "cuPointerGetAttribute");
+    }
+    CHECK(cuda_double::calls("cudaGraphLaunch") == 0);
+    gctest::require_no_last_error();
+    graph.replay(stream); // the same graph replays once the driver answers
+    CHECK(cuda_double::calls("cudaGraphLaunch") == 1);
+  }
 }

@@ -153,6 +153,8 @@ public:
     for (const watched_allocation& watched : watched_) {
       unsigned long long buffer_id = 0;
       const CUresult status = query_(&buffer_id, CU_POINTER_ATTRIBUTE_BUFFER_ID, watched.address);
+      // Any failure goes to the cold diagnosis, which tells them apart: only
+      // CUDA_ERROR_INVALID_VALUE means freed, any other failure is a cuda_error (death_of).
       if (status != CUDA_SUCCESS || buffer_id != watched.buffer_id) [[unlikely]] {
         diagnose();
         return;
@@ -385,13 +387,27 @@ private:
   }
 
   /// The buffer id of the allocation holding `address`; none if CUDA knows no allocation there.
+  /// Only CUDA_ERROR_INVALID_VALUE, the driver's answer for an address it has no allocation at,
+  /// means that. Any other failure (no context, a driver not initialized or shutting down) says
+  /// nothing about the address: taken for "not CUDA memory" it would leave an input of the graph
+  /// silently unchecked, so it is a cuda_error instead.
   [[nodiscard]] std::optional<unsigned long long> buffer_id_of(std::uintptr_t address) const {
     unsigned long long buffer_id = 0;
-    if (query_(&buffer_id, CU_POINTER_ATTRIBUTE_BUFFER_ID, static_cast<CUdeviceptr>(address)) !=
-        CUDA_SUCCESS) {
+    const CUresult status =
+        query_(&buffer_id, CU_POINTER_ATTRIBUTE_BUFFER_ID, static_cast<CUdeviceptr>(address));
+    if (status == CUDA_ERROR_INVALID_VALUE) {
       return std::nullopt;
     }
+    if (status != CUDA_SUCCESS) [[unlikely]] {
+      query_failed(status, address);
+    }
     return buffer_id;
+  }
+
+  GRAPHCAP_COLD [[noreturn]] static void query_failed(CUresult status, std::uintptr_t address) {
+    detail::throw_error(static_cast<cudaError_t>(status), "cuPointerGetAttribute",
+                        "graphcap's liveness check could not ask the driver whether " +
+                            hex(address) + " is CUDA memory that it must check before replays");
   }
 
   [[nodiscard]] bool is_internal(std::uintptr_t address) const noexcept {
@@ -408,14 +424,19 @@ private:
     }
     auto known = std::find_if(inputs_.begin(), inputs_.end(),
                               [&](const tracked_input& input) { return input.address == address; });
+    std::optional<unsigned long long> buffer_id;
+    if ((known == inputs_.end() || !known->buffer_id) && address != 0) {
+      // Queried now, while the caller vouches for the memory, and before the tracking changes:
+      // a query that fails (cuda_error) leaves it as it was. Graph allocations may not resolve
+      // during the capture; resolve_declared_inputs() asks again at its end.
+      buffer_id = buffer_id_of(address);
+    }
     if (known == inputs_.end()) {
       inputs_.push_back({address, std::nullopt, std::nullopt, {}});
       known = std::prev(inputs_.end());
     }
-    if (!known->buffer_id && address != 0) {
-      // Queried now, while the caller vouches for the memory. Graph allocations may not resolve
-      // during the capture; resolve_declared_inputs() sorts them out at its end.
-      known->buffer_id = buffer_id_of(address);
+    if (!known->buffer_id) {
+      known->buffer_id = buffer_id;
     }
     known->add_use(token ? "declared with input() and a liveness token" : "declared with input()");
     if (token) {
@@ -428,11 +449,12 @@ private:
   }
 
   /// At capture end: a declared pointer is either a CUDA allocation, internal memory, or covered
-  /// by a token; anything else cannot be checked, which the caller must hear about.
+  /// by a token; anything else cannot be checked, which the caller must hear about. (After the
+  /// capture end, declare() has just queried the one new input: nothing is asked again.)
   void resolve_declared_inputs() {
     drop_internal_inputs();
     for (auto input = inputs_.begin(); input != inputs_.end(); ++input) {
-      if (!input->buffer_id && input->address != 0) {
+      if (!captured_ && !input->buffer_id && input->address != 0) {
         input->buffer_id = buffer_id_of(input->address);
       }
       if (!input->buffer_id && !input->token) [[unlikely]] {
@@ -488,9 +510,11 @@ private:
     const CUresult status =
         query_(&buffer_id, CU_POINTER_ATTRIBUTE_BUFFER_ID, static_cast<CUdeviceptr>(input.address));
     if (status == CUDA_ERROR_INVALID_VALUE) {
-      return "freed";
+      return "freed"; // the driver knows no allocation there any more
     }
     if (status != CUDA_SUCCESS) {
+      // Another failure says nothing about the input: reported as "freed", it would send the
+      // caller looking for a free that never happened.
       detail::throw_error(static_cast<cudaError_t>(status), "cuPointerGetAttribute",
                           "graphcap's liveness check could not query an input of the graph");
     }

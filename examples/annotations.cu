@@ -141,7 +141,8 @@ int main(int argc, char** argv) {
                     : "nowhere: CUPTI is unavailable");
     for (const graphcap::node_annotation& node : graph.annotations()) {
       std::printf("  id %#llx  %-8s %-44s", static_cast<unsigned long long>(node.id),
-                  std::string{graphcap::to_string(node.type)}.c_str(), node.kernel.c_str());
+                  std::string{graphcap::to_string(node.type)}.c_str(),
+                  std::string{node.kernel}.c_str());
       for (const auto& [key, value] : node.values) {
         std::printf(" %s=%s", key.c_str(), value.c_str());
       }

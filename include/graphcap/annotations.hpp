@@ -34,6 +34,7 @@
 #include <cupti.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <charconv>
 #include <cstddef>
@@ -44,6 +45,7 @@
 #include <initializer_list>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <ostream>
@@ -63,7 +65,67 @@
 
 namespace graphcap {
 
-/// One annotated node of a captured graph.
+/// The key/value pairs of an annotated node, sorted by key. Immutable and shared: the nodes of
+/// one scope share one list, so that copying an annotation copies no strings.
+class annotation_values {
+public:
+  using value_type = std::pair<std::string, std::string>;
+  using const_iterator = std::vector<value_type>::const_iterator;
+
+  annotation_values() noexcept = default;
+  /// Pairs in any order; a key given twice keeps its first value.
+  annotation_values(std::initializer_list<value_type> pairs)
+      : annotation_values(std::vector<value_type>(pairs)) {}
+  explicit annotation_values(std::vector<value_type> pairs) {
+    const auto by_key = [](const value_type& a, const value_type& b) { return a.first < b.first; };
+    if (pairs.size() <= small_list) { // stable: a key's first value stays first; no buffer
+      for (auto next = pairs.begin(); next != pairs.end(); ++next) {
+        std::rotate(std::upper_bound(pairs.begin(), next, *next, by_key), next, next + 1);
+      }
+    } else {
+      std::stable_sort(pairs.begin(), pairs.end(), by_key);
+    }
+    pairs.erase(
+        std::unique(pairs.begin(), pairs.end(),
+                    [](const value_type& a, const value_type& b) { return a.first == b.first; }),
+        pairs.end());
+    if (!pairs.empty()) {
+      pairs_ = std::make_shared<const std::vector<value_type>>(std::move(pairs));
+    }
+  }
+
+  [[nodiscard]] const_iterator begin() const noexcept { return list().begin(); }
+  [[nodiscard]] const_iterator end() const noexcept { return list().end(); }
+  [[nodiscard]] std::size_t size() const noexcept { return list().size(); }
+  [[nodiscard]] bool empty() const noexcept { return list().empty(); }
+
+  /// The value of `key`, or "" if no scope gave it.
+  [[nodiscard]] std::string_view value(std::string_view key) const noexcept {
+    const auto place =
+        std::lower_bound(begin(), end(), key, [](const value_type& item, std::string_view wanted) {
+          return std::string_view{item.first} < wanted;
+        });
+    return place != end() && place->first == key ? std::string_view{place->second}
+                                                 : std::string_view{};
+  }
+
+  friend bool operator==(const annotation_values& a, const annotation_values& b) noexcept {
+    return a.pairs_ == b.pairs_ || a.list() == b.list();
+  }
+
+private:
+  static constexpr std::size_t small_list = 16;
+
+  [[nodiscard]] const std::vector<value_type>& list() const noexcept {
+    static const std::vector<value_type> none;
+    return pairs_ ? *pairs_ : none;
+  }
+
+  std::shared_ptr<const std::vector<value_type>> pairs_;
+};
+
+/// One annotated node of a captured graph. Cheap to copy: the kernel's name lives as long as the
+/// process, the values are shared.
 struct node_annotation {
   /// The id CUPTI's kernel activity records (and profilers) give this node when the graph is
   /// replayed: (executable graph id << 32 | node index) once instantiated, the template node's
@@ -73,19 +135,15 @@ struct node_annotation {
   std::uint64_t template_id = 0;
   /// The node's type; cudaGraphNodeTypeCount if the runtime could not tell (batch mem-op nodes).
   cudaGraphNodeType type = cudaGraphNodeTypeCount;
-  /// The kernel's (demangled) name, for kernel nodes.
-  std::string kernel;
+  /// The kernel's (demangled) name, for kernel nodes: kept by graphcap for the life of the
+  /// process (one copy per distinct kernel), so the view never dangles.
+  std::string_view kernel;
   /// The merged key/values of every scope around the node, inner scopes winning, sorted by key.
-  std::vector<std::pair<std::string, std::string>> values;
+  annotation_values values;
 
   /// The value of `key`, or "" if no scope gave it.
   [[nodiscard]] std::string_view value(std::string_view key) const noexcept {
-    for (const auto& [k, v] : values) {
-      if (k == key) {
-        return v;
-      }
-    }
-    return {};
+    return values.value(key);
   }
   /// The region's name (the "name" key): what mark("attention") gives.
   [[nodiscard]] std::string_view name() const noexcept { return value("name"); }
@@ -160,45 +218,53 @@ inline void notice_once(const std::string& message) noexcept {
   }
 }
 
-/// Every graph's annotations, by replayed node id: what a trace is matched against. Filled when
-/// a graph is instantiated, emptied only by clear_annotations().
+/// Every instantiated graph's annotations, by executable graph id: what a trace is matched
+/// against. Each executable's list is a copy (cheap: values are shared, kernel names are views),
+/// dropped only by clear_annotations().
 class annotation_registry {
 public:
-  void publish(const std::vector<node_annotation>& annotations) {
+  using list = std::shared_ptr<const std::vector<node_annotation>>;
+
+  /// `annotations`: the executable's nodes, each id (exec_id << 32 | index), sorted by id.
+  void publish(std::uint32_t exec_id, list annotations) {
     const std::lock_guard lock{mutex_};
-    for (const node_annotation& node : annotations) {
-      if (node.id != 0) {
-        by_id_.insert_or_assign(node.id, node);
-      }
-    }
+    by_exec_.insert_or_assign(exec_id, std::move(annotations));
   }
   [[nodiscard]] std::vector<node_annotation> snapshot() const {
     const std::lock_guard lock{mutex_};
     std::vector<node_annotation> all;
-    all.reserve(by_id_.size());
-    for (const auto& entry : by_id_) {
-      all.push_back(entry.second);
+    for (const auto& entry : by_exec_) {
+      for (const node_annotation& node : *entry.second) {
+        if (node.id != 0) {
+          all.push_back(node);
+        }
+      }
     }
-    std::sort(all.begin(), all.end(),
-              [](const node_annotation& a, const node_annotation& b) { return a.id < b.id; });
-    return all;
+    return all; // by executable id, then index: by id
   }
   [[nodiscard]] std::optional<node_annotation> find(std::uint64_t id) const {
     const std::lock_guard lock{mutex_};
-    const auto found = by_id_.find(id);
-    if (found == by_id_.end()) {
+    const auto entry = by_exec_.find(static_cast<std::uint32_t>(id >> 32U));
+    if (entry == by_exec_.end()) {
       return std::nullopt;
     }
-    return found->second;
+    const std::vector<node_annotation>& nodes = *entry->second;
+    const auto found = std::lower_bound(
+        nodes.begin(), nodes.end(), id,
+        [](const node_annotation& node, std::uint64_t wanted) { return node.id < wanted; });
+    if (found == nodes.end() || found->id != id) {
+      return std::nullopt;
+    }
+    return *found;
   }
   void clear() noexcept {
     const std::lock_guard lock{mutex_};
-    by_id_.clear();
+    by_exec_.clear();
   }
 
 private:
   mutable std::mutex mutex_;
-  std::unordered_map<std::uint64_t, node_annotation> by_id_;
+  std::map<std::uint32_t, list> by_exec_;
 };
 
 inline annotation_registry& registry() {
@@ -225,8 +291,39 @@ inline std::string demangled(const char* name) {
   return name;
 }
 
+/// A kernel's readable name, from the driver's (mangled) name, kept for the life of the process
+/// so that annotations can hold views of it: one copy per distinct kernel. Graphs launch the same
+/// kernels many times (a layer per scope), so each thread remembers the name pointers it has
+/// seen, checking the text again on a hit (an unloaded module's pointer may be reused).
+inline std::string_view interned_kernel_name(const char* mangled) {
+  struct name_entry {
+    std::string mangled;
+    std::string readable;
+  };
+  thread_local std::unordered_map<const char*, const name_entry*> seen;
+  if (const auto hit = seen.find(mangled); hit != seen.end() && hit->second->mangled == mangled) {
+    return hit->second->readable;
+  }
+  static std::mutex mutex;
+  static std::unordered_map<std::string_view, std::unique_ptr<const name_entry>> table;
+  const name_entry* entry = nullptr;
+  {
+    const std::lock_guard lock{mutex};
+    const auto found = table.find(std::string_view{mangled});
+    if (found != table.end()) {
+      entry = found->second.get();
+    } else {
+      auto added = std::make_unique<const name_entry>(name_entry{mangled, demangled(mangled)});
+      entry = added.get();
+      table.emplace(std::string_view{entry->mangled}, std::move(added));
+    }
+  }
+  seen.insert_or_assign(mangled, entry);
+  return entry->readable;
+}
+
 /// A kernel node's demangled name, or "" if the driver cannot tell.
-inline std::string kernel_name(cudaGraphNode_t node) noexcept {
+inline std::string_view kernel_name(cudaGraphNode_t node) noexcept {
   try {
     const driver_api& driver = detail::driver();
     CUDA_KERNEL_NODE_PARAMS_v2 params{};
@@ -243,15 +340,7 @@ inline std::string kernel_name(cudaGraphNode_t node) noexcept {
         name == nullptr) {
       return {};
     }
-    // Graphs launch the same kernels many times (a layer per scope): demangle each name once.
-    // Keyed by the mangled text (a module unloaded and another loaded may reuse the pointer);
-    // one cache per thread, so that captures on several threads need no lock.
-    thread_local std::unordered_map<std::string, std::string> readable_names;
-    const auto [entry, added] = readable_names.try_emplace(std::string{name});
-    if (added) {
-      entry->second = demangled(name);
-    }
-    return entry->second;
+    return interned_kernel_name(name);
   } catch (...) {
     static_cast<void>(cudaGetLastError());
     return {};
@@ -458,9 +547,7 @@ public:
   }
 
   /// This graph's annotated nodes (its last capture), in node creation order.
-  [[nodiscard]] const std::vector<node_annotation>& annotations() const noexcept {
-    return annotations_;
-  }
+  [[nodiscard]] const std::vector<node_annotation>& annotations() const noexcept { return list_; }
 
   /// Where this graph's node ids came from.
   [[nodiscard]] node_id_source id_source() const noexcept { return source_; }
@@ -470,7 +557,7 @@ public:
   /// Outside the capture: decide the id source (CUPTI initializes here, never inside a capture).
   void before_capture(cudaStream_t /*stream*/) {
     clear_capture();
-    annotations_.clear();
+    list_.clear();
     source_ = detail::current_id_source();
     const CUptiResult cupti = detail::cupti_probe();
     if (source_ != node_id_source::cupti && cupti != CUPTI_ERROR_NOT_INITIALIZED) {
@@ -482,12 +569,14 @@ public:
   void after_capture_begin(cudaStream_t stream) noexcept {
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
     unsigned long long id = 0;
-    if (cudaStreamGetCaptureInfo(stream, &status, &id) != cudaSuccess ||
-        status != cudaStreamCaptureStatusActive) {
+    cudaGraph_t graph = nullptr;
+    if (cudaStreamGetCaptureInfo(stream, &status, &id, &graph) != cudaSuccess ||
+        status != cudaStreamCaptureStatusActive || graph == nullptr) {
       static_cast<void>(cudaGetLastError());
       return; // no scope will record: annotations never fail a capture
     }
     capture_id_ = id;
+    graph_ = graph;
     capturing_ = true;
   }
 
@@ -506,7 +595,7 @@ public:
       merge_scopes();
       resolve_template_ids();
     } catch (...) { // out of memory: the capture goes on, unannotated
-      annotations_.clear();
+      list_.clear();
       nodes_.clear();
     }
     release_scopes();
@@ -514,8 +603,9 @@ public:
 
   /// The capture succeeded: read each node's type and kernel name from the template.
   void after_capture_end(cudaGraph_t /*graph*/) {
+    std::vector<node_annotation>& list = list_;
     std::size_t kept = 0;
-    for (std::size_t i = 0; i < annotations_.size(); ++i) {
+    for (std::size_t i = 0; i < list.size(); ++i) {
       cudaGraphNodeType type = cudaGraphNodeTypeCount;
       if (cudaGraphNodeGetType(nodes_[i], &type) != cudaSuccess) {
         static_cast<void>(cudaGetLastError()); // batch mem-op nodes: the runtime cannot tell
@@ -524,39 +614,48 @@ public:
       if (type == cudaGraphNodeTypeEmpty) {
         continue; // joins, not work: nothing to name
       }
-      node_annotation& node = annotations_[i];
+      node_annotation& node = list[i];
       node.type = type;
       if (type == cudaGraphNodeTypeKernel) {
         node.kernel = detail::kernel_name(nodes_[i]);
       }
       if (kept != i) {
-        annotations_[kept] = std::move(node);
+        list[kept] = std::move(node);
       }
       ++kept;
     }
-    annotations_.resize(kept);
+    list.resize(kept);
     nodes_.clear();
   }
 
-  /// A new executable: re-key every node to the ids its replays carry, and publish them.
+  /// A new executable: re-key every node to the ids its replays carry, and publish them (a copy:
+  /// cheap, since values are shared and kernel names are views).
   void after_instantiate(cudaGraphExec_t exec) {
-    if (annotations_.empty()) {
+    if (list_.empty()) {
       return;
     }
     const std::uint32_t exec_id = detail::exec_graph_id(source_, exec);
-    for (node_annotation& node : annotations_) {
+    bool any = false;
+    for (node_annotation& node : list_) {
       node.id = exec_id != 0 && node.template_id != 0
                     ? detail::replayed_node_id(exec_id, node.template_id)
                     : 0;
+      any = any || node.id != 0;
     }
-    detail::registry().publish(annotations_);
+    if (any) {
+      auto published = std::make_shared<std::vector<node_annotation>>(list_);
+      if (!std::is_sorted(published->begin(), published->end(), by_id)) { // looked up by id
+        std::sort(published->begin(), published->end(), by_id);
+      }
+      detail::registry().publish(exec_id, std::move(published));
+    }
   }
 
   /// The capture failed: it leaves no annotation behind.
   void on_capture_abort() noexcept {
     capturing_ = false;
     clear_capture();
-    annotations_.clear();
+    list_.clear();
   }
 
   void on_reset() noexcept { on_capture_abort(); }
@@ -580,13 +679,13 @@ private:
     if (!capturing_) {
       return {};
     }
+    // Not the graph: after_capture_begin knew it (asking for it again costs more than the rest).
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
     unsigned long long id = 0;
-    cudaGraph_t graph = nullptr;
     const cudaGraphNode_t* frontier = nullptr;
     const cudaGraphEdgeData* edges = nullptr;
     std::size_t count = 0;
-    if (cudaStreamGetCaptureInfo(stream, &status, &id, &graph, &frontier, &edges, &count) !=
+    if (cudaStreamGetCaptureInfo(stream, &status, &id, nullptr, &frontier, &edges, &count) !=
         cudaSuccess) {
       static_cast<void>(cudaGetLastError());
       return {};
@@ -594,7 +693,6 @@ private:
     if (status != cudaStreamCaptureStatusActive || id != capture_id_) {
       return {}; // a stream of another capture, or one this capture never joined
     }
-    graph_ = graph;
     scope_record record;
     record.entries_begin = static_cast<std::uint32_t>(entries_.size());
     for (const annotation_entry& entry : entries) {
@@ -654,7 +752,7 @@ private:
       while (walked && !pending_.empty()) {
         const cudaGraphNode_t node = pending_.back();
         pending_.pop_back();
-        if (visited_.insert(node).second) {
+        if (first_visit(node, record.nodes_begin)) {
           tagged_.push_back(node);
           walked = append_dependents(node, pending_);
         }
@@ -668,6 +766,20 @@ private:
     } catch (...) { // out of memory: this scope tags nothing
       tagged_.resize(record.nodes_begin);
     }
+  }
+
+  /// True if the walk that tags from `tagged_[from]` on has not met `node` yet. Most scopes add
+  /// a few nodes: a linear search over them costs less than a hash set, which takes over (caught
+  /// up with what was tagged so far) once a scope has tagged many.
+  bool first_visit(cudaGraphNode_t node, std::uint32_t from) {
+    constexpr std::size_t small_walk = 32;
+    const auto walked = tagged_.begin() + from;
+    const auto seen = static_cast<std::size_t>(tagged_.end() - walked);
+    if (seen < small_walk) {
+      return std::find(walked, tagged_.end(), node) == tagged_.end();
+    }
+    visited_.insert(walked + static_cast<std::ptrdiff_t>(visited_.size()), tagged_.end());
+    return !visited_.contains(node);
   }
 
   /// Appends the current roots of the capture graph.
@@ -692,15 +804,26 @@ private:
   }
 
   /// Appends the nodes that depend on `node`. Edge data is fetched too: without it CUDA refuses
-  /// (cudaErrorLossyQuery) to list edges that carry some, e.g. programmatic launch edges.
+  /// (cudaErrorLossyQuery) to list edges that carry some, e.g. programmatic launch edges. One
+  /// call for the usual few dependents (CUDA fills what there is and says how many); a node with
+  /// more is asked again for its count.
   bool append_dependents(cudaGraphNode_t node, std::vector<cudaGraphNode_t>& out) {
-    std::size_t count = 0;
-    if (cudaGraphNodeGetDependentNodes(node, nullptr, nullptr, &count) != cudaSuccess) {
+    constexpr std::size_t few = 8;
+    std::array<cudaGraphNode_t, few> first{};
+    std::array<cudaGraphEdgeData, few> first_edges{};
+    std::size_t count = few;
+    if (cudaGraphNodeGetDependentNodes(node, first.data(), first_edges.data(), &count) !=
+        cudaSuccess) {
       static_cast<void>(cudaGetLastError());
       return false;
     }
-    if (count == 0) {
+    if (count < few) {
+      out.insert(out.end(), first.begin(), first.begin() + static_cast<std::ptrdiff_t>(count));
       return true;
+    }
+    if (cudaGraphNodeGetDependentNodes(node, nullptr, nullptr, &count) != cudaSuccess) {
+      static_cast<void>(cudaGetLastError());
+      return false;
     }
     const std::size_t old_size = out.size();
     out.resize(old_size + count);
@@ -715,68 +838,180 @@ private:
     return true;
   }
 
-  /// One annotation per tagged node; scopes merged in the order they closed, so the first value
-  /// a key gets (the innermost scope's) is the one kept.
+  /// One annotation per tagged node. A node's scopes, in the order they closed (innermost
+  /// first), give its values, a key's first value winning; the nodes under the same scopes share
+  /// one list of values.
   void merge_scopes() {
-    std::unordered_map<cudaGraphNode_t, std::size_t> slot_of;
-    for (const std::uint32_t index : closed_) {
-      const scope_record& record = scopes_[index];
+    membership_.clear();
+    for (std::uint32_t position = 0; position < closed_.size(); ++position) {
+      const scope_record& record = scopes_[closed_[position]];
       for (std::uint32_t n = record.nodes_begin; n < record.nodes_end; ++n) {
-        const auto [slot, added] = slot_of.try_emplace(tagged_[n], annotations_.size());
-        if (added) {
-          annotations_.emplace_back();
-          nodes_.push_back(tagged_[n]);
-        }
-        auto& values = annotations_[slot->second].values;
-        for (std::uint32_t e = record.entries_begin; e < record.entries_end; ++e) {
-          const auto& [key, value] = entries_[e];
-          const auto place =
-              std::lower_bound(values.begin(), values.end(), key,
-                               [](const std::pair<std::string, std::string>& item,
-                                  const std::string& wanted) { return item.first < wanted; });
-          if (place == values.end() || place->first != key) {
-            values.emplace(place, key, value);
-          }
-        }
+        membership_.emplace_back(tagged_[n], position);
       }
     }
+    std::sort(membership_.begin(), membership_.end()); // by node, then innermost scope first
+    std::vector<node_annotation> list;
+    nodes_.clear();
+    std::vector<annotation_values> of_scope(closed_.size());
+    std::map<std::vector<std::uint32_t>, annotation_values> of_chain; // nodes in nested scopes
+    std::vector<std::pair<std::uint32_t, annotation_values>> recent;  // see values_of_scope
+    std::vector<std::uint32_t> chain;
+    for (std::size_t i = 0; i < membership_.size();) {
+      const cudaGraphNode_t node = membership_[i].first;
+      chain.clear();
+      for (; i < membership_.size() && membership_[i].first == node; ++i) {
+        chain.push_back(membership_[i].second);
+      }
+      annotation_values* values = nullptr;
+      if (chain.size() == 1) {
+        values = &of_scope[chain.front()];
+        if (values->empty()) {
+          *values = values_of_scope(chain.front(), recent);
+        }
+      } else {
+        values = &of_chain[chain];
+        if (values->empty()) {
+          *values = annotation_values{entries_of(chain)};
+        }
+      }
+      node_annotation& added = list.emplace_back();
+      added.values = *values;
+      nodes_.push_back(node);
+    }
+    list_ = std::move(list);
+  }
+
+  /// The values of the scope at `position` (of closed_). Scopes often repeat their key/values
+  /// (a name per layer): the last few distinct lists are reused, compared by content.
+  [[nodiscard]] annotation_values
+  values_of_scope(std::uint32_t position,
+                  std::vector<std::pair<std::uint32_t, annotation_values>>& recent) const {
+    constexpr std::size_t remembered = 8;
+    const scope_record& record = scopes_[closed_[position]];
+    const auto same_entries = [&](std::uint32_t other_position) {
+      const scope_record& other = scopes_[closed_[other_position]];
+      return std::equal(
+          entries_.begin() + record.entries_begin, entries_.begin() + record.entries_end,
+          entries_.begin() + other.entries_begin, entries_.begin() + other.entries_end);
+    };
+    for (const auto& [other_position, values] : recent) {
+      if (same_entries(other_position)) {
+        return values;
+      }
+    }
+    annotation_values values{entries_of(std::vector<std::uint32_t>{position})};
+    if (recent.size() == remembered) {
+      recent.erase(recent.begin());
+    }
+    recent.emplace_back(position, values);
+    return values;
+  }
+
+  /// The key/values of the scopes at `positions` (of closed_), in that order.
+  [[nodiscard]] std::vector<annotation_values::value_type>
+  entries_of(const std::vector<std::uint32_t>& positions) const {
+    std::vector<annotation_values::value_type> pairs;
+    for (const std::uint32_t position : positions) {
+      const scope_record& record = scopes_[closed_[position]];
+      for (std::uint32_t e = record.entries_begin; e < record.entries_end; ++e) {
+        pairs.push_back(entries_[e]);
+      }
+    }
+    return pairs;
   }
 
   void resolve_template_ids() {
-    for (std::size_t i = 0; i < annotations_.size(); ++i) {
+    std::vector<node_annotation>& list = list_;
+    if (source_ == node_id_source::cupti && ids_from_creation_order()) {
+      sort_by_template_id();
+      return;
+    }
+    for (std::size_t i = 0; i < list.size(); ++i) {
       CUptiResult cupti = CUPTI_SUCCESS;
-      annotations_[i].template_id = detail::template_node_id(source_, nodes_[i], cupti);
-      annotations_[i].id = annotations_[i].template_id; // until an executable exists
+      list[i].template_id = detail::template_node_id(source_, nodes_[i], cupti);
+      list[i].id = list[i].template_id; // until an executable exists
       if (cupti != CUPTI_SUCCESS) {
         // CUPTI was taken by another tool after the probe: degrade this capture, say so once.
         detail::notice_once(detail::id_source_reason(node_id_source::none, cupti));
         source_ = node_id_source::none;
-        for (node_annotation& node : annotations_) {
+        for (node_annotation& node : list) {
           node.template_id = 0;
           node.id = 0;
         }
         break;
       }
     }
-    if (source_ != node_id_source::none) { // list in node creation order: by template id
-      std::vector<std::size_t> order(annotations_.size());
-      for (std::size_t i = 0; i < order.size(); ++i) {
-        order[i] = i;
-      }
-      std::sort(order.begin(), order.end(), [this](std::size_t a, std::size_t b) {
-        return annotations_[a].template_id < annotations_[b].template_id;
-      });
-      std::vector<node_annotation> sorted_annotations;
-      std::vector<cudaGraphNode_t> sorted_nodes;
-      sorted_annotations.reserve(order.size());
-      sorted_nodes.reserve(order.size());
-      for (const std::size_t i : order) {
-        sorted_annotations.push_back(std::move(annotations_[i]));
-        sorted_nodes.push_back(nodes_[i]);
-      }
-      annotations_ = std::move(sorted_annotations);
-      nodes_ = std::move(sorted_nodes);
+    if (source_ != node_id_source::none) {
+      sort_by_template_id();
     }
+  }
+
+  /// CUPTI's ids for every annotated node from one cuptiGetGraphId and one cudaGraphGetNodes,
+  /// instead of a cuptiGetGraphNodeId per node (detail::template_node_id_at). nodes_ is sorted
+  /// by handle (merge_scopes): joined with the graph's nodes sorted the same way. The result is
+  /// checked against cuptiGetGraphNodeId at the first, middle and last node; false (the caller
+  /// asks node by node) on any mismatch or failure.
+  bool ids_from_creation_order() {
+    std::uint32_t graph_id = 0;
+    if (list_.empty() || cuptiGetGraphId(graph_, &graph_id) != CUPTI_SUCCESS) {
+      return false;
+    }
+    std::size_t count = 0;
+    if (cudaGraphGetNodes(graph_, nullptr, &count) != cudaSuccess) {
+      static_cast<void>(cudaGetLastError());
+      return false;
+    }
+    graph_nodes_.resize(count);
+    if (cudaGraphGetNodes(graph_, graph_nodes_.data(), &count) != cudaSuccess) {
+      static_cast<void>(cudaGetLastError());
+      return false;
+    }
+    creation_index_.resize(count);
+    for (std::uint32_t i = 0; i < count; ++i) {
+      creation_index_[i] = {graph_nodes_[i], i};
+    }
+    std::sort(creation_index_.begin(), creation_index_.end());
+    auto next = creation_index_.begin();
+    for (std::size_t i = 0; i < nodes_.size(); ++i) {
+      next = std::lower_bound(next, creation_index_.end(), std::pair{nodes_[i], std::uint32_t{0}});
+      if (next == creation_index_.end() || next->first != nodes_[i]) {
+        return false;
+      }
+      list_[i].template_id = detail::template_node_id_at(graph_id, next->second);
+      list_[i].id = list_[i].template_id; // until an executable exists
+    }
+    for (const std::size_t i : {std::size_t{0}, nodes_.size() / 2, nodes_.size() - 1}) {
+      std::uint64_t asked = 0;
+      if (cuptiGetGraphNodeId(nodes_[i], &asked) != CUPTI_SUCCESS ||
+          asked != list_[i].template_id) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /// In node creation order: by template id.
+  void sort_by_template_id() {
+    std::vector<node_annotation>& list = list_;
+    order_.resize(list.size());
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      order_[i] = {list[i].template_id, i};
+    }
+    std::sort(order_.begin(), order_.end());
+    std::vector<node_annotation> sorted_list;
+    std::vector<cudaGraphNode_t> sorted_nodes;
+    sorted_list.reserve(list.size());
+    sorted_nodes.reserve(list.size());
+    for (const auto& [id, i] : order_) {
+      sorted_list.push_back(std::move(list[i]));
+      sorted_nodes.push_back(nodes_[i]);
+    }
+    list = std::move(sorted_list);
+    nodes_ = std::move(sorted_nodes);
+  }
+
+  static bool by_id(const node_annotation& a, const node_annotation& b) noexcept {
+    return a.id < b.id;
   }
 
   /// Drops the per-scope bookkeeping; keeps the vectors' capacity for the next capture. Live
@@ -790,6 +1025,9 @@ private:
     closed_.clear();
     pending_.clear();
     visited_.clear();
+    membership_.clear();
+    graph_nodes_.clear();
+    creation_index_.clear();
     graph_ = nullptr;
   }
 
@@ -799,8 +1037,8 @@ private:
   }
 
   // What the user gets.
-  std::vector<node_annotation> annotations_;
-  std::vector<cudaGraphNode_t> nodes_; // template nodes of annotations_, until after_capture_end
+  std::vector<node_annotation> list_;
+  std::vector<cudaGraphNode_t> nodes_; // template nodes of list_, until after_capture_end
   node_id_source source_ = node_id_source::none;
   // The capture in progress.
   bool capturing_ = false;
@@ -812,10 +1050,14 @@ private:
   std::vector<cudaGraphNode_t> boundary_;
   std::vector<cudaGraphNode_t> tagged_;
   std::vector<std::uint32_t> closed_;
-  // Scratch space of the walk, kept between scopes.
+  // Scratch space, kept between scopes and captures.
   std::vector<cudaGraphNode_t> pending_;
   std::unordered_set<cudaGraphNode_t> visited_;
   std::vector<cudaGraphEdgeData> edge_scratch_;
+  std::vector<std::pair<cudaGraphNode_t, std::uint32_t>> membership_; // (node, closed position)
+  std::vector<std::pair<std::uint64_t, std::size_t>> order_;          // (template id, index)
+  std::vector<cudaGraphNode_t> graph_nodes_;
+  std::vector<std::pair<cudaGraphNode_t, std::uint32_t>> creation_index_; // (node, index)
 };
 
 static_assert(annotation_policy<on>);

@@ -138,9 +138,10 @@ TEST_CASE("a scope costs one capture-info query and a walk over what it added") 
     CUDA_REQUIRE(cudaMemsetAsync(buffer.get(), 1, buffer.bytes(), cap.stream()));
   }
   // Entry: the frontier and its dependents (none); exit: the frontier's dependents (the new
-  // memset: a count and a fetch), then the memset's dependents (none).
+  // memset), then the memset's dependents (none). One call each: up to 8 dependents come back
+  // from a single query.
   CHECK(cuda_double::call_counts() == call_map{{"cudaStreamGetCaptureInfo", 1},
-                                               {"cudaGraphNodeGetDependentNodes", 4},
+                                               {"cudaGraphNodeGetDependentNodes", 3},
                                                {"cudaMemsetAsync", 1}});
   cap.end();
   CHECK(graph.annotations().size() == 1);
@@ -234,4 +235,74 @@ TEST_CASE("kernels of one region that overlap in time go to parallel lanes") {
   CHECK_THAT(trace, gctest::contains("{\"name\": \"later\", \"cat\": \"kernel\", \"ph\": "
                                      "\"X\", \"pid\": 0, \"tid\": 1, \"ts\": 2,"));
   CHECK_THAT(trace, gctest::contains("\"tid\": 2, \"args\": {\"name\": \"attention (2)\"}"));
+}
+
+TEST_CASE("annotation values are sorted by key, a repeated key keeping its first value") {
+  const gc::annotation_values values{{"name", "mlp"}, {"layer", "3"}, {"name", "ignored"}};
+  REQUIRE(values.size() == 2);
+  CHECK(values.begin()->first == "layer");
+  CHECK(values.value("name") == "mlp");
+  CHECK(values.value("layer") == "3");
+  CHECK(values.value("absent").empty());
+  const gc::annotation_values same{{"layer", "3"}, {"name", "mlp"}};
+  CHECK(values == same);
+  const gc::annotation_values copy = values; // shares the list
+  CHECK(copy == values);
+  CHECK(gc::annotation_values{}.empty());
+  std::vector<gc::annotation_values::value_type> many;
+  for (int i = 40; i-- > 0;) { // past the small-list insertion sort
+    many.emplace_back("k" + std::to_string(i % 20), std::to_string(i));
+  }
+  const gc::annotation_values sorted{many};
+  REQUIRE(sorted.size() == 20);
+  CHECK(std::is_sorted(sorted.begin(), sorted.end()));
+  CHECK(sorted.value("k5") == "25"); // 25 came before 5
+}
+
+TEST_CASE("node ids come from the graph's creation order, spot-checked with CUPTI") {
+  // One cuptiGetGraphId and one listing of the graph's nodes give every id
+  // (detail::template_node_id_at); cuptiGetGraphNodeId checks three of them.
+  cuda_double::reset();
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> buffer(bytes);
+  annotated_graph graph;
+  auto cap = graph.begin_capture(stream);
+  {
+    auto region = cap.mark("ten");
+    for (int i = 0; i < 10; ++i) {
+      CUDA_REQUIRE(cudaMemsetAsync(buffer.get(), i, buffer.bytes(), cap.stream()));
+    }
+  }
+  cuda_double::clear_call_counts();
+  cap.end();
+  const call_map calls = cuda_double::call_counts();
+  CHECK(calls.at("cuptiGetGraphId") == 1);
+  CHECK(calls.at("cuptiGetGraphNodeId") == 3);
+  REQUIRE(graph.annotations().size() == 10);
+  for (std::size_t i = 0; i < 10; ++i) { // creation order, and the double's own numbering
+    CHECK((graph.annotations()[i].template_id & 0xffffffffU) == i);
+  }
+}
+
+TEST_CASE("a wrong creation-order id falls back to asking CUPTI node by node") {
+  cuda_double::reset();
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> buffer(bytes);
+  annotated_graph graph;
+  auto cap = graph.begin_capture(stream);
+  {
+    auto region = cap.mark("three");
+    for (int i = 0; i < 3; ++i) {
+      CUDA_REQUIRE(cudaMemsetAsync(buffer.get(), i, buffer.bytes(), cap.stream()));
+    }
+  }
+  cuda_double::clear_call_counts();
+  // The spot check fails once: the ids are asked for node by node instead (3 more calls).
+  cuda_double::fail_call("cuptiGetGraphNodeId", static_cast<cudaError_t>(CUPTI_ERROR_UNKNOWN), 1);
+  cap.end();
+  CHECK(cuda_double::call_counts().at("cuptiGetGraphNodeId") == 4);
+  REQUIRE(graph.annotations().size() == 3);
+  for (const gc::node_annotation& node : graph.annotations()) {
+    CHECK(node.template_id != 0);
+  }
 }

@@ -62,9 +62,9 @@ TEST_CASE("annotated kernels carry CUPTI ids that match their replays' activity 
   for (const gc::node_annotation& node : annotations) {
     CHECK(node.type == cudaGraphNodeTypeKernel);
   }
-  CHECK_THAT(annotations[0].kernel, gctest::contains("fill"));
+  CHECK_THAT(std::string{annotations[0].kernel}, gctest::contains("fill"));
   CHECK(annotations[0].name() == "prepare");
-  CHECK_THAT(annotations[1].kernel, gctest::contains("add_scalar"));
+  CHECK_THAT(std::string{annotations[1].kernel}, gctest::contains("add_scalar"));
   CHECK(annotations[1].name() == "layer");
   CHECK(annotations[1].value("layer") == "0");
   CHECK(annotations[1].value("phase") == "forward"); // from the enclosing scope
@@ -88,6 +88,17 @@ TEST_CASE("annotated kernels carry CUPTI ids that match their replays' activity 
   REQUIRE(cuptiGetGraphId(graph.raw_graph(), &template_graph) == CUPTI_SUCCESS);
   for (const gc::node_annotation& node : annotations) {
     CHECK((node.template_id >> 32U) == template_graph);
+  }
+  // ... where the index is the node's place in cudaGraphGetNodes (creation order): annot::on
+  // computes the ids so (detail::template_node_id_at), checking only a few of them.
+  std::size_t count = 0;
+  CUDA_REQUIRE(cudaGraphGetNodes(graph.raw_graph(), nullptr, &count));
+  std::vector<cudaGraphNode_t> nodes(count);
+  CUDA_REQUIRE(cudaGraphGetNodes(graph.raw_graph(), nodes.data(), &count));
+  for (std::uint32_t i = 0; i < count; ++i) {
+    std::uint64_t asked = 0;
+    REQUIRE(cuptiGetGraphNodeId(nodes[i], &asked) == CUPTI_SUCCESS);
+    CHECK(asked == gc::detail::template_node_id_at(template_graph, i));
   }
 
   for (int instantiation = 0; instantiation < 2; ++instantiation) {

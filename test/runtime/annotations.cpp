@@ -219,6 +219,44 @@ TEST_CASE("dependents the frontier had before the scope are not swept into it") 
   CHECK(graph.annotations().front().name() == "only");
 }
 
+TEST_CASE("a frontier with more dependents than one query returns is walked in full") {
+  // Dependents come back 8 at a time from one query; a node with more is asked again. Here the
+  // entry frontier already has 9 dependents (not the scope's), and gets 10 more inside it.
+  constexpr int before = 9;
+  constexpr int inside = 10;
+  gctest::stream stream;
+  std::vector<gctest::stream> sides(before + inside);
+  std::vector<gctest::event> joins(before + inside);
+  gctest::event forked;
+  gctest::device_buffer<unsigned char> buffer(bytes);
+  annotated_graph graph;
+  graph.capture(stream, [&](annotated_scope& cap) {
+    memset_on(cap.stream(), buffer); // the frontier at scope entry
+    CUDA_REQUIRE(cudaEventRecord(forked, cap.stream()));
+    const auto fork_to = [&](std::size_t i) {
+      CUDA_REQUIRE(cudaStreamWaitEvent(sides[i], forked, 0));
+      memset_on(sides[i], buffer, static_cast<int>(i));
+      CUDA_REQUIRE(cudaEventRecord(joins[i], sides[i]));
+    };
+    for (std::size_t i = 0; i < before; ++i) {
+      fork_to(i);
+    }
+    {
+      auto wide = cap.mark("wide");
+      for (std::size_t i = before; i < sides.size(); ++i) {
+        fork_to(i);
+      }
+    }
+    for (const gctest::event& join : joins) {
+      CUDA_REQUIRE(cudaStreamWaitEvent(cap.stream(), join, 0));
+    }
+  });
+  const std::vector<gc::node_annotation>& all = graph.annotations();
+  CHECK(all.size() == static_cast<std::size_t>(inside));
+  CHECK(named(all, "wide").size() == all.size());
+  CHECK(count_type(all, cudaGraphNodeTypeMemset) == inside);
+}
+
 TEST_CASE("an empty scope tags nothing and a scope left open closes at the end of the capture") {
   gctest::stream stream;
   gctest::device_buffer<unsigned char> buffer(bytes);

@@ -47,6 +47,18 @@ namespace detail {
   return (std::uint64_t{exec_graph_id} << 32U) | (template_node_id & index_bits);
 }
 
+/// The id CUPTI gives the captured (template) node created `index`-th (from 0) in the template
+/// graph `graph_id` (cuptiGetGraphId), as cudaGraphGetNodes lists them.
+///
+/// Observed on the H200 (CUDA 13.0 driver 580), not documented: cuptiGetGraphNodeId answers
+/// (graph id << 32 | creation index), and cudaGraphGetNodes lists nodes in creation order.
+/// annot::on checks the result against cuptiGetGraphNodeId on a few nodes of every capture and asks
+/// node by node where it differs; test/gpu/annotations_ids.cpp checks it on every node.
+[[nodiscard]] constexpr std::uint64_t template_node_id_at(std::uint32_t graph_id,
+                                                          std::uint32_t index) noexcept {
+  return (std::uint64_t{graph_id} << 32U) | index;
+}
+
 /// CUPTI's name for a result ("CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED").
 inline std::string cupti_result_name(CUptiResult result) {
   const char* text = nullptr;

@@ -22,7 +22,8 @@
 # (set: run the binaries already built); TOOLS
 # ("memcheck racecheck synccheck"); JOBS (parallel runs, 6); RUN_TIMEOUT (seconds per run, 300);
 # TOTAL_TIMEOUT (seconds for all runs, 420: a run that would start later is reported as not
-# run); GRAPHCAP_STRESS_SCALE (the stress tests' size, 1). Binaries that measure device-wide
+# run); GRAPHCAP_STRESS_SCALE (the stress tests' size, 1); NVTX_SUITE (set: also the GPU tests
+# built with the NVTX regions, under memcheck --nvtx yes). Binaries that measure device-wide
 # memory (SERIAL: memory_growth_tests stress_tests) run one at a time, after the others.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -113,7 +114,7 @@ echo "sanitizer runs: ${SECONDS}s"
 status=0
 : >"$out/summary.txt"
 for tool in $tools; do
-  errors=0 ran=0 skipped=0 broken=() failed=()
+  errors=0 ran=0 skipped=0 broken=() failed=() tool_errors=()
   for binary in "${binaries[@]}"; do
     name=$(basename "$binary")
     log="$out/$tool/$name"
@@ -131,6 +132,11 @@ for tool in $tools; do
       broken+=("$name(status $code, no summary)")
       continue
     fi
+    # The tool's own failures ("Internal Sanitizer Error: ...") are counted in its summary as
+    # errors but say nothing of the program: reported apart, not as findings.
+    internal=$(grep -c "Internal Sanitizer Error" "$log.log" 2>/dev/null)
+    found=$((found - internal))
+    [ "$internal" -gt 0 ] && tool_errors+=("$name($internal)")
     errors=$((errors + found))
     [ "$found" -gt 0 ] && broken+=("$name($found errors)")
     case "$code" in
@@ -142,24 +148,64 @@ for tool in $tools; do
   line="$tool: $errors errors; $ran binaries ran, $skipped skipped (exit 77)"
   [ ${#broken[@]} -gt 0 ] && line+="; problems: ${broken[*]}" && status=1
   [ ${#failed[@]} -gt 0 ] && line+="; test failures under the tool: ${failed[*]}"
+  [ ${#tool_errors[@]} -gt 0 ] && line+="; the tool's own internal errors: ${tool_errors[*]}"
   echo "$line" | tee -a "$out/summary.txt"
 done
 
 # The NVTX regions at work: a write one element past a pool block, inside its slab, must be
-# reported by memcheck (it would not be without the regions: the slab is one allocation).
+# reported by memcheck as an invalid write with the regions (--nvtx yes) and not without them
+# (the slab is one allocation), and compute-sanitizer must accept every registration.
 if [ -x "$build/test/nvtx_overrun" ]; then
   compute-sanitizer --tool memcheck --nvtx yes "$build/test/nvtx_overrun" >"$out/nvtx_overrun.log" 2>&1
   compute-sanitizer --tool memcheck --nvtx no "$build/test/nvtx_overrun" >"$out/nvtx_overrun_without.log" 2>&1
-  with=$(grep -oE "ERROR SUMMARY: [0-9]+" "$out/nvtx_overrun.log" | grep -oE "[0-9]+$")
-  without=$(grep -oE "ERROR SUMMARY: [0-9]+" "$out/nvtx_overrun_without.log" | grep -oE "[0-9]+$")
-  rejected=$(grep -c "nvtxMemHeapRegister failed" "$out/nvtx_overrun.log")
-  line="nvtx regions (GRAPHCAP_NVTX_REGIONS): an overrun past a pool block in each of 2 graphs: ${with:-?} errors with --nvtx yes ($rejected heap registrations rejected), ${without:-?} without"
-  if [ "${with:-0}" -gt 0 ] 2>/dev/null; then
+  with=$(grep -c "Invalid __global__ write" "$out/nvtx_overrun.log")
+  without=$(grep -c "Invalid __global__ write" "$out/nvtx_overrun_without.log")
+  rejected=$(grep -c "Call to nvtxMem[A-Za-z]* failed" "$out/nvtx_overrun.log")
+  line="nvtx regions (GRAPHCAP_NVTX_REGIONS): a write past a pool block in each of 2 graphs: $with invalid writes reported with --nvtx yes, $without without; $rejected NVTX calls rejected"
+  if [ "$with" -gt 0 ] && [ "$without" -eq 0 ] && [ "$rejected" -eq 0 ]; then
     line+=" (caught)"
   else
     line+=" (NOT caught)"
     status=1
   fi
+  echo "$line" | tee -a "$out/summary.txt"
+fi
+
+# NVTX_SUITE=1: the GPU tests again, built with the regions (-DGRAPHCAP_TEST_NVTX_REGIONS=ON, in
+# $build-nvtx), under memcheck --nvtx yes: no error, and no registration rejected.
+if [ -n "${NVTX_SUITE:-}" ]; then
+  nvtx_build="$build-nvtx"
+  cmake -S . -B "$nvtx_build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+    -DGRAPHCAP_TEST_NVTX_REGIONS=ON -DGRAPHCAP_BUILD_EXAMPLES=OFF >"$out/configure-nvtx.log" 2>&1 &&
+    timeout "${BUILD_TIMEOUT:-300}" cmake --build "$nvtx_build" --target gpu_tests -j "$(nproc)" \
+      >"$out/build-nvtx.log" 2>&1 || { echo "nvtx build failed"; tail -20 "$out/build-nvtx.log"; exit 1; }
+  mkdir -p "$out/memcheck-nvtx"
+  export NVTX_OUT="$out/memcheck-nvtx"
+  run_nvtx() {
+    local binary=$1 name
+    name=$(basename "$binary")
+    timeout "$RUN_TIMEOUT" compute-sanitizer --tool memcheck --nvtx yes --report-api-errors no \
+      --log-file "$NVTX_OUT/$name.log" "$binary" >"$NVTX_OUT/$name.out" 2>&1
+    echo $? >"$NVTX_OUT/$name.status"
+  }
+  export -f run_nvtx
+  grep -v -E "/(memory_growth_tests|stress_tests)$" "$nvtx_build/gpu_test_binaries.txt" |
+    xargs -d '\n' -n 1 -P "$jobs" bash -c 'run_nvtx "$@"' _
+  errors=0 rejected=0 ran=0 problems=()
+  for log in "$NVTX_OUT"/*.log; do
+    name=$(basename "$log" .log)
+    code=$(cat "$NVTX_OUT/$name.status")
+    [ "$code" = 77 ] && continue
+    ran=$((ran + 1))
+    found=$(grep -oE "ERROR SUMMARY: [0-9]+" "$log" | grep -oE "[0-9]+$")
+    refused=$(grep -c "Call to nvtxMem[A-Za-z]* failed" "$log")
+    errors=$((errors + ${found:-0}))
+    rejected=$((rejected + refused))
+    [ -z "$found" ] && problems+=("$name(no summary, status $code)")
+    [ "${found:-0}" -gt 0 ] && problems+=("$name(${found} errors)")
+  done
+  line="memcheck --nvtx yes over the GPU tests built with the regions: $errors errors, $rejected NVTX calls rejected; $ran binaries ran"
+  [ ${#problems[@]} -gt 0 ] && line+="; problems: ${problems[*]}" && status=1
   echo "$line" | tee -a "$out/summary.txt"
 fi
 exit $status

@@ -6,11 +6,13 @@
 // such an access. NVTX is header-only and costs a load and a branch per call when no tool is
 // attached; these calls happen when the pool grows or hands out a block, never on replay.
 //
-// Opt-in: define GRAPHCAP_NVTX_REGIONS. On the H200 (compute-sanitizer of CUDA 13.0) a first
-// slab registers and an overrun past its block is reported, but in long runs that free slabs and
-// take new ones compute-sanitizer rejects most later registrations ("nvtxMemHeapRegister failed:
-// one or more of the parameters is invalid", counted as errors): not understood yet, so the
-// regions are off unless asked for (docs/pools.md). Off, nothing of NVTX is compiled in.
+// Opt-in: define GRAPHCAP_NVTX_REGIONS. compute-sanitizer (CUDA 13.0, checked on the H200)
+// accepts a heap only over memory from cudaMalloc or cudaMallocManaged: it refuses memory from
+// the stream-ordered allocator ("nvtxMemHeapRegister failed: one or more of the parameters is
+// invalid"), which is where slabs normally come from. So with the regions on, a pool takes its
+// slabs with cudaMalloc and gives them back with cudaFree once its own stream is done (a debugging
+// build: slower to grow and to shrink, the same at replay); a user-supplied cudaMemPool_t still
+// gives the slabs, unregistered. Off, nothing of NVTX is compiled in.
 #pragma once
 
 #include <cstddef>
@@ -23,6 +25,9 @@
 namespace graphcap::detail::nvtx_regions {
 
 #ifdef GRAPHCAP_NVTX_REGIONS
+
+/// Slabs must come from cudaMalloc for their heaps to be accepted (see above).
+inline constexpr bool enabled = true;
 
 using heap = nvtxMemHeapHandle_t;
 
@@ -88,6 +93,8 @@ inline void mark_freed(heap slab, const void* block) noexcept {
 }
 
 #else
+
+inline constexpr bool enabled = false;
 
 using heap = void*;
 inline heap add_slab(const void* /*base*/, std::size_t /*bytes*/) noexcept {

@@ -291,7 +291,8 @@ private:
     void* slab = nullptr;
     const cudaError_t status = source_ != nullptr
                                    ? cudaMallocFromPoolAsync(&slab, size, source_, stream_.get())
-                                   : cudaMallocAsync(&slab, size, stream_.get());
+                               : registers_slabs() ? cudaMalloc(&slab, size)
+                                                   : cudaMallocAsync(&slab, size, stream_.get());
     if (status != cudaSuccess) {
       fail_to_grow(status, size, requested);
     }
@@ -302,7 +303,8 @@ private:
       throw_cuda(synced, "cudaStreamSynchronize");
     }
     auto* base = static_cast<std::byte*>(slab);
-    slabs_.emplace(base, slab_record{size, nvtx_regions::add_slab(base, size)});
+    slabs_.emplace(
+        base, slab_record{size, registers_slabs() ? nvtx_regions::add_slab(base, size) : nullptr});
     stats_.reserved_bytes += size;
     ++stats_.slabs;
     return base;
@@ -311,15 +313,30 @@ private:
   GRAPHCAP_COLD [[noreturn]] void fail_to_grow(cudaError_t status, std::size_t size,
                                                std::size_t requested) const {
     throw_cuda<out_of_memory_error>(
-        status, source_ != nullptr ? "cudaMallocFromPoolAsync" : "cudaMallocAsync",
+        status,
+        source_ != nullptr  ? "cudaMallocFromPoolAsync"
+        : registers_slabs() ? "cudaMalloc"
+                            : "cudaMallocAsync",
         "the graph's pool could not grow by " + std::to_string(size) + " bytes for a request of " +
             std::to_string(requested) + " bytes (the pool holds " +
             std::to_string(stats_.reserved_bytes) + " bytes in " + std::to_string(stats_.slabs) +
             " slabs); free memory, or allocate less during the capture");
   }
 
+  /// True where slabs come from cudaMalloc, for memory checkers (GRAPHCAP_NVTX_REGIONS): a
+  /// compile-time false otherwise.
+  [[nodiscard]] bool registers_slabs() const noexcept {
+    return nvtx_regions::enabled && source_ == nullptr;
+  }
+
   void free_slab(std::byte* slab, const slab_record& record) noexcept {
     nvtx_regions::remove_slab(record.heap);
+    if (registers_slabs()) { // cudaMalloc'ed: free once our stream has passed the graphs' markers
+      const relaxed_capture_mode_guard relaxed;
+      ignore(cudaStreamSynchronize(stream_.get()));
+      ignore(cudaFree(slab));
+      return;
+    }
     // On our own stream, which waits for the completion markers of the graphs that used the
     // pool (order_after); if that fails, cudaFree, which waits for the device.
     if (cudaFreeAsync(slab, stream_.get()) != cudaSuccess) {

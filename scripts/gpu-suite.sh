@@ -40,7 +40,9 @@ grep -E "tests passed" "$out/ctest.log"
 for example in "$build"/examples/example_*; do
   timeout 60 "$example" 2>&1 | tee -a "$out/examples.log"
 done
+# BENCHES (optional): run only these benchmarks, by name.
 for bench in "$build"/benchmark/bench_*; do
+  [ -n "${BENCHES:-}" ] && [[ " $BENCHES " != *" $(basename "$bench") "* ]] && continue
   [ -x "$bench" ] && OUT="$out" timeout 240 "$bench" 2>&1 | tee -a "$out/bench.log"
 done
 exit $status

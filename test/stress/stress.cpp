@@ -6,7 +6,8 @@
 //    while allocating outside their captures;
 //  - 1000 different graphs replayed interleaved, on two streams.
 // GRAPHCAP_STRESS_SCALE (default 1) multiplies the sizes: 1 keeps CI fast (1000 failed
-// captures); the H200 run uses 10 (10,000 failed captures).
+// captures); the H200 run uses 10 (10,000 failed captures); a fraction (0.05) shrinks every
+// count, the number of interleaved graphs too, for slow tools such as racecheck.
 // Leaks are measured with the double's live-object counters, and on both backends with
 // cudaMemGetInfo and the pools' statistics.
 // The capture bodies open annotation scopes (cap.mark), which cost nothing with annot::off, so
@@ -23,6 +24,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <numeric>
 #include <random>
@@ -37,10 +39,15 @@ namespace {
 
 constexpr std::size_t n = 256; // ints per buffer
 
-int scale() {
+double scale() {
   const char* text = std::getenv("GRAPHCAP_STRESS_SCALE");
-  const int value = text != nullptr ? std::atoi(text) : 1;
-  return value > 0 ? value : 1;
+  const double value = text != nullptr ? std::strtod(text, nullptr) : 1.0;
+  return value > 0.0 ? value : 1.0;
+}
+
+/// `count` at scale 1, scaled, at least `least`.
+int scaled(int count, int least = 1) {
+  return std::max(least, static_cast<int>(std::lround(count * scale())));
 }
 
 std::vector<int> read_back(const int* device, std::size_t count) {
@@ -94,8 +101,8 @@ struct body_failure : std::runtime_error {
 
 TEST_CASE("failed captures leave nothing behind and the next capture works",
           "[stress][failed_captures]") {
-  using stress_graph = gc::graph; // global mode, private pool
-  const int failures = 1000 * scale();
+  using stress_graph = gc::graph;       // global mode, private pool
+  const int failures = scaled(1000, 3); // each of the 3 kinds at least once
   gctest::stream side;
   gctest::event fork;
   gctest::device_buffer<int> data(n);
@@ -187,7 +194,7 @@ TEST_CASE("8 threads capture and replay their own graphs at once under mode thre
   using thread_graph = gc::graph_with<gc::mode::thread_local_, gc::pool::private_pool>;
   constexpr int thread_count = 8;
   constexpr int replays = 3;
-  const int iterations = 100 * scale();
+  const int iterations = scaled(100, 10);               // a replacement every tenth
   gctest::device_buffer<int> buffers(thread_count * n); // n ints per thread
   CUDA_REQUIRE(cudaMemset(buffers.get(), 0, buffers.bytes()));
   std::vector<std::string> problems(thread_count); // Catch2 assertions are not thread-safe
@@ -299,8 +306,8 @@ TEST_CASE("1000 different graphs replayed interleaved on two streams", "[stress]
   // slot, a different number of times: 1000 different graphs. A graph always replays on the
   // same stream, so no graph runs concurrently with itself.
   using interleaved_graph = gc::graph_with<gc::pool::shared>;
-  constexpr int graph_count = 1000;
-  const int rounds = 3 * scale();
+  const int graph_count = std::min(1000, scaled(1000, 8));
+  const int rounds = scaled(3);
   gctest::stream streams[2];
   gctest::device_buffer<int> slots(graph_count);
   const auto adds_of = [](int i) { return 1 + i % 4; };

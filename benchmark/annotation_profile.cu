@@ -57,99 +57,55 @@ int main() {
   std::printf("bench_annotation_profile: ns per call (median of %d rounds of %d)\n", rounds, n);
   const auto line = [](const char* what, double ns) { std::printf("  %-58s %8.1f\n", what, ns); };
 
-  // During a capture: what a scope's entry and exit cost.
-  const auto during_capture = [&](auto&& per_kernel) {
-    return per_item(rounds, n, [&] {
-      cudaGraph_t captured = nullptr;
-      bench::check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "begin");
+  // During a capture of n / 2 kernels: each query a scope makes, repeated n times in a row (a
+  // difference of two capture loops would drown it in the launches' own spread).
+  const auto during_capture = [&](auto&& query) {
+    cudaGraph_t captured = nullptr;
+    bench::check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "begin");
+    bench::issue_tiny(stream, n / 2, sink);
+    const double ns = per_item(rounds, n, [&] {
       for (int i = 0; i < n; ++i) {
-        bench::tiny<<<1, 32, 0, stream>>>(sink);
-        per_kernel();
+        query();
       }
-      bench::check(cudaStreamEndCapture(stream, &captured), "end");
-      bench::check(cudaGraphDestroy(captured), "destroy");
     });
+    bench::check(cudaStreamEndCapture(stream, &captured), "end");
+    bench::check(cudaGraphDestroy(captured), "destroy");
+    return ns;
   };
-  const double launch_only = during_capture([] {});
-  line("capture: kernel launch alone (baseline, subtracted below)", launch_only);
+  cudaStreamCaptureStatus status{};
+  unsigned long long id = 0;
+  cudaGraph_t capturing = nullptr;
+  const cudaGraphNode_t* frontier = nullptr;
+  const cudaGraphEdgeData* edges = nullptr;
+  std::size_t size = 0;
   line("capture: cudaStreamGetCaptureInfo (status, id)",
-       during_capture([&] {
-         cudaStreamCaptureStatus status{};
-         unsigned long long id = 0;
-         static_cast<void>(cudaStreamGetCaptureInfo(stream, &status, &id));
-       }) - launch_only);
-  line("capture: cudaStreamGetCaptureInfo (with graph, frontier)",
-       during_capture([&] {
-         cudaStreamCaptureStatus status{};
-         unsigned long long id = 0;
-         cudaGraph_t g = nullptr;
-         const cudaGraphNode_t* frontier = nullptr;
-         const cudaGraphEdgeData* edges = nullptr;
-         std::size_t size = 0;
+       during_capture([&] { static_cast<void>(cudaStreamGetCaptureInfo(stream, &status, &id)); }));
+  line("capture: cudaStreamGetCaptureInfo (frontier, edge data)", during_capture([&] {
          static_cast<void>(
-             cudaStreamGetCaptureInfo(stream, &status, &id, &g, &frontier, &edges, &size));
-       }) - launch_only);
-  line("capture: cudaStreamGetCaptureInfo (graph only)",
-       during_capture([&] {
-         cudaStreamCaptureStatus status{};
-         unsigned long long id = 0;
-         cudaGraph_t g = nullptr;
-         static_cast<void>(cudaStreamGetCaptureInfo(stream, &status, &id, &g));
-       }) - launch_only);
-  line("capture: cudaStreamGetCaptureInfo (frontier, no edge data)",
-       during_capture([&] {
-         cudaStreamCaptureStatus status{};
-         unsigned long long id = 0;
-         const cudaGraphNode_t* frontier = nullptr;
-         std::size_t size = 0;
+             cudaStreamGetCaptureInfo(stream, &status, &id, nullptr, &frontier, &edges, &size));
+       }));
+  line("capture: cudaStreamGetCaptureInfo (graph, frontier, edge data)", during_capture([&] {
          static_cast<void>(
-             cudaStreamGetCaptureInfo(stream, &status, &id, nullptr, &frontier, nullptr, &size));
-       }) - launch_only);
-  line("capture: cudaStreamGetCaptureInfo (with graph, frontier) before the launch",
-       per_item(rounds, n, [&] {
-         cudaGraph_t captured = nullptr;
-         bench::check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "begin");
-         for (int i = 0; i < n; ++i) {
-           cudaStreamCaptureStatus status{};
-           unsigned long long id = 0;
-           cudaGraph_t g = nullptr;
-           const cudaGraphNode_t* frontier = nullptr;
-           const cudaGraphEdgeData* edges = nullptr;
-           std::size_t size = 0;
-           static_cast<void>(
-               cudaStreamGetCaptureInfo(stream, &status, &id, &g, &frontier, &edges, &size));
-           bench::tiny<<<1, 32, 0, stream>>>(sink);
-         }
-         bench::check(cudaStreamEndCapture(stream, &captured), "end");
-         bench::check(cudaGraphDestroy(captured), "destroy");
-       }) - launch_only);
-  line("capture: frontier + cudaGraphNodeGetDependentNodes (count)",
+             cudaStreamGetCaptureInfo(stream, &status, &id, &capturing, &frontier, &edges, &size));
+       }));
+  line("capture: cudaGraphNodeGetDependentNodes of the frontier (8-slot)",
        during_capture([&] {
-         cudaStreamCaptureStatus status{};
-         unsigned long long id = 0;
-         cudaGraph_t g = nullptr;
-         const cudaGraphNode_t* frontier = nullptr;
-         const cudaGraphEdgeData* edges = nullptr;
-         std::size_t size = 0;
          static_cast<void>(
-             cudaStreamGetCaptureInfo(stream, &status, &id, &g, &frontier, &edges, &size));
-         std::size_t dependents = 0;
+             cudaStreamGetCaptureInfo(stream, &status, &id, nullptr, &frontier, &edges, &size));
+         cudaGraphNode_t out[8] = {};
+         cudaGraphEdgeData out_edges[8] = {};
+         std::size_t slots = 8;
+         static_cast<void>(cudaGraphNodeGetDependentNodes(frontier[0], out, out_edges, &slots));
+       }) - during_capture([&] {
          static_cast<void>(
-             cudaGraphNodeGetDependentNodes(frontier[0], nullptr, nullptr, &dependents));
-       }) - launch_only);
-  line("capture: frontier + cudaGraphGetNodes (count)",
-       during_capture([&] {
-         cudaStreamCaptureStatus status{};
-         unsigned long long id = 0;
-         cudaGraph_t g = nullptr;
-         const cudaGraphNode_t* frontier = nullptr;
-         const cudaGraphEdgeData* edges = nullptr;
-         std::size_t size = 0;
+             cudaStreamGetCaptureInfo(stream, &status, &id, nullptr, &frontier, &edges, &size));
+       }));
+  line("capture: capture info + cudaGraphGetNodes (count only), n/2 nodes", during_capture([&] {
          static_cast<void>(
-             cudaStreamGetCaptureInfo(stream, &status, &id, &g, &frontier, &edges, &size));
+             cudaStreamGetCaptureInfo(stream, &status, &id, &capturing, &frontier, &edges, &size));
          std::size_t all = 0;
-         static_cast<void>(cudaGraphGetNodes(g, nullptr, &all));
-       }) - launch_only);
+         static_cast<void>(cudaGraphGetNodes(capturing, nullptr, &all));
+       }));
 
   // On a template graph, node by node: what capture end costs.
   const auto each_node = [&](auto&& per_node) {

@@ -172,37 +172,25 @@ int main() {
 
   // The policy's phases, per scope of one kernel: body (marks) and end (capture end, merge, ids,
   // names, instantiate, publish), annot::on minus annot::off.
-  using annotated = graphcap::graph_with<graphcap::annot::on>;
   std::vector<double> body_on, end_on, body_off, end_off;
+  // One capture of n one-kernel scopes into a new Graph: (body, end) times per scope.
+  const auto phases = [&]<class Graph>(std::vector<double>& body, std::vector<double>& end) {
+    Graph graph;
+    steady::time_point t0 = steady::now(), t1{};
+    graph.capture(stream, [&](typename Graph::scope& cap) {
+      for (int s = 0; s < n; ++s) {
+        auto region = cap.mark("scope");
+        bench::tiny<<<1, 32, 0, cap.stream()>>>(sink);
+      }
+      t1 = steady::now();
+    });
+    const auto t2 = steady::now();
+    body.push_back(micros(t0, t1) * 1000.0 / n);
+    end.push_back(micros(t1, t2) * 1000.0 / n);
+  };
   for (int r = 0; r < rounds; ++r) {
-    {
-      graphcap::lean_graph off;
-      steady::time_point t0 = steady::now(), t1{};
-      off.capture(stream, [&](graphcap::lean_graph::scope& cap) {
-        for (int s = 0; s < n; ++s) {
-          auto region = cap.mark("scope");
-          bench::tiny<<<1, 32, 0, cap.stream()>>>(sink);
-        }
-        t1 = steady::now();
-      });
-      const auto t2 = steady::now();
-      body_off.push_back(micros(t0, t1) * 1000.0 / n);
-      end_off.push_back(micros(t1, t2) * 1000.0 / n);
-    }
-    {
-      annotated on;
-      steady::time_point t0 = steady::now(), t1{};
-      on.capture(stream, [&](annotated::scope& cap) {
-        for (int s = 0; s < n; ++s) {
-          auto region = cap.mark("scope");
-          bench::tiny<<<1, 32, 0, cap.stream()>>>(sink);
-        }
-        t1 = steady::now();
-      });
-      const auto t2 = steady::now();
-      body_on.push_back(micros(t0, t1) * 1000.0 / n);
-      end_on.push_back(micros(t1, t2) * 1000.0 / n);
-    }
+    phases.template operator()<graphcap::lean_graph>(body_off, end_off);
+    phases.template operator()<graphcap::graph_with<graphcap::annot::on>>(body_on, end_on);
   }
   const double body = bench::summarize(body_on).median - bench::summarize(body_off).median;
   const double end = bench::summarize(end_on).median - bench::summarize(end_off).median;

@@ -26,6 +26,15 @@ using annotated_scope = annotated_graph::scope;
 
 constexpr std::size_t bytes = 256;
 
+/// `count` memsets of `buffer` inside one scope named `name`, on the capture's stream.
+void memsets_in_scope(annotated_scope& cap, gctest::device_buffer<unsigned char>& buffer,
+                      const char* name, int count) {
+  auto region = cap.mark(name);
+  for (int i = 0; i < count; ++i) {
+    CUDA_REQUIRE(cudaMemsetAsync(buffer.get(), i, buffer.bytes(), cap.stream()));
+  }
+}
+
 void capture_two_regions(annotated_graph& graph, cudaStream_t stream,
                          gctest::device_buffer<unsigned char>& buffer) {
   graph.capture(stream, [&](annotated_scope& cap) {
@@ -267,12 +276,7 @@ TEST_CASE("node ids come from the graph's creation order, spot-checked with CUPT
   gctest::device_buffer<unsigned char> buffer(bytes);
   annotated_graph graph;
   auto cap = graph.begin_capture(stream);
-  {
-    auto region = cap.mark("ten");
-    for (int i = 0; i < 10; ++i) {
-      CUDA_REQUIRE(cudaMemsetAsync(buffer.get(), i, buffer.bytes(), cap.stream()));
-    }
-  }
+  memsets_in_scope(cap, buffer, "ten", 10);
   cuda_double::clear_call_counts();
   cap.end();
   const call_map calls = cuda_double::call_counts();
@@ -290,12 +294,7 @@ TEST_CASE("a wrong creation-order id falls back to asking CUPTI node by node") {
   gctest::device_buffer<unsigned char> buffer(bytes);
   annotated_graph graph;
   auto cap = graph.begin_capture(stream);
-  {
-    auto region = cap.mark("three");
-    for (int i = 0; i < 3; ++i) {
-      CUDA_REQUIRE(cudaMemsetAsync(buffer.get(), i, buffer.bytes(), cap.stream()));
-    }
-  }
+  memsets_in_scope(cap, buffer, "three", 3);
   cuda_double::clear_call_counts();
   // The spot check fails once: the ids are asked for node by node instead (3 more calls).
   cuda_double::fail_call("cuptiGetGraphNodeId", static_cast<cudaError_t>(CUPTI_ERROR_UNKNOWN), 1);

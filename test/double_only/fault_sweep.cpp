@@ -65,19 +65,11 @@ public:
     CUDA_REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     CUDA_REQUIRE(cudaStreamCreateWithFlags(&replay_stream, cudaStreamNonBlocking));
     CUDA_REQUIRE(cudaMalloc(reinterpret_cast<void**>(&input), bytes));
-    int device = 0;
-    CUDA_REQUIRE(cudaGetDevice(&device));
-    cudaMemPoolProps properties{};
-    properties.allocType = cudaMemAllocationTypePinned;
-    properties.location.type = cudaMemLocationTypeDevice;
-    properties.location.id = device;
-    CUDA_REQUIRE(cudaMemPoolCreate(&user_pool, &properties));
     shared_pool.emplace(); // makes no CUDA call
   }
   ~fixture() {
     shared_pool.reset();
     static_cast<void>(cudaStreamSynchronize(replay_stream));
-    static_cast<void>(cudaMemPoolDestroy(user_pool));
     static_cast<void>(cudaFree(input));
     static_cast<void>(cudaStreamDestroy(replay_stream));
     static_cast<void>(cudaStreamDestroy(stream));
@@ -92,7 +84,7 @@ public:
   cudaStream_t replay_stream = nullptr;
   unsigned char* input = nullptr;
   std::vector<unsigned char> host = std::vector<unsigned char>(bytes, 0);
-  cudaMemPool_t user_pool = nullptr;
+  gctest::memory_pool user_pool; // given back by its own destructor, after the body above
   std::optional<gc::pool_handle> shared_pool;
   std::vector<cudaStream_t> capture_streams; // every stream a capture ran on
   // Which calls of cuPointerGetAttribute (1 = the first since the graph was made) replay() made.

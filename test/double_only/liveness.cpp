@@ -42,6 +42,36 @@ cudaError_t as_runtime_status(CUresult status) {
   return static_cast<cudaError_t>(status); // how graphcap reports a driver status
 }
 
+/// The double reset before anything else of a test is made.
+struct fresh_double {
+  fresh_double() { cuda_double::reset(); }
+};
+
+/// What the query-failure tests share: a fresh double, a stream, two buffers and a checked
+/// graph that copies one into the other.
+struct copy_setup : fresh_double {
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> a{1024};
+  gctest::device_buffer<unsigned char> b{1024};
+  checked_graph graph;
+
+  void capture() { capture_copy(graph, stream, b.get(), a.get()); }
+};
+
+/// The next query (and the `nth` after it, when given) fails with `status`.
+void fail_queries(CUresult status, int nth = 0) {
+  cuda_double::fail_call("cuPointerGetAttribute", as_runtime_status(status));
+  if (nth != 0) {
+    cuda_double::fail_call("cuPointerGetAttribute", as_runtime_status(status), nth);
+  }
+}
+
+/// A failed query reported as itself: graphcap's cuda_error with the driver's status.
+void check_failed_query(const gc::cuda_error& failure, CUresult status) {
+  CHECK(failure.code() == as_runtime_status(status));
+  CHECK(failure.call() == "cuPointerGetAttribute");
+}
+
 } // namespace
 
 TEST_CASE("a checked replay is one buffer-id query per input allocation, then the launch") {
@@ -155,16 +185,12 @@ TEST_CASE("the entry-point lookup failing: a cuda_error, the last error cleared"
 // a replay: freed). Any other failure is a cuda_error that names the call.
 
 TEST_CASE("capture: CUDA_ERROR_INVALID_VALUE from the query means not CUDA memory, not tracked") {
-  cuda_double::reset();
-  gctest::stream stream;
-  gctest::device_buffer<unsigned char> a(1024);
-  gctest::device_buffer<unsigned char> b(1024);
-  checked_graph graph;
-  cuda_double::fail_call("cuPointerGetAttribute", as_runtime_status(CUDA_ERROR_INVALID_VALUE));
-  capture_copy(graph, stream, b.get(), a.get());     // the driver says the source is no allocation
-  CHECK(graph.liveness_policy().input_count() == 1); // the destination only
+  copy_setup t;
+  fail_queries(CUDA_ERROR_INVALID_VALUE);
+  t.capture(); // the driver says the source is no allocation
+  CHECK(t.graph.liveness_policy().input_count() == 1); // the destination only
   cuda_double::clear_call_counts();
-  graph.replay(stream);
+  t.graph.replay(t.stream);
   CHECK(cuda_double::call_counts() ==
         call_map{{"cuPointerGetAttribute", 1}, {"cudaGraphLaunch", 1}});
   gctest::require_no_last_error();
@@ -174,31 +200,26 @@ TEST_CASE("capture: another query failure is a cuda_error naming cuPointerGetAtt
           "capture discarded") {
   for (const CUresult failure_status : other_failures) {
     INFO("injected CUresult " << static_cast<int>(failure_status));
-    cuda_double::reset();
-    gctest::stream stream;
-    gctest::device_buffer<unsigned char> a(1024);
-    gctest::device_buffer<unsigned char> b(1024);
-    checked_graph graph;
-    cuda_double::fail_call("cuPointerGetAttribute", as_runtime_status(failure_status));
+    copy_setup t;
+    fail_queries(failure_status);
     try {
-      capture_copy(graph, stream, b.get(), a.get());
+      t.capture();
       FAIL("the capture succeeded with an input it could not classify");
     } catch (const gc::cuda_error& failure) {
-      CHECK(failure.code() == as_runtime_status(failure_status));
-      CHECK(failure.call() == "cuPointerGetAttribute");
+      check_failed_query(failure, failure_status);
       CHECK_THAT(std::string(failure.what()), gctest::contains("liveness check"));
     }
-    CHECK(graph.empty());
-    CHECK(graph.liveness_policy().input_count() == 0);
-    CHECK_FALSE(gctest::capturing(stream));
+    CHECK(t.graph.empty());
+    CHECK(t.graph.liveness_policy().input_count() == 0);
+    CHECK_FALSE(gctest::capturing(t.stream));
     CHECK(cuda_double::live_graphs() == 0);
     CHECK(cuda_double::live_execs() == 0);
     gctest::require_no_last_error();
     // The same graph captures again, with both inputs tracked.
-    capture_copy(graph, stream, b.get(), a.get());
-    CHECK(graph.liveness_policy().input_count() == 2);
+    t.capture();
+    CHECK(t.graph.liveness_policy().input_count() == 2);
     cuda_double::clear_call_counts();
-    graph.replay(stream);
+    t.graph.replay(t.stream);
     CHECK(cuda_double::calls("cudaGraphLaunch") == 1);
   }
 }
@@ -214,7 +235,7 @@ TEST_CASE("input(): a query failure other than CUDA_ERROR_INVALID_VALUE is a cud
     CUDA_REQUIRE(cudaMemsetAsync(target.get(), 0, 256, cap.stream()));
     cap.input(indirect.get()); // queried here, during the capture
   };
-  cuda_double::fail_call("cuPointerGetAttribute", as_runtime_status(CUDA_ERROR_UNKNOWN));
+  fail_queries(CUDA_ERROR_UNKNOWN);
   try {
     graph.capture(stream, work);
     FAIL("the capture succeeded");
@@ -235,44 +256,34 @@ TEST_CASE("input(): a query failure other than CUDA_ERROR_INVALID_VALUE is a cud
 }
 
 TEST_CASE("add_input() after the capture: a failed query is a cuda_error, the tracking unchanged") {
-  cuda_double::reset();
-  gctest::stream stream;
-  gctest::device_buffer<unsigned char> a(1024);
-  gctest::device_buffer<unsigned char> b(1024);
+  copy_setup t;
   gctest::device_buffer<unsigned char> indirect(1024);
-  checked_graph graph;
-  capture_copy(graph, stream, b.get(), a.get());
-  REQUIRE(graph.liveness_policy().input_count() == 2);
-  cuda_double::fail_call("cuPointerGetAttribute", as_runtime_status(CUDA_ERROR_DEINITIALIZED));
+  t.capture();
+  REQUIRE(t.graph.liveness_policy().input_count() == 2);
+  fail_queries(CUDA_ERROR_DEINITIALIZED);
   try {
-    graph.liveness_policy().add_input(indirect.get());
+    t.graph.liveness_policy().add_input(indirect.get());
     FAIL("add_input() accepted an input it could not classify");
   } catch (const gc::cuda_error& failure) {
-    CHECK(failure.code() == as_runtime_status(CUDA_ERROR_DEINITIALIZED));
-    CHECK(failure.call() == "cuPointerGetAttribute");
+    check_failed_query(failure, CUDA_ERROR_DEINITIALIZED);
   }
-  CHECK(graph.liveness_policy().input_count() == 2);
+  CHECK(t.graph.liveness_policy().input_count() == 2);
   cuda_double::clear_call_counts();
-  graph.replay(stream); // the two inputs of the capture, nothing else
+  t.graph.replay(t.stream); // the two inputs of the capture, nothing else
   CHECK(cuda_double::call_counts() ==
         call_map{{"cuPointerGetAttribute", 2}, {"cudaGraphLaunch", 1}});
-  graph.liveness_policy().add_input(indirect.get()); // the driver answers again
-  CHECK(graph.liveness_policy().input_count() == 3);
+  t.graph.liveness_policy().add_input(indirect.get()); // the driver answers again
+  CHECK(t.graph.liveness_policy().input_count() == 3);
 }
 
 TEST_CASE("replay: CUDA_ERROR_INVALID_VALUE from the check and its diagnosis is a freed input") {
-  cuda_double::reset();
-  gctest::stream stream;
-  gctest::device_buffer<unsigned char> a(1024);
-  gctest::device_buffer<unsigned char> b(1024);
-  checked_graph graph;
-  capture_copy(graph, stream, b.get(), a.get());
+  copy_setup t;
+  t.capture();
   // The replay's check queries the source first; the diagnosis asks again, source first.
-  cuda_double::fail_call("cuPointerGetAttribute", as_runtime_status(CUDA_ERROR_INVALID_VALUE));
-  cuda_double::fail_call("cuPointerGetAttribute", as_runtime_status(CUDA_ERROR_INVALID_VALUE), 2);
+  fail_queries(CUDA_ERROR_INVALID_VALUE, 2);
   cuda_double::clear_call_counts();
   try {
-    graph.replay(stream);
+    t.graph.replay(t.stream);
     FAIL("the replay went ahead");
   } catch (const gc::liveness_error& refusal) {
     CHECK_THAT(std::string(refusal.what()),
@@ -281,7 +292,7 @@ TEST_CASE("replay: CUDA_ERROR_INVALID_VALUE from the check and its diagnosis is 
   }
   CHECK(cuda_double::calls("cudaGraphLaunch") == 0);
   gctest::require_no_last_error();
-  graph.replay(stream); // the driver knows the allocation again: the graph launches
+  t.graph.replay(t.stream); // the driver knows the allocation again: the graph launches
   CHECK(cuda_double::calls("cudaGraphLaunch") == 1);
 }
 
@@ -289,27 +300,21 @@ TEST_CASE("replay: another query failure, in the check and its diagnosis, is a c
           "cuPointerGetAttribute, not a freed input") {
   for (const CUresult failure_status : other_failures) {
     INFO("injected CUresult " << static_cast<int>(failure_status));
-    cuda_double::reset();
-    gctest::stream stream;
-    gctest::device_buffer<unsigned char> a(1024);
-    gctest::device_buffer<unsigned char> b(1024);
-    checked_graph graph;
-    capture_copy(graph, stream, b.get(), a.get());
-    cuda_double::fail_call("cuPointerGetAttribute", as_runtime_status(failure_status));
-    cuda_double::fail_call("cuPointerGetAttribute", as_runtime_status(failure_status), 2);
+    copy_setup t;
+    t.capture();
+    fail_queries(failure_status, 2);
     cuda_double::clear_call_counts();
     try {
-      graph.replay(stream);
+      t.graph.replay(t.stream);
       FAIL("the replay went ahead");
     } catch (const gc::liveness_error&) {
       FAIL("a failed query was reported as a dead input");
     } catch (const gc::cuda_error& failure) {
-      CHECK(failure.code() == as_runtime_status(failure_status));
-      CHECK(failure.call() == "cuPointerGetAttribute");
+      check_failed_query(failure, failure_status);
     }
     CHECK(cuda_double::calls("cudaGraphLaunch") == 0);
     gctest::require_no_last_error();
-    graph.replay(stream); // the same graph replays once the driver answers
+    t.graph.replay(t.stream); // the same graph replays once the driver answers
     CHECK(cuda_double::calls("cudaGraphLaunch") == 1);
   }
 }

@@ -8,8 +8,11 @@
 #include "harness.hpp"
 #include "workload.cuh"
 
+#include <cudaTypedefs.h>
+
 #include <cstdio>
 #include <memory>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -100,11 +103,72 @@ int main() {
          static_cast<void>(
              cudaStreamGetCaptureInfo(stream, &status, &id, nullptr, &frontier, &edges, &size));
        }));
+  // The same two queries through the driver (the runtime's wrapper costs apart).
+  const auto driver_function = [](const char* symbol) {
+    void* function = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    bench::check(
+        cudaGetDriverEntryPointByVersion(symbol, &function, 12030, cudaEnableDefault, &found),
+        symbol);
+    return function;
+  };
+  // NOLINTBEGIN: how driver entry points are typed
+  const auto cu_capture_info = reinterpret_cast<PFN_cuStreamGetCaptureInfo_v12030>(
+      driver_function("cuStreamGetCaptureInfo"));
+  const auto cu_dependents = reinterpret_cast<PFN_cuGraphNodeGetDependentNodes_v12030>(
+      driver_function("cuGraphNodeGetDependentNodes"));
+  // NOLINTEND
+  CUstreamCaptureStatus cu_status{};
+  cuuint64_t cu_id = 0;
+  const CUgraphNode* cu_frontier = nullptr;
+  const CUgraphEdgeData* cu_edges = nullptr;
+  const auto cu_query = [&] {
+    static_cast<void>(
+        cu_capture_info(stream, &cu_status, &cu_id, nullptr, &cu_frontier, &cu_edges, &size));
+  };
+  line("capture: cuStreamGetCaptureInfo (driver; frontier, edge data)", during_capture(cu_query));
+  line("capture: cuGraphNodeGetDependentNodes (driver) of the frontier",
+       during_capture([&] {
+         cu_query();
+         CUgraphNode out[8] = {};
+         CUgraphEdgeData out_edges[8] = {};
+         std::size_t slots = 8;
+         static_cast<void>(cu_dependents(cu_frontier[0], out, out_edges, &slots));
+       }) - during_capture(cu_query));
   line("capture: capture info + cudaGraphGetNodes (count only), n/2 nodes", during_capture([&] {
          static_cast<void>(
              cudaStreamGetCaptureInfo(stream, &status, &id, &capturing, &frontier, &edges, &size));
          std::size_t all = 0;
          static_cast<void>(cudaGraphGetNodes(capturing, nullptr, &all));
+       }));
+
+  // Creation callbacks: a capture of n kernels with its nodes logged, against one without; and
+  // taking plus giving back CUPTI's subscriber, once per capture.
+  const auto capture_of_n = [&](bool logged) {
+    return per_item(rounds, n, [&] {
+      graphcap::detail::creation_watch watch;
+      if (logged && !watch.subscribe()) {
+        std::printf("  (CUPTI's callback subscriber is taken: no callback timings)\n");
+      }
+      cudaGraph_t captured = nullptr;
+      bench::check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "begin");
+      bench::check(cudaStreamGetCaptureInfo(stream, &status, &id, &capturing), "capture info");
+      if (logged && !watch.start(capturing)) {
+        std::printf("  (the creation log could not start)\n");
+      }
+      bench::issue_tiny(stream, n, sink);
+      watch.finish();
+      bench::check(cudaStreamEndCapture(stream, &captured), "end");
+      bench::check(cudaGraphDestroy(captured), "destroy");
+    });
+  };
+  line("capture: creation callback per node (logged minus not)",
+       capture_of_n(true) - capture_of_n(false));
+  line("per capture: take and give back CUPTI's subscriber", per_item(rounds, 100, [&] {
+         for (int i = 0; i < 100; ++i) {
+           graphcap::detail::creation_watch watch;
+           static_cast<void>(watch.subscribe());
+         }
        }));
 
   // On a template graph, node by node: what capture end costs.
@@ -128,6 +192,10 @@ int main() {
          cudaGraphNodeType type{};
          static_cast<void>(cudaGraphNodeGetType(node, &type));
        }));
+  line("template: cuGraphNodeGetType (driver)", each_node([](cudaGraphNode_t node) {
+         CUgraphNodeType type{};
+         static_cast<void>(graphcap::detail::driver().graph_node_get_type(node, &type));
+       }));
   line("template: cuptiGetGraphNodeId", each_node([](cudaGraphNode_t node) {
          std::uint64_t id = 0;
          static_cast<void>(cuptiGetGraphNodeId(node, &id));
@@ -136,13 +204,50 @@ int main() {
          CUDA_KERNEL_NODE_PARAMS_v2 params{};
          static_cast<void>(graphcap::detail::driver().graph_kernel_node_get_params(node, &params));
        }));
-  line("template: detail::kernel_name (params, name, demangle cache)",
-       each_node(
-           [](cudaGraphNode_t node) { static_cast<void>(graphcap::detail::kernel_name(node)); }));
+  graphcap::detail::kernel_names names{graphcap::detail::driver_if_available()};
+  line("template: detail::kernel_names (params; a kernel met before)",
+       each_node([&](cudaGraphNode_t node) { static_cast<void>(names.of(node)); }));
   line("template: cudaGraphGetNodes (all, once) per node", per_item(rounds, n, [&] {
          std::size_t c = nodes.size();
          static_cast<void>(cudaGraphGetNodes(graph, nodes.data(), &c));
        }));
+
+  // Destroying a template (10 kernels) and an executable whose ids CUPTI was asked for, against
+  // ones it was not: whether CUPTI's id bookkeeping costs at destruction.
+  const auto destroy_cost = [&](bool ids_asked) {
+    std::vector<double> graph_ns, exec_ns;
+    for (int r = 0; r < 201; ++r) {
+      cudaGraph_t small = nullptr;
+      bench::check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "begin");
+      bench::issue_tiny(stream, 10, sink);
+      bench::check(cudaStreamEndCapture(stream, &small), "end");
+      cudaGraphExec_t small_exec = nullptr;
+      bench::check(cudaGraphInstantiate(&small_exec, small, 0), "instantiate");
+      if (ids_asked) {
+        std::size_t one = 1;
+        cudaGraphNode_t first = nullptr;
+        bench::check(cudaGraphGetNodes(small, &first, &one), "nodes");
+        std::uint64_t node_id = 0;
+        std::uint32_t exec_id = 0;
+        static_cast<void>(cuptiGetGraphNodeId(first, &node_id));
+        static_cast<void>(cuptiGetGraphExecId(small_exec, &exec_id));
+      }
+      const auto t0 = steady::now();
+      bench::check(cudaGraphDestroy(small), "destroy");
+      const auto t1 = steady::now();
+      bench::check(cudaGraphExecDestroy(small_exec), "exec destroy");
+      const auto t2 = steady::now();
+      graph_ns.push_back(micros(t0, t1) * 1000.0);
+      exec_ns.push_back(micros(t1, t2) * 1000.0);
+    }
+    return std::pair{bench::summarize(graph_ns).median, bench::summarize(exec_ns).median};
+  };
+  const auto [graph_plain, exec_plain] = destroy_cost(false);
+  const auto [graph_asked, exec_asked] = destroy_cost(true);
+  line("destroy: 10-kernel template, ids not asked (per graph)", graph_plain);
+  line("destroy: 10-kernel template, ids asked (per graph)", graph_asked);
+  line("destroy: its executable, ids not asked", exec_plain);
+  line("destroy: its executable, ids asked", exec_asked);
 
   // Instantiation-time work.
   cudaGraphExec_t exec = nullptr;
@@ -170,33 +275,69 @@ int main() {
          static_cast<void>(copy);
        }));
 
-  // The policy's phases, per scope of one kernel: body (marks) and end (capture end, merge, ids,
-  // names, instantiate, publish), annot::on minus annot::off.
-  std::vector<double> body_on, end_on, body_off, end_off;
-  // One capture of n one-kernel scopes into a new Graph: (body, end) times per scope.
-  const auto phases = [&]<class Graph>(std::vector<double>& body, std::vector<double>& end) {
-    Graph graph;
+  // The policy's phases, per scope of one kernel, for S scopes per capture: body (marks), end
+  // (capture end: close, merge, ids, types, names) and instantiate (re-key, publish), annot::on
+  // minus annot::off, for each node discovery. Absolute times of annot::off too, for scale.
+  using annotated = graphcap::graph_with<graphcap::annot::on>;
+  struct phase_samples {
+    std::vector<double> body, end, instantiate;
+  };
+  // One capture of `scopes` one-kernel scopes into a new Graph, its times per scope appended.
+  const auto phases = [&]<class Graph>(int scopes, phase_samples& samples) {
+    Graph graph{graphcap::keep_graph};
     steady::time_point t0 = steady::now(), t1{};
     graph.capture(stream, [&](typename Graph::scope& cap) {
-      for (int s = 0; s < n; ++s) {
+      for (int s = 0; s < scopes; ++s) {
         auto region = cap.mark("scope");
         bench::tiny<<<1, 32, 0, cap.stream()>>>(sink);
       }
       t1 = steady::now();
     });
     const auto t2 = steady::now();
-    body.push_back(micros(t0, t1) * 1000.0 / n);
-    end.push_back(micros(t1, t2) * 1000.0 / n);
+    graph.instantiate();
+    const auto t3 = steady::now();
+    samples.body.push_back(micros(t0, t1) * 1000.0 / scopes);
+    samples.end.push_back(micros(t1, t2) * 1000.0 / scopes);
+    samples.instantiate.push_back(micros(t2, t3) * 1000.0 / scopes);
   };
-  for (int r = 0; r < rounds; ++r) {
-    phases.template operator()<graphcap::lean_graph>(body_off, end_off);
-    phases.template operator()<graphcap::graph_with<graphcap::annot::on>>(body_on, end_on);
+  for (const int scopes : {10, 100, 1000}) {
+    phase_samples off, callbacks, walk;
+    const int repeats = scopes == 10 ? 401 : scopes == 100 ? 101 : rounds;
+    for (int r = 0; r < repeats; ++r) {
+      phases.template operator()<graphcap::lean_graph>(scopes, off);
+      phases.template operator()<annotated>(scopes, callbacks);
+      graphcap::set_node_discovery(graphcap::node_discovery::graph_walk);
+      phases.template operator()<annotated>(scopes, walk);
+      graphcap::set_node_discovery(graphcap::node_discovery::creation_callbacks);
+    }
+    // CUPTI's subscriber kept between captures: its own loop, with its own annot::off samples
+    // (giving the subscriber back between two kept captures would put the cost back).
+    phase_samples off_kept, kept;
+    graphcap::keep_cupti_subscriber(true);
+    for (int r = 0; r < repeats; ++r) {
+      phases.template operator()<graphcap::lean_graph>(scopes, off_kept);
+      phases.template operator()<annotated>(scopes, kept);
+    }
+    graphcap::keep_cupti_subscriber(false);
+    const auto median = [](const std::vector<double>& values) {
+      return bench::summarize(values).median;
+    };
+    std::printf("  phases, %d scopes per capture (median of %d), ns per scope:\n", scopes, repeats);
+    std::printf("  %-58s %8.1f %8.1f %8.1f\n", "  annot::off, absolute: body, end, inst",
+                median(off.body), median(off.end), median(off.instantiate));
+    const auto report_phases = [&](const char* discovery, const phase_samples& on,
+                                   const phase_samples& base) {
+      const double body = median(on.body) - median(base.body);
+      const double end = median(on.end) - median(base.end);
+      const double inst = median(on.instantiate) - median(base.instantiate);
+      std::printf("  %-58s %8.1f %8.1f %8.1f %8.1f\n", discovery, body, end, inst,
+                  body + end + inst);
+    };
+    std::printf("  %-58s %8s %8s %8s %8s\n", "on minus off:", "body", "end", "inst", "total");
+    report_phases("  creation callbacks", callbacks, off);
+    report_phases("  creation callbacks, subscriber kept", kept, off_kept);
+    report_phases("  graph walk", walk, off);
   }
-  const double body = bench::summarize(body_on).median - bench::summarize(body_off).median;
-  const double end = bench::summarize(end_on).median - bench::summarize(end_off).median;
-  line("policy: scopes in the body (on - off), per scope", body);
-  line("policy: capture end + instantiate (on - off), per scope", end);
-  line("policy: total per scope", body + end);
 
   graphcap::clear_annotations();
   bench::check(cudaGraphExecDestroy(exec), "exec destroy");

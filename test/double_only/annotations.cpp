@@ -1,8 +1,10 @@
-// Tests of annot::on that need the CUDA test double's control API: CUPTI held by another tool,
-// the calls a replay makes, and the trace writer on records made up by the test.
+// Tests of annot::on that need the CUDA test double's control API: CUPTI held by another tool or
+// its callback subscriber taken, the calls a scope and a replay make, and the trace writer on
+// records made up by the test.
 #include <graphcap/annotations.hpp>
 #include <graphcap/graphcap.hpp>
 
+#include "annotation_helpers.hpp"
 #include "catch.hpp"
 #include "cuda_helpers.hpp"
 
@@ -107,6 +109,8 @@ TEST_CASE("CUPTI held by another tool degrades annotations and never fails the c
     CHECK(node.template_id == 0);
   }
   CHECK(graph.annot_policy().id_source() == gc::node_id_source::none);
+  CHECK(graph.annot_policy().discovery() == gc::node_discovery::graph_walk);
+  CHECK_FALSE(cuda_double::cupti_subscribed());
   CHECK(gc::recorded_annotations().empty());
   CHECK(notices.count == 1);
   CHECK_THAT(notices.last, gctest::contains("CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"));
@@ -134,8 +138,28 @@ TEST_CASE("an annotated replay is exactly one cudaGraphLaunch") {
   CHECK(cuda_double::call_counts() == call_map{{"cudaGraphLaunch", 1}});
 }
 
-TEST_CASE("a scope costs one capture-info query and a walk over what it added") {
+TEST_CASE("with creation callbacks a scope makes no CUDA call") {
   cuda_double::reset();
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> buffer(bytes);
+  annotated_graph graph;
+  auto cap = graph.begin_capture(stream);
+  REQUIRE(graph.annot_policy().discovery() == gc::node_discovery::creation_callbacks);
+  CHECK(cuda_double::cupti_subscribed());
+  cuda_double::clear_call_counts();
+  {
+    auto region = cap.mark("one");
+    CUDA_REQUIRE(cudaMemsetAsync(buffer.get(), 1, buffer.bytes(), cap.stream()));
+  }
+  CHECK(cuda_double::call_counts() == call_map{{"cudaMemsetAsync", 1}});
+  cap.end();
+  CHECK(graph.annotations().size() == 1);
+  CHECK_FALSE(cuda_double::cupti_subscribed()); // given back with the capture's end
+}
+
+TEST_CASE("a walked scope costs one capture-info query and a walk over what it added") {
+  cuda_double::reset();
+  const gctest::prefer_discovery walk{gc::node_discovery::graph_walk};
   gctest::stream stream;
   gctest::device_buffer<unsigned char> buffer(bytes);
   annotated_graph graph;
@@ -148,20 +172,48 @@ TEST_CASE("a scope costs one capture-info query and a walk over what it added") 
   }
   // Entry: the frontier and its dependents (none); exit: the frontier's dependents (the new
   // memset), then the memset's dependents (none). One call each: up to 8 dependents come back
-  // from a single query.
-  CHECK(cuda_double::call_counts() == call_map{{"cudaStreamGetCaptureInfo", 1},
-                                               {"cudaGraphNodeGetDependentNodes", 3},
+  // from a single query. Through the driver: the runtime's wrappers cost several times more.
+  CHECK(cuda_double::call_counts() == call_map{{"cuStreamGetCaptureInfo", 1},
+                                               {"cuGraphNodeGetDependentNodes", 3},
                                                {"cudaMemsetAsync", 1}});
+  CHECK_FALSE(cuda_double::cupti_subscribed()); // the walk leaves CUPTI's subscriber alone
   cap.end();
   CHECK(graph.annotations().size() == 1);
 }
 
-TEST_CASE("a capture failure inside annotation bookkeeping never fails the capture") {
+TEST_CASE("where CUPTI's callback subscriber is unavailable, scopes are walked with CUPTI ids") {
   cuda_double::reset();
   gctest::stream stream;
   gctest::device_buffer<unsigned char> buffer(bytes);
+  const notice_counter notices;
+  SECTION("taken by another CUPTI user in the process") {
+    cuda_double::set_cupti_subscriber_taken(true);
+  }
+  SECTION("refused") {
+    cuda_double::fail_call("cuptiSubscribe", static_cast<cudaError_t>(CUPTI_ERROR_UNKNOWN), 1);
+  }
+  SECTION("enabling the callback refused") {
+    cuda_double::fail_call("cuptiEnableCallback", static_cast<cudaError_t>(CUPTI_ERROR_UNKNOWN), 1);
+  }
   annotated_graph graph;
-  cuda_double::fail_call("cudaGraphNodeGetDependentNodes", cudaErrorUnknown, 2);
+  capture_two_regions(graph, stream, buffer);
+  CHECK(graph.annot_policy().discovery() == gc::node_discovery::graph_walk);
+  CHECK(graph.annot_policy().id_source() == gc::node_id_source::cupti);
+  REQUIRE(graph.annotations().size() == 2);
+  CHECK(graph.annotations()[0].name() == "first");
+  CHECK(graph.annotations()[1].name() == "second");
+  CHECK(graph.annotations()[0].template_id != 0);
+  CHECK_FALSE(cuda_double::cupti_subscribed());
+  CHECK(notices.count == 0); // nothing is lost: the walk is exact
+}
+
+TEST_CASE("a capture failure inside annotation bookkeeping never fails the capture") {
+  cuda_double::reset();
+  const gctest::prefer_discovery walk{gc::node_discovery::graph_walk}; // the walk's queries fail
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> buffer(bytes);
+  annotated_graph graph;
+  cuda_double::fail_call("cuGraphNodeGetDependentNodes", cudaErrorUnknown, 2);
   graph.capture(stream, [&](annotated_scope& cap) {
     CUDA_REQUIRE(cudaMemsetAsync(buffer.get(), 0, buffer.bytes(), cap.stream()));
     {
@@ -269,9 +321,13 @@ TEST_CASE("annotation values are sorted by key, a repeated key keeping its first
 }
 
 TEST_CASE("node ids come from the graph's creation order, spot-checked with CUPTI") {
-  // One cuptiGetGraphId and one listing of the graph's nodes give every id
-  // (detail::template_node_id_at); cuptiGetGraphNodeId checks three of them.
+  // The graph's id and each node's creation index give every id (detail::template_node_id_at):
+  // the indices from the creation log, or (walked) from one listing of the graph's nodes; one
+  // cuptiGetGraphNodeId, of the last node, gives the graph's id and checks that node's index.
   cuda_double::reset();
+  const auto discovery =
+      GENERATE(gc::node_discovery::creation_callbacks, gc::node_discovery::graph_walk);
+  const gctest::prefer_discovery preferred{discovery};
   gctest::stream stream;
   gctest::device_buffer<unsigned char> buffer(bytes);
   annotated_graph graph;
@@ -280,8 +336,12 @@ TEST_CASE("node ids come from the graph's creation order, spot-checked with CUPT
   cuda_double::clear_call_counts();
   cap.end();
   const call_map calls = cuda_double::call_counts();
-  CHECK(calls.at("cuptiGetGraphId") == 1);
-  CHECK(calls.at("cuptiGetGraphNodeId") == 3);
+  CHECK(calls.count("cuptiGetGraphId") == 0); // the last node's id holds the graph's
+  CHECK(calls.at("cuptiGetGraphNodeId") == 1);
+  // The graph counts its nodes for node_count(); the walk lists them (count, then fetch) for the
+  // ids; the creation log needs no listing.
+  CHECK(calls.at("cudaGraphGetNodes") == 1);
+  CHECK(calls.count("cuGraphGetNodes") == (discovery == gc::node_discovery::graph_walk ? 1U : 0U));
   REQUIRE(graph.annotations().size() == 10);
   for (std::size_t i = 0; i < 10; ++i) { // creation order, and the double's own numbering
     CHECK((graph.annotations()[i].template_id & 0xffffffffU) == i);
@@ -290,13 +350,16 @@ TEST_CASE("node ids come from the graph's creation order, spot-checked with CUPT
 
 TEST_CASE("a wrong creation-order id falls back to asking CUPTI node by node") {
   cuda_double::reset();
+  const auto discovery =
+      GENERATE(gc::node_discovery::creation_callbacks, gc::node_discovery::graph_walk);
+  const gctest::prefer_discovery preferred{discovery};
   gctest::stream stream;
   gctest::device_buffer<unsigned char> buffer(bytes);
   annotated_graph graph;
   auto cap = graph.begin_capture(stream);
   memsets_in_scope(cap, buffer, "three", 3);
   cuda_double::clear_call_counts();
-  // The spot check fails once: the ids are asked for node by node instead (3 more calls).
+  // The spot check fails at once: the ids are asked for node by node instead (3 more calls).
   cuda_double::fail_call("cuptiGetGraphNodeId", static_cast<cudaError_t>(CUPTI_ERROR_UNKNOWN), 1);
   cap.end();
   CHECK(cuda_double::call_counts().at("cuptiGetGraphNodeId") == 4);

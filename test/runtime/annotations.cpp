@@ -1,22 +1,29 @@
 // Runtime tests: annot::on on graphs the host can execute (memset, memcpy, host functions,
-// events), run on the real runtime (gpu.*) and on the CUDA test double (double.*). Where CUPTI is
-// held by another tool (the suite under compute-sanitizer) ids are 0 and these tests check the
-// scopes alone; test/gpu/annotations_ids.cpp checks the ids against CUPTI's activity records.
+// events), run on the real runtime (gpu.*) and on the CUDA test double (double.*), each capturing
+// test once per node discovery (CUPTI's creation callbacks, the graph walk). Where CUPTI is held
+// by another tool (the suite under compute-sanitizer) ids are 0, the walk is used, and these
+// tests check the scopes alone; test/gpu/annotations_ids.cpp checks the ids against CUPTI's
+// activity records.
 #include <graphcap/annotations.hpp>
 #include <graphcap/graphcap.hpp>
 
+#include <cupti.h>
+
+#include "annotation_helpers.hpp"
 #include "catch.hpp"
 #include "cuda_helpers.hpp"
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -54,6 +61,64 @@ bool has_ids(annotated_graph& graph) {
   return graph.annot_policy().id_source() != gc::node_id_source::none;
 }
 
+/// The node discovery a test case runs with: constructed at its top, it runs the test case once
+/// per discovery (Catch's GENERATE), that one preferred for the captures, and restores the
+/// preference after.
+class discovery_under_test {
+public:
+  discovery_under_test()
+      : chosen_(GENERATE(gc::node_discovery::creation_callbacks, gc::node_discovery::graph_walk)),
+        preferred_(chosen_) {}
+
+  [[nodiscard]] gc::node_discovery chosen() const noexcept { return chosen_; }
+
+  /// What `graph`'s capture must have used: the chosen one, or the walk where CUPTI is held by
+  /// another tool.
+  [[nodiscard]] gc::node_discovery expected(annotated_graph& graph) const {
+    return graph.annot_policy().id_source() == gc::node_id_source::cupti
+               ? chosen_
+               : gc::node_discovery::graph_walk;
+  }
+
+  [[nodiscard]] bool callbacks(annotated_graph& graph) const {
+    return expected(graph) == gc::node_discovery::creation_callbacks;
+  }
+
+private:
+  gc::node_discovery chosen_;
+  gctest::prefer_discovery preferred_;
+};
+
+/// A user's own CUPTI callback subscriber, as a profiler in the same process would hold it.
+class user_subscriber {
+public:
+  user_subscriber() : result_(cuptiSubscribe(&handle_, &ignore, nullptr)) {}
+  user_subscriber(const user_subscriber&) = delete;
+  user_subscriber& operator=(const user_subscriber&) = delete;
+  ~user_subscriber() {
+    if (result_ == CUPTI_SUCCESS) {
+      static_cast<void>(cuptiUnsubscribe(handle_));
+    }
+  }
+  [[nodiscard]] CUptiResult result() const noexcept { return result_; }
+
+private:
+  static void CUPTIAPI ignore(void* /*user*/, CUpti_CallbackDomain /*domain*/,
+                              CUpti_CallbackId /*id*/, const void* /*data*/) {}
+  CUpti_SubscriberHandle handle_ = nullptr;
+  CUptiResult result_;
+};
+
+/// Whether CUPTI's callback subscriber is free now (taken and given back at once to find out),
+/// asked in relaxed capture mode so that a capture in progress is left alone.
+bool subscriber_free() {
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  CUDA_REQUIRE(cudaThreadExchangeStreamCaptureMode(&mode));
+  const bool free = user_subscriber{}.result() == CUPTI_SUCCESS;
+  CUDA_REQUIRE(cudaThreadExchangeStreamCaptureMode(&mode));
+  return free;
+}
+
 /// A memset node on `stream`.
 void memset_on(cudaStream_t stream, gctest::device_buffer<unsigned char>& buffer, int value = 0) {
   CUDA_REQUIRE(cudaMemsetAsync(buffer.get(), value, buffer.bytes(), stream));
@@ -62,6 +127,7 @@ void memset_on(cudaStream_t stream, gctest::device_buffer<unsigned char>& buffer
 } // namespace
 
 TEST_CASE("a named scope tags the nodes captured inside it and only those") {
+  const discovery_under_test discovery;
   gctest::stream stream;
   gctest::device_buffer<unsigned char> buffer(bytes);
   gctest::device_buffer<unsigned char> copy(bytes);
@@ -78,6 +144,7 @@ TEST_CASE("a named scope tags the nodes captured inside it and only those") {
     }
     memset_on(cap.stream(), buffer, 2); // after: untagged
   });
+  CHECK(graph.annot_policy().discovery() == discovery.expected(graph));
   const std::vector<gc::node_annotation>& all = graph.annotations();
   REQUIRE(all.size() == 3);
   CHECK(named(all, "attention").size() == 3);
@@ -105,6 +172,7 @@ TEST_CASE("a named scope tags the nodes captured inside it and only those") {
 }
 
 TEST_CASE("nested scopes merge key by key with the inner scope winning") {
+  const discovery_under_test discovery;
   gctest::stream stream;
   gctest::device_buffer<unsigned char> buffer(bytes);
   annotated_graph graph;
@@ -145,6 +213,7 @@ TEST_CASE("nested scopes merge key by key with the inner scope winning") {
 }
 
 TEST_CASE("work forked to another stream inside a scope is tagged") {
+  const discovery_under_test discovery;
   gctest::stream stream;
   gctest::stream side;
   gctest::event forked;
@@ -174,6 +243,7 @@ TEST_CASE("work forked to another stream inside a scope is tagged") {
 }
 
 TEST_CASE("the first scope at capture start finds its nodes among the new roots") {
+  const discovery_under_test discovery;
   gctest::stream stream;
   gctest::stream side;
   gctest::event forked;
@@ -196,6 +266,7 @@ TEST_CASE("the first scope at capture start finds its nodes among the new roots"
 }
 
 TEST_CASE("dependents the frontier had before the scope are not swept into it") {
+  const discovery_under_test discovery;
   gctest::stream stream;
   gctest::stream side;
   gctest::event forked;
@@ -220,6 +291,7 @@ TEST_CASE("dependents the frontier had before the scope are not swept into it") 
 }
 
 TEST_CASE("a frontier with more dependents than one query returns is walked in full") {
+  const discovery_under_test discovery;
   // Dependents come back 8 at a time from one query; a node with more is asked again. Here the
   // entry frontier already has 9 dependents (not the scope's), and gets 10 more inside it.
   constexpr int before = 9;
@@ -258,6 +330,7 @@ TEST_CASE("a frontier with more dependents than one query returns is walked in f
 }
 
 TEST_CASE("an empty scope tags nothing and a scope left open closes at the end of the capture") {
+  const discovery_under_test discovery;
   gctest::stream stream;
   gctest::device_buffer<unsigned char> buffer(bytes);
   annotated_graph graph;
@@ -272,6 +345,7 @@ TEST_CASE("an empty scope tags nothing and a scope left open closes at the end o
 }
 
 TEST_CASE("a scope outside a capture does nothing") {
+  const discovery_under_test discovery;
   gctest::stream stream;
   gctest::stream other_stream;
   gctest::device_buffer<unsigned char> buffer(bytes);
@@ -300,6 +374,7 @@ TEST_CASE("a scope outside a capture does nothing") {
 }
 
 TEST_CASE("a failed capture leaves no annotations behind") {
+  const discovery_under_test discovery;
   gctest::stream stream;
   gctest::stream side;
   gctest::event forked;
@@ -341,6 +416,7 @@ TEST_CASE("a failed capture leaves no annotations behind") {
 }
 
 TEST_CASE("annotations of several graphs accumulate until cleared") {
+  const discovery_under_test discovery;
   gctest::stream stream;
   gctest::device_buffer<unsigned char> buffer(bytes);
   gc::clear_annotations();
@@ -376,6 +452,7 @@ TEST_CASE("annotations of several graphs accumulate until cleared") {
 }
 
 TEST_CASE("instantiating again re-keys the ids to the new executable") {
+  const discovery_under_test discovery;
   gctest::stream stream;
   gctest::device_buffer<unsigned char> buffer(bytes);
   gc::clear_annotations();
@@ -425,4 +502,183 @@ TEST_CASE("annotations export as JSON") {
   std::filesystem::remove(path);
   CHECK_THROWS_AS(gc::write_annotations_json("/nonexistent-dir/a.json", graph.annotations()),
                   gc::error);
+}
+
+TEST_CASE("work created while a scope is open but joined after it: tagged by creation only") {
+  // Where the two discoveries differ (docs/annotations.md): the callbacks tag what the capture
+  // creates while the scope is open, the walk what the scope's stream reaches before it closes.
+  const discovery_under_test discovery;
+  gctest::stream stream;
+  gctest::stream side;
+  gctest::event forked;
+  gctest::event joined;
+  gctest::device_buffer<unsigned char> first(bytes);
+  gctest::device_buffer<unsigned char> second(bytes);
+  annotated_graph graph;
+  graph.capture(stream, [&](annotated_scope& cap) {
+    memset_on(cap.stream(), first); // what `side` forks from
+    CUDA_REQUIRE(cudaEventRecord(forked, cap.stream()));
+    CUDA_REQUIRE(cudaStreamWaitEvent(side, forked, 0));
+    memset_on(cap.stream(), first, 1); // the scope's entry frontier, which `side` does not follow
+    {
+      auto open = cap.mark("open");
+      memset_on(side, second, 2); // created now, joined below, after the scope
+      memset_on(cap.stream(), first, 3);
+    }
+    CUDA_REQUIRE(cudaEventRecord(joined, side));
+    CUDA_REQUIRE(cudaStreamWaitEvent(cap.stream(), joined, 0));
+  });
+  CHECK(graph.annot_policy().discovery() == discovery.expected(graph));
+  CHECK(named(graph.annotations(), "open").size() == (discovery.callbacks(graph) ? 2U : 1U));
+}
+
+TEST_CASE("CUPTI's callback subscriber is held only while an annotated capture runs") {
+  const discovery_under_test discovery;
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> buffer(bytes);
+  annotated_graph graph;
+  const bool free_before = subscriber_free(); // false where a tool holds CUPTI
+  bool free_during = false;
+  graph.capture(stream, [&](annotated_scope& cap) {
+    auto region = cap.mark("region");
+    memset_on(cap.stream(), buffer);
+    free_during = subscriber_free();
+  });
+  CHECK(graph.annotations().size() == 1);
+  CHECK(free_during == (free_before && !discovery.callbacks(graph)));
+  CHECK(subscriber_free() == free_before);
+  SECTION("and given back when the capture fails") {
+    CHECK_THROWS_AS(graph.capture(stream,
+                                  [&](annotated_scope& cap) {
+                                    auto region = cap.mark("doomed");
+                                    memset_on(cap.stream(), buffer);
+                                    throw std::runtime_error("work failed");
+                                  }),
+                    std::runtime_error);
+    CHECK(subscriber_free() == free_before);
+  }
+  SECTION("and given back when the graph is destroyed during the capture") {
+    {
+      annotated_graph abandoned;
+      auto cap = abandoned.begin_capture(stream);
+      auto region = cap.mark("abandoned");
+      memset_on(cap.stream(), buffer);
+    }
+    CHECK_FALSE(gctest::capturing(stream));
+    CHECK(subscriber_free() == free_before);
+  }
+}
+
+TEST_CASE("where a user holds CUPTI's callback subscriber, scopes are found by the walk") {
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> buffer(bytes);
+  const user_subscriber held; // a profiler in the same process
+  annotated_graph graph;
+  graph.capture(stream, [&](annotated_scope& cap) {
+    memset_on(cap.stream(), buffer);
+    auto region = cap.mark("walked");
+    memset_on(cap.stream(), buffer, 1);
+  });
+  CHECK(graph.annot_policy().discovery() == gc::node_discovery::graph_walk);
+  REQUIRE(graph.annotations().size() == 1);
+  CHECK(graph.annotations().front().name() == "walked");
+  if (held.result() == CUPTI_SUCCESS) {
+    CHECK(graph.annot_policy().id_source() == gc::node_id_source::cupti); // ids still work
+  }
+}
+
+TEST_CASE("annotated captures on several threads keep their scopes apart") {
+  // thread_local capture mode: each thread's capture is its own; the callbacks share CUPTI's one
+  // subscriber, and each node goes to the log of its own graph.
+  using threaded_graph =
+      gc::basic_graph<gc::mode::thread_local_, gc::pool::none, gc::annot::on, gc::liveness::off>;
+  const discovery_under_test discovery;
+  constexpr int threads = 4;
+  constexpr int scopes = 50;
+  const bool free_before = subscriber_free();
+  struct outcome {
+    std::size_t annotated = 0;
+    std::size_t misnamed = 0;
+    gc::node_discovery used = gc::node_discovery::graph_walk;
+    bool cupti = false;
+    std::string failure;
+  };
+  // Streams and buffers made here: Catch's assertions (CUDA_REQUIRE) are not for other threads.
+  std::vector<gctest::stream> streams(threads);
+  std::deque<gctest::device_buffer<unsigned char>> buffers; // not movable: a deque keeps them
+  for (int t = 0; t < threads; ++t) {
+    buffers.emplace_back(bytes);
+  }
+  std::vector<outcome> outcomes(threads);
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      const auto index = static_cast<std::size_t>(t);
+      outcome& result = outcomes[index];
+      const auto memset_in_thread = [&](cudaStream_t on, int value) {
+        if (cudaMemsetAsync(buffers[index].get(), value, bytes, on) != cudaSuccess) {
+          throw std::runtime_error("cudaMemsetAsync failed");
+        }
+      };
+      try {
+        threaded_graph graph;
+        const std::string name = "thread " + std::to_string(t);
+        graph.capture(streams[index], [&](threaded_graph::scope& cap) {
+          for (int s = 0; s < scopes; ++s) {
+            memset_in_thread(cap.stream(), s); // untagged
+            auto region = cap.mark(name);
+            memset_in_thread(cap.stream(), s + 1);
+          }
+        });
+        result.annotated = graph.annotations().size();
+        result.misnamed = graph.annotations().size() - named(graph.annotations(), name).size();
+        result.used = graph.annot_policy().discovery();
+        result.cupti = graph.annot_policy().id_source() == gc::node_id_source::cupti;
+      } catch (const std::exception& e) {
+        result.failure = e.what();
+      }
+    });
+  }
+  for (std::thread& worker : workers) {
+    worker.join();
+  }
+  for (const outcome& result : outcomes) {
+    CHECK(result.failure.empty());
+    CHECK(result.annotated == static_cast<std::size_t>(scopes));
+    CHECK(result.misnamed == 0);
+    CHECK(result.used == (result.cupti ? discovery.chosen() : gc::node_discovery::graph_walk));
+  }
+  CHECK(subscriber_free() == free_before);
+}
+
+TEST_CASE("keep_cupti_subscriber holds CUPTI's subscriber between captures until set back") {
+  const gctest::prefer_discovery callbacks{gc::node_discovery::creation_callbacks};
+  struct keep_until_end { // set back even if a check below throws
+    keep_until_end() noexcept { gc::keep_cupti_subscriber(true); }
+    keep_until_end(const keep_until_end&) = delete;
+    keep_until_end& operator=(const keep_until_end&) = delete;
+    ~keep_until_end() { gc::keep_cupti_subscriber(false); }
+  };
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> buffer(bytes);
+  const bool free_before = subscriber_free(); // false where a tool holds CUPTI
+  const auto capture_one = [&](annotated_graph& graph) {
+    graph.capture(stream, [&](annotated_scope& cap) {
+      auto region = cap.mark("kept");
+      memset_on(cap.stream(), buffer);
+    });
+    CHECK(graph.annotations().size() == 1);
+    return graph.annot_policy().discovery() == gc::node_discovery::creation_callbacks;
+  };
+  {
+    const keep_until_end keep;
+    CHECK(subscriber_free() == free_before); // taken by the next capture, not before
+    annotated_graph first;
+    const bool by_callbacks = capture_one(first);
+    CHECK(by_callbacks == free_before);
+    CHECK_FALSE(subscriber_free()); // kept (or held by the tool all along)
+    annotated_graph second;
+    CHECK(capture_one(second) == by_callbacks);
+  }
+  CHECK(subscriber_free() == free_before);
 }

@@ -52,8 +52,11 @@ namespace detail {
 ///
 /// Observed on the H200 (CUDA 13.0 driver 580), not documented: cuptiGetGraphNodeId answers
 /// (graph id << 32 | creation index), and cudaGraphGetNodes lists nodes in creation order.
-/// annot::on checks the result against cuptiGetGraphNodeId on a few nodes of every capture and asks
-/// node by node where it differs; test/gpu/annotations_ids.cpp checks it on every node.
+/// annot::on asks cuptiGetGraphNodeId once per capture, for the last annotated node: its upper
+/// half gives the graph's id, its lower half must be that node's index; where it is not, annot::on
+/// asks node by node. test/gpu/annotations_ids.cpp checks the rule on every node. The creation log
+/// of node_discovery::creation_callbacks gives the same index: CUPTI calls back once per node, in
+/// creation order.
 [[nodiscard]] constexpr std::uint64_t template_node_id_at(std::uint32_t graph_id,
                                                           std::uint32_t index) noexcept {
   return (std::uint64_t{graph_id} << 32U) | index;

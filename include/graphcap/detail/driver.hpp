@@ -1,4 +1,5 @@
-// graphcap/detail/driver.hpp - the few CUDA driver functions graphcap calls, resolved once.
+// graphcap/detail/driver.hpp - the few CUDA driver functions graphcap calls, resolved once:
+// liveness asks pointer attributes and kernel parameters, annotations graph and capture queries.
 //
 // graphcap never links the driver library (-lcuda): a binary linked with it would not even start
 // on a machine without a driver. The driver functions it needs are fetched through the runtime's
@@ -22,6 +23,11 @@ struct driver_api {
   PFN_cuFuncGetParamInfo_v12040 func_get_param_info = nullptr;
   PFN_cuFuncGetName_v12030 func_get_name = nullptr;
   PFN_cuKernelGetFunction_v12000 kernel_get_function = nullptr;
+  PFN_cuGraphNodeGetType_v10000 graph_node_get_type = nullptr;
+  PFN_cuStreamGetCaptureInfo_v12030 stream_get_capture_info = nullptr;
+  PFN_cuGraphNodeGetDependentNodes_v12030 graph_node_get_dependent_nodes = nullptr;
+  PFN_cuGraphGetRootNodes_v10000 graph_get_root_nodes = nullptr;
+  PFN_cuGraphGetNodes_v10000 graph_get_nodes = nullptr;
 };
 
 /// The CUDA version whose ABIs the table asks for: the newest one among its types (12.4, for
@@ -64,6 +70,16 @@ inline const driver_api& driver() {
       .func_get_name = load_driver_function<PFN_cuFuncGetName_v12030>("cuFuncGetName"),
       .kernel_get_function =
           load_driver_function<PFN_cuKernelGetFunction_v12000>("cuKernelGetFunction"),
+      .graph_node_get_type =
+          load_driver_function<PFN_cuGraphNodeGetType_v10000>("cuGraphNodeGetType"),
+      .stream_get_capture_info =
+          load_driver_function<PFN_cuStreamGetCaptureInfo_v12030>("cuStreamGetCaptureInfo"),
+      .graph_node_get_dependent_nodes =
+          load_driver_function<PFN_cuGraphNodeGetDependentNodes_v12030>(
+              "cuGraphNodeGetDependentNodes"),
+      .graph_get_root_nodes =
+          load_driver_function<PFN_cuGraphGetRootNodes_v10000>("cuGraphGetRootNodes"),
+      .graph_get_nodes = load_driver_function<PFN_cuGraphGetNodes_v10000>("cuGraphGetNodes"),
   };
   return table;
 }

@@ -2,6 +2,8 @@
 //
 // Ids follow what CUPTI does on the H200 (docs/annotations.md): node = graph id << 32 | creation
 // index; an executable has an id of its own, and its nodes keep their template's indices.
+// The callback API has the one subscriber CUPTI allows and one callback point,
+// RESOURCE / GRAPHNODE_CREATED.
 #include "state.hpp"
 
 #include <cuda_double/cupti_control.hpp>
@@ -9,24 +11,41 @@
 #include <cupti.h>
 
 #include <cstdint>
+#include <memory>
+#include <set>
+#include <utility>
+#include <vector>
 
 using namespace cuda_double::detail;
+
+// The handle cuptiSubscribe gives out (cupti_callbacks.h only declares it).
+struct CUpti_Subscriber_st {
+  CUpti_CallbackFunc callback = nullptr;
+  void* userdata = nullptr;
+  std::set<std::pair<CUpti_CallbackDomain, CUpti_CallbackId>> enabled;
+};
 
 namespace {
 
 struct CuptiState {
-  std::uint64_t generation = 0; // of the double's state: reset() turns `held` off
-  bool held = false;
+  std::uint64_t generation = 0;  // of the double's state: reset() clears everything below
+  bool held = false;             // by another tool: every call refused
+  bool subscriber_taken = false; // by another client in the process: cuptiSubscribe refused
+  std::unique_ptr<CUpti_Subscriber_st> subscriber;
+  // The last one released, kept alive so that the next subscriber gets another address: the
+  // handle just released stays refused.
+  std::unique_ptr<CUpti_Subscriber_st> released;
 };
 
 CuptiState& cupti_state() {
-  static CuptiState s;
+  // Leaked, like state(): CUDA may still be called from static destructors.
+  static CuptiState* s = new CuptiState;
   const std::uint64_t gen = state().generation.load();
-  if (s.generation != gen) {
-    s = CuptiState{};
-    s.generation = gen;
+  if (s->generation != gen) {
+    *s = CuptiState{};
+    s->generation = gen;
   }
-  return s;
+  return *s;
 }
 
 // Like api(): counted, locked, answers "held" while another tool holds CUPTI. Faults injected
@@ -44,6 +63,40 @@ CUptiResult cupti_api(const char* name, Body&& body) {
   return body();
 }
 
+// Ids run from 1 (0 is each domain's INVALID) to the domain's SIZE, exclusive.
+bool valid_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  CUpti_CallbackId size = 0;
+  switch (domain) {
+  case CUPTI_CB_DOMAIN_DRIVER_API:
+    size = CUPTI_DRIVER_TRACE_CBID_SIZE;
+    break;
+  case CUPTI_CB_DOMAIN_RUNTIME_API:
+    size = CUPTI_RUNTIME_TRACE_CBID_SIZE;
+    break;
+  case CUPTI_CB_DOMAIN_RESOURCE:
+    size = CUPTI_CBID_RESOURCE_SIZE;
+    break;
+  case CUPTI_CB_DOMAIN_SYNCHRONIZE:
+    size = CUPTI_CBID_SYNCHRONIZE_SIZE;
+    break;
+  case CUPTI_CB_DOMAIN_NVTX:
+    size = CUPTI_CBID_NVTX_SIZE;
+    break;
+  case CUPTI_CB_DOMAIN_STATE:
+    size = CUPTI_CBID_STATE_SIZE;
+    break;
+  default:
+    return false;
+  }
+  return cbid > 0 && cbid < size;
+}
+
+bool wants_node_created(const CuptiState& s) {
+  return s.subscriber && s.subscriber->callback &&
+         s.subscriber->enabled.count(
+             {CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED});
+}
+
 bool live_graph_or_snapshot(const CUgraph_st* graph) {
   if (state().graphs.count(const_cast<CUgraph_st*>(graph)))
     return true;
@@ -56,11 +109,56 @@ bool live_graph_or_snapshot(const CUgraph_st* graph) {
 
 } // namespace
 
+namespace cuda_double::detail {
+
+void note_node_created(CUgraphNode_st* node) {
+  if (wants_node_created(cupti_state()))
+    thread_state().created_nodes.emplace_back(node->graph, node);
+}
+
+void deliver_cupti_callbacks() {
+  std::vector<std::pair<CUgraph_st*, CUgraphNode_st*>> nodes;
+  CUpti_CallbackFunc callback = nullptr;
+  void* userdata = nullptr;
+  {
+    std::lock_guard<std::recursive_mutex> lock(state().mu);
+    nodes.swap(thread_state().created_nodes); // none left after a reset(): they are gone
+    const CuptiState& s = cupti_state();
+    if (!wants_node_created(s)) // unsubscribed or disabled by another thread since
+      return;
+    callback = s.subscriber->callback;
+    userdata = s.subscriber->userdata;
+  }
+  for (const auto& [graph, node] : nodes) {
+    CUpti_GraphData data{};
+    data.graph = graph;
+    data.node = node;
+    // Observed on the H200 (CUDA 13.0, driver 580): 0 (CU_GRAPH_NODE_TYPE_KERNEL) for every node
+    // created by stream capture, whatever its type. Callers must not trust it.
+    data.nodeType = CU_GRAPH_NODE_TYPE_KERNEL;
+    CUpti_ResourceData resource{}; // no context: the double has none
+    resource.resourceDescriptor = &data;
+    callback(userdata, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, &resource);
+  }
+}
+
+} // namespace cuda_double::detail
+
 namespace cuda_double {
 
 void set_cupti_held_by_other_tool(bool held) {
   std::lock_guard<std::recursive_mutex> lock(state().mu);
   cupti_state().held = held;
+}
+
+void set_cupti_subscriber_taken(bool taken) {
+  std::lock_guard<std::recursive_mutex> lock(state().mu);
+  cupti_state().subscriber_taken = taken;
+}
+
+bool cupti_subscribed() {
+  std::lock_guard<std::recursive_mutex> lock(state().mu);
+  return cupti_state().subscriber != nullptr;
 }
 
 } // namespace cuda_double
@@ -113,6 +211,48 @@ CUptiResult CUPTIAPI cuptiGetGraphExecId(CUgraphExec graphExec, uint32_t* pId) {
     if (!pId || !graphExec || !state().execs.count(graphExec))
       return CUPTI_ERROR_INVALID_PARAMETER;
     *pId = static_cast<std::uint32_t>(graphExec->id);
+    return CUPTI_SUCCESS;
+  });
+}
+
+CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback,
+                                    void* userdata) {
+  return cupti_api(__func__, [&] {
+    if (!subscriber)
+      return CUPTI_ERROR_INVALID_PARAMETER;
+    CuptiState& s = cupti_state();
+    if (s.subscriber || s.subscriber_taken)
+      return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED; // CUPTI allows one at a time
+    auto fresh = std::make_unique<CUpti_Subscriber_st>();
+    fresh->callback = callback;
+    fresh->userdata = userdata;
+    s.released.reset(); // only now: `fresh` cannot have the released handle's address
+    s.subscriber = std::move(fresh);
+    *subscriber = s.subscriber.get();
+    return CUPTI_SUCCESS;
+  });
+}
+
+CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle subscriber) {
+  return cupti_api(__func__, [&] {
+    CuptiState& s = cupti_state();
+    if (!subscriber || subscriber != s.subscriber.get())
+      return CUPTI_ERROR_INVALID_PARAMETER;
+    s.released = std::move(s.subscriber); // its enabled callbacks go with it
+    return CUPTI_SUCCESS;
+  });
+}
+
+CUptiResult CUPTIAPI cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle subscriber,
+                                         CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  return cupti_api(__func__, [&] {
+    CuptiState& s = cupti_state();
+    if (!subscriber || subscriber != s.subscriber.get() || !valid_callback(domain, cbid))
+      return CUPTI_ERROR_INVALID_PARAMETER;
+    if (enable)
+      subscriber->enabled.insert({domain, cbid});
+    else
+      subscriber->enabled.erase({domain, cbid});
     return CUPTI_SUCCESS;
   });
 }

@@ -102,6 +102,56 @@ CUresult CUDAAPI kernel_get_function(CUfunction* func, CUkernel kernel) {
   });
 }
 
+// The driver's form of a runtime call the double already implements: counted and fault-injected
+// under the driver's name, leaving the runtime's last error alone. The double's error codes
+// used here have the same values in both APIs.
+template <class Call>
+CUresult as_driver(const char* name, Call&& call) {
+  thread_state().as_driver = name;
+  const cudaError_t err = call();
+  thread_state().as_driver = nullptr; // api() cleared it already, unless the call never got there
+  return static_cast<CUresult>(err);
+}
+
+// NOLINTBEGIN: the driver's and the runtime's handle and enum types are one layout
+CUresult CUDAAPI stream_get_capture_info(CUstream stream, CUstreamCaptureStatus* status,
+                                         cuuint64_t* id, CUgraph* graph,
+                                         const CUgraphNode** dependencies,
+                                         const CUgraphEdgeData** edges, size_t* count) {
+  return as_driver("cuStreamGetCaptureInfo", [&] {
+    return cudaStreamGetCaptureInfo(stream, reinterpret_cast<cudaStreamCaptureStatus*>(status),
+                                    reinterpret_cast<unsigned long long*>(id), graph, dependencies,
+                                    reinterpret_cast<const cudaGraphEdgeData**>(edges), count);
+  });
+}
+
+CUresult CUDAAPI graph_node_get_dependent_nodes(CUgraphNode node, CUgraphNode* dependents,
+                                                CUgraphEdgeData* edges, size_t* count) {
+  return as_driver("cuGraphNodeGetDependentNodes", [&] {
+    return cudaGraphNodeGetDependentNodes(node, dependents,
+                                          reinterpret_cast<cudaGraphEdgeData*>(edges), count);
+  });
+}
+// NOLINTEND
+
+CUresult CUDAAPI graph_get_root_nodes(CUgraph graph, CUgraphNode* roots, size_t* count) {
+  return as_driver("cuGraphGetRootNodes",
+                   [&] { return cudaGraphGetRootNodes(graph, roots, count); });
+}
+
+CUresult CUDAAPI graph_get_nodes(CUgraph graph, CUgraphNode* nodes, size_t* count) {
+  return as_driver("cuGraphGetNodes", [&] { return cudaGraphGetNodes(graph, nodes, count); });
+}
+
+CUresult CUDAAPI graph_node_get_type(CUgraphNode node, CUgraphNodeType* type) {
+  return driver_api("cuGraphNodeGetType", [&] {
+    if (!node || !type || !state().nodes.count(node))
+      return CUDA_ERROR_INVALID_VALUE;
+    *type = static_cast<CUgraphNodeType>(node->type); // the runtime's values are the driver's
+    return CUDA_SUCCESS;
+  });
+}
+
 struct EntryPoint {
   const char* symbol;
   int introduced; // CUDA version of this ABI of the symbol
@@ -118,6 +168,12 @@ const EntryPoint kEntryPoints[] = {
     {"cuFuncGetParamInfo", 12040, reinterpret_cast<void*>(&func_get_param_info)},
     {"cuFuncGetName", 12030, reinterpret_cast<void*>(&func_get_name)},
     {"cuKernelGetFunction", 12000, reinterpret_cast<void*>(&kernel_get_function)},
+    {"cuGraphNodeGetType", 10000, reinterpret_cast<void*>(&graph_node_get_type)},
+    {"cuStreamGetCaptureInfo", 12030, reinterpret_cast<void*>(&stream_get_capture_info)},
+    {"cuGraphNodeGetDependentNodes", 12030,
+     reinterpret_cast<void*>(&graph_node_get_dependent_nodes)},
+    {"cuGraphGetRootNodes", 10000, reinterpret_cast<void*>(&graph_get_root_nodes)},
+    {"cuGraphGetNodes", 10000, reinterpret_cast<void*>(&graph_get_nodes)},
 };
 
 cudaError_t entry_point(const char* symbol, void** funcPtr, unsigned version,

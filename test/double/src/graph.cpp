@@ -52,6 +52,7 @@ CUgraphNode_st* add_node(CUgraph_st* graph, cudaGraphNodeType type, CUgraphNode_
   graph->nodes.push_back(std::move(n));
   if (graph->user_visible)
     state().nodes.insert(raw);
+  note_node_created(raw);
   return raw;
 }
 

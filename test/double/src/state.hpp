@@ -18,6 +18,7 @@
 #include <string>
 #include <thread>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 namespace cuda_double::detail {
@@ -194,15 +195,28 @@ struct ThreadState {
   int device = 0;
   cudaStreamCaptureMode mode = cudaStreamCaptureModeGlobal;
   bool in_callback = false;
+  // Set by a driver entry point that runs a runtime one (driver.cpp): the call is counted and
+  // fault-injected under this driver name, and leaves the runtime's last error alone.
+  const char* as_driver = nullptr;
+  // Nodes this thread's current call created, awaiting their CUPTI callback (graph, node).
+  std::vector<std::pair<CUgraph_st*, CUgraphNode_st*>> created_nodes;
 };
 ThreadState& thread_state();
+
+// --- CUPTI -----------------------------------------------------------------
+// Queues the GRAPHNODE_CREATED callback for a new node if the subscriber enabled it.
+void note_node_created(CUgraphNode_st* node);
+// Makes this thread's queued callbacks. Called without the lock: the callback is user code and
+// may take locks of its own, which another thread may hold while calling CUDA.
+void deliver_cupti_callbacks();
 
 // Pops an injected fault for `name`, if one is due on this call.
 bool take_fault(const char* name, cudaError_t& error);
 
 // Runs `body` as the runtime entry point `name`: counts the call, applies
 // no-driver mode and fault injection, holds the global lock and records a
-// failure as the thread's last error.
+// failure as the thread's last error. Then, without the lock, makes the CUPTI
+// callbacks for the nodes the call created.
 template <class Body>
 cudaError_t api(const char* name, Body&& body, bool needs_driver = true) {
   ThreadState& ts = thread_state();
@@ -212,17 +226,24 @@ cudaError_t api(const char* name, Body&& body, bool needs_driver = true) {
     return cudaErrorNotPermitted;
   }
   State& st = state();
-  std::lock_guard<std::recursive_mutex> lock(st.mu);
-  ++st.calls[name];
+  const char* driver_name = std::exchange(ts.as_driver, nullptr);
+  const char* counted = driver_name ? driver_name : name;
   cudaError_t err = cudaSuccess;
-  if (st.no_driver && needs_driver) {
-    err = cudaErrorInsufficientDriver;
-  } else if (!take_fault(name, err)) {
-    err = body();
+  {
+    std::lock_guard<std::recursive_mutex> lock(st.mu);
+    ++st.calls[counted];
+    if (st.no_driver && needs_driver) {
+      err = cudaErrorInsufficientDriver;
+    } else if (!take_fault(counted, err)) {
+      err = body();
+    }
+    // cudaErrorNotReady reports status, not failure: it is not recorded.
+    if (err != cudaSuccess && err != cudaErrorNotReady && !driver_name)
+      ts.last_error = err;
   }
-  // cudaErrorNotReady reports status, not failure: it is not recorded.
-  if (err != cudaSuccess && err != cudaErrorNotReady)
-    ts.last_error = err;
+  // Still within the call, as CUPTI does, but once the nodes are complete and the lock is free.
+  if (!ts.created_nodes.empty())
+    deliver_cupti_callbacks();
   return err;
 }
 

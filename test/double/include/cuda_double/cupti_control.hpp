@@ -4,6 +4,19 @@
 // a node's id is (its graph's id << 32 | its creation index), an executable's id is its own
 // (cuda_double::graph_id / node_id give the same values). Its activity API accepts every call
 // and delivers no record: the double runs no kernel.
+//
+// Its callback API (cuptiSubscribe, cuptiUnsubscribe, cuptiEnableCallback) has one subscriber per
+// process, as CUPTI does, and one callback point: CUPTI_CB_DOMAIN_RESOURCE /
+// CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, for every node created by stream capture or by a
+// cudaGraphAdd*Node call (not for the nodes of clones, executables or embedded child graphs:
+// CUPTI reports clones as GRAPHNODE_CLONED, which the double does not make). The callback gets a
+// CUpti_ResourceData whose resourceDescriptor is a CUpti_GraphData with the node's graph and the
+// node; nodeType is always 0 (CU_GRAPH_NODE_TYPE_KERNEL), as seen on the H200 for captured nodes,
+// whatever the node's type. It is made on the calling thread, in creation order, before the CUDA
+// call returns but after the node is complete (its id can be queried) and after the double has
+// released its lock, so the callback may take locks of its own. It is expected not to call CUDA
+// or CUPTI; a callback running on one thread may still be running when cuptiUnsubscribe returns
+// on another.
 #pragma once
 
 namespace cuda_double {
@@ -12,5 +25,14 @@ namespace cuda_double {
 // compute-sanitizer, Nsight Systems or Compute, or cuda-gdb holds CUPTI. cuda_double::reset()
 // turns it off.
 void set_cupti_held_by_other_tool(bool held);
+
+// While on, cuptiSubscribe answers CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED and every other
+// CUPTI call works, as when another CUPTI client in the process (PyTorch's profiler, say) holds
+// the one subscriber. cuda_double::reset() turns it off.
+void set_cupti_subscriber_taken(bool taken);
+
+// True while a cuptiSubscribe handle has not been released with cuptiUnsubscribe (the subscriber
+// set_cupti_subscriber_taken simulates does not count). cuda_double::reset() releases it.
+bool cupti_subscribed();
 
 } // namespace cuda_double

@@ -280,25 +280,30 @@ int main() {
   // minus annot::off, for each node discovery. Absolute times of annot::off too, for scale.
   using annotated = graphcap::graph_with<graphcap::annot::on>;
   struct phase_samples {
-    std::vector<double> body, end, instantiate;
+    std::vector<double> body, end, instantiate, destroy;
   };
   // One capture of `scopes` one-kernel scopes into a new Graph, its times per scope appended.
   const auto phases = [&]<class Graph>(int scopes, phase_samples& samples) {
-    Graph graph{graphcap::keep_graph};
-    steady::time_point t0 = steady::now(), t1{};
-    graph.capture(stream, [&](typename Graph::scope& cap) {
-      for (int s = 0; s < scopes; ++s) {
-        auto region = cap.mark("scope");
-        bench::tiny<<<1, 32, 0, cap.stream()>>>(sink);
-      }
-      t1 = steady::now();
-    });
-    const auto t2 = steady::now();
-    graph.instantiate();
-    const auto t3 = steady::now();
+    steady::time_point t0{}, t1{}, t2{}, t3{};
+    {
+      Graph graph{graphcap::keep_graph};
+      t0 = steady::now();
+      graph.capture(stream, [&](typename Graph::scope& cap) {
+        for (int s = 0; s < scopes; ++s) {
+          auto region = cap.mark("scope");
+          bench::tiny<<<1, 32, 0, cap.stream()>>>(sink);
+        }
+        t1 = steady::now();
+      });
+      t2 = steady::now();
+      graph.instantiate();
+      t3 = steady::now();
+    }
+    const auto t4 = steady::now(); // the template and the executable destroyed
     samples.body.push_back(micros(t0, t1) * 1000.0 / scopes);
     samples.end.push_back(micros(t1, t2) * 1000.0 / scopes);
     samples.instantiate.push_back(micros(t2, t3) * 1000.0 / scopes);
+    samples.destroy.push_back(micros(t3, t4) * 1000.0 / scopes);
   };
   for (const int scopes : {10, 100, 1000}) {
     phase_samples off, callbacks, walk;
@@ -323,17 +328,20 @@ int main() {
       return bench::summarize(values).median;
     };
     std::printf("  phases, %d scopes per capture (median of %d), ns per scope:\n", scopes, repeats);
-    std::printf("  %-58s %8.1f %8.1f %8.1f\n", "  annot::off, absolute: body, end, inst",
-                median(off.body), median(off.end), median(off.instantiate));
+    std::printf("  %-58s %8.1f %8.1f %8.1f %8s %8.1f\n",
+                "  annot::off, absolute: body, end, inst, destroy", median(off.body),
+                median(off.end), median(off.instantiate), "", median(off.destroy));
     const auto report_phases = [&](const char* discovery, const phase_samples& on,
                                    const phase_samples& base) {
       const double body = median(on.body) - median(base.body);
       const double end = median(on.end) - median(base.end);
       const double inst = median(on.instantiate) - median(base.instantiate);
-      std::printf("  %-58s %8.1f %8.1f %8.1f %8.1f\n", discovery, body, end, inst,
-                  body + end + inst);
+      const double destroy = median(on.destroy) - median(base.destroy);
+      std::printf("  %-58s %8.1f %8.1f %8.1f %8.1f %8.1f\n", discovery, body, end, inst,
+                  body + end + inst, destroy);
     };
-    std::printf("  %-58s %8s %8s %8s %8s\n", "on minus off:", "body", "end", "inst", "total");
+    std::printf("  %-58s %8s %8s %8s %8s %8s\n", "on minus off:", "body", "end", "inst", "total",
+                "destroy");
     report_phases("  creation callbacks", callbacks, off);
     report_phases("  creation callbacks, subscriber kept", kept, off_kept);
     report_phases("  graph walk", walk, off);

@@ -124,6 +124,27 @@ void memset_on(cudaStream_t stream, gctest::device_buffer<unsigned char>& buffer
   CUDA_REQUIRE(cudaMemsetAsync(buffer.get(), value, buffer.bytes(), stream));
 }
 
+/// A capture stream, a side stream to fork work to, and a buffer for each.
+struct forked_streams {
+  gctest::stream stream;
+  gctest::stream side;
+  gctest::event forked;
+  gctest::event joined;
+  gctest::device_buffer<unsigned char> first{bytes};
+  gctest::device_buffer<unsigned char> second{bytes};
+
+  /// `side` follows what `capture` has captured so far.
+  void fork(cudaStream_t capture) {
+    CUDA_REQUIRE(cudaEventRecord(forked, capture));
+    CUDA_REQUIRE(cudaStreamWaitEvent(side, forked, 0));
+  }
+  /// `capture` waits for what `side` has captured so far.
+  void join(cudaStream_t capture) {
+    CUDA_REQUIRE(cudaEventRecord(joined, side));
+    CUDA_REQUIRE(cudaStreamWaitEvent(capture, joined, 0));
+  }
+};
+
 } // namespace
 
 TEST_CASE("a named scope tags the nodes captured inside it and only those") {
@@ -214,25 +235,18 @@ TEST_CASE("nested scopes merge key by key with the inner scope winning") {
 
 TEST_CASE("work forked to another stream inside a scope is tagged") {
   const discovery_under_test discovery;
-  gctest::stream stream;
-  gctest::stream side;
-  gctest::event forked;
-  gctest::event joined;
+  forked_streams s;
   gctest::event recorded;
-  gctest::device_buffer<unsigned char> first(bytes);
-  gctest::device_buffer<unsigned char> second(bytes);
   annotated_graph graph;
-  graph.capture(stream, [&](annotated_scope& cap) {
-    memset_on(cap.stream(), first); // untagged
+  graph.capture(s.stream, [&](annotated_scope& cap) {
+    memset_on(cap.stream(), s.first); // untagged
     auto region = cap.mark("fork");
-    CUDA_REQUIRE(cudaEventRecord(forked, cap.stream()));
-    CUDA_REQUIRE(cudaStreamWaitEvent(side, forked, 0));
-    memset_on(side, second, 1);                                  // on the joined stream
-    CUDA_REQUIRE(cudaLaunchHostFunc(side, do_nothing, nullptr)); // a host node there
-    CUDA_REQUIRE(cudaEventRecordWithFlags(recorded, side, cudaEventRecordExternal)); // event node
-    memset_on(cap.stream(), first, 2);
-    CUDA_REQUIRE(cudaEventRecord(joined, side));
-    CUDA_REQUIRE(cudaStreamWaitEvent(cap.stream(), joined, 0));
+    s.fork(cap.stream());
+    memset_on(s.side, s.second, 1);                                // on the joined stream
+    CUDA_REQUIRE(cudaLaunchHostFunc(s.side, do_nothing, nullptr)); // a host node there
+    CUDA_REQUIRE(cudaEventRecordWithFlags(recorded, s.side, cudaEventRecordExternal)); // event
+    memset_on(cap.stream(), s.first, 2);
+    s.join(cap.stream());
   });
   const std::vector<gc::node_annotation>& all = graph.annotations();
   CHECK(all.size() == 4);
@@ -244,22 +258,15 @@ TEST_CASE("work forked to another stream inside a scope is tagged") {
 
 TEST_CASE("the first scope at capture start finds its nodes among the new roots") {
   const discovery_under_test discovery;
-  gctest::stream stream;
-  gctest::stream side;
-  gctest::event forked;
-  gctest::event joined;
-  gctest::device_buffer<unsigned char> first(bytes);
-  gctest::device_buffer<unsigned char> second(bytes);
+  forked_streams s;
   annotated_graph graph;
-  graph.capture(stream, [&](annotated_scope& cap) {
+  graph.capture(s.stream, [&](annotated_scope& cap) {
     auto start = cap.mark("start"); // empty frontier
-    CUDA_REQUIRE(cudaEventRecord(forked, cap.stream()));
-    CUDA_REQUIRE(cudaStreamWaitEvent(side, forked, 0));
-    memset_on(cap.stream(), first, 1); // a root
-    memset_on(side, second, 2);        // another root, on the joined stream
-    memset_on(side, second, 3);        // its dependent
-    CUDA_REQUIRE(cudaEventRecord(joined, side));
-    CUDA_REQUIRE(cudaStreamWaitEvent(cap.stream(), joined, 0));
+    s.fork(cap.stream());
+    memset_on(cap.stream(), s.first, 1); // a root
+    memset_on(s.side, s.second, 2);      // another root, on the joined stream
+    memset_on(s.side, s.second, 3);      // its dependent
+    s.join(cap.stream());
   });
   CHECK(graph.annotations().size() == 3);
   CHECK(named(graph.annotations(), "start").size() == 3);
@@ -267,24 +274,17 @@ TEST_CASE("the first scope at capture start finds its nodes among the new roots"
 
 TEST_CASE("dependents the frontier had before the scope are not swept into it") {
   const discovery_under_test discovery;
-  gctest::stream stream;
-  gctest::stream side;
-  gctest::event forked;
-  gctest::event joined;
-  gctest::device_buffer<unsigned char> first(bytes);
-  gctest::device_buffer<unsigned char> second(bytes);
+  forked_streams s;
   annotated_graph graph;
-  graph.capture(stream, [&](annotated_scope& cap) {
-    memset_on(cap.stream(), first); // the frontier at scope entry
-    CUDA_REQUIRE(cudaEventRecord(forked, cap.stream()));
-    CUDA_REQUIRE(cudaStreamWaitEvent(side, forked, 0));
-    memset_on(side, second, 1); // an existing dependent of that frontier
+  graph.capture(s.stream, [&](annotated_scope& cap) {
+    memset_on(cap.stream(), s.first); // the frontier at scope entry
+    s.fork(cap.stream());
+    memset_on(s.side, s.second, 1); // an existing dependent of that frontier
     {
       auto only = cap.mark("only");
-      memset_on(cap.stream(), first, 2);
+      memset_on(cap.stream(), s.first, 2);
     }
-    CUDA_REQUIRE(cudaEventRecord(joined, side));
-    CUDA_REQUIRE(cudaStreamWaitEvent(cap.stream(), joined, 0));
+    s.join(cap.stream());
   });
   REQUIRE(graph.annotations().size() == 1);
   CHECK(graph.annotations().front().name() == "only");
@@ -508,25 +508,18 @@ TEST_CASE("work created while a scope is open but joined after it: tagged by cre
   // Where the two discoveries differ (docs/annotations.md): the callbacks tag what the capture
   // creates while the scope is open, the walk what the scope's stream reaches before it closes.
   const discovery_under_test discovery;
-  gctest::stream stream;
-  gctest::stream side;
-  gctest::event forked;
-  gctest::event joined;
-  gctest::device_buffer<unsigned char> first(bytes);
-  gctest::device_buffer<unsigned char> second(bytes);
+  forked_streams s;
   annotated_graph graph;
-  graph.capture(stream, [&](annotated_scope& cap) {
-    memset_on(cap.stream(), first); // what `side` forks from
-    CUDA_REQUIRE(cudaEventRecord(forked, cap.stream()));
-    CUDA_REQUIRE(cudaStreamWaitEvent(side, forked, 0));
-    memset_on(cap.stream(), first, 1); // the scope's entry frontier, which `side` does not follow
+  graph.capture(s.stream, [&](annotated_scope& cap) {
+    memset_on(cap.stream(), s.first); // what `side` forks from
+    s.fork(cap.stream());
+    memset_on(cap.stream(), s.first, 1); // the scope's entry frontier, which `side` does not follow
     {
       auto open = cap.mark("open");
-      memset_on(side, second, 2); // created now, joined below, after the scope
-      memset_on(cap.stream(), first, 3);
+      memset_on(s.side, s.second, 2); // created now, joined below, after the scope
+      memset_on(cap.stream(), s.first, 3);
     }
-    CUDA_REQUIRE(cudaEventRecord(joined, side));
-    CUDA_REQUIRE(cudaStreamWaitEvent(cap.stream(), joined, 0));
+    s.join(cap.stream());
   });
   CHECK(graph.annot_policy().discovery() == discovery.expected(graph));
   CHECK(named(graph.annotations(), "open").size() == (discovery.callbacks(graph) ? 2U : 1U));

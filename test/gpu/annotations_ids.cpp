@@ -6,6 +6,7 @@
 #include <graphcap/annotations.hpp>
 #include <graphcap/graphcap.hpp>
 
+#include "annotation_helpers.hpp"
 #include "catch.hpp"
 #include "cuda_helpers.hpp"
 #include "kernels.cuh"
@@ -52,11 +53,19 @@ bool cupti_usable() {
 } // namespace
 
 TEST_CASE("annotated kernels carry CUPTI ids that match their replays' activity records") {
+  // Under each node discovery: their ids come from different places (the creation log; a
+  // listing of the graph's nodes).
+  const auto discovery =
+      GENERATE(gc::node_discovery::creation_callbacks, gc::node_discovery::graph_walk);
+  const gctest::prefer_discovery preferred{discovery};
   gctest::stream stream;
   gctest::device_buffer<float> data(n);
   gc::clear_annotations();
   annotated_graph graph{gc::keep_graph};
   capture_model(graph, stream, data.get());
+  if (cupti_usable()) {
+    CHECK(graph.annot_policy().discovery() == discovery);
+  }
   const std::vector<gc::node_annotation>& annotations = graph.annotations();
   REQUIRE(annotations.size() == 3);
   for (const gc::node_annotation& node : annotations) {
@@ -69,6 +78,7 @@ TEST_CASE("annotated kernels carry CUPTI ids that match their replays' activity 
   CHECK(annotations[1].value("layer") == "0");
   CHECK(annotations[1].value("phase") == "forward"); // from the enclosing scope
   CHECK(annotations[2].value("layer") == "1");
+  CHECK(annotations[2].kernel == annotations[1].kernel); // the same kernel, named once
 
   if (!cupti_usable()) {
     WARN("CUPTI is held by another tool or unavailable: checking the degraded behaviour");
@@ -90,7 +100,7 @@ TEST_CASE("annotated kernels carry CUPTI ids that match their replays' activity 
     CHECK((node.template_id >> 32U) == template_graph);
   }
   // ... where the index is the node's place in cudaGraphGetNodes (creation order): annot::on
-  // computes the ids so (detail::template_node_id_at), checking only a few of them.
+  // computes the ids so (detail::template_node_id_at), asking CUPTI for one of them.
   std::size_t count = 0;
   CUDA_REQUIRE(cudaGraphGetNodes(graph.raw_graph(), nullptr, &count));
   std::vector<cudaGraphNode_t> nodes(count);

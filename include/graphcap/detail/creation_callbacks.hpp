@@ -9,8 +9,9 @@
 //
 // Observed on the H200 (CUDA 13.0, driver 580): the callback comes once per node a stream capture
 // creates, in creation order (the order cuptiGetGraphNodeId's index and cudaGraphGetNodes follow),
-// about 70 ns each; CUpti_GraphData::nodeType reads 0 (kernel) for every captured node, so it is
-// never used. Taking and giving back the subscriber costs about 2 us per capture.
+// 50 to 170 ns each depending on the host; CUpti_GraphData::nodeType reads 0 (kernel) for every
+// captured node, so it is never used. Taking and giving back the subscriber costs 1.5 to 3 us per
+// capture.
 #pragma once
 
 #include <graphcap/detail/capture_mode_guard.hpp>

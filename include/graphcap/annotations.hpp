@@ -498,7 +498,9 @@ public:
   };
 
   on() = default;
-  on(on&&) noexcept = default; // a capture in progress cannot move: the graph forbids it
+  // Moving a graph while it captures invalidates its scope and markers, as moving a container
+  // invalidates iterators; the creation log is on the heap, so CUPTI's callback never loses it.
+  on(on&&) noexcept = default;
   on& operator=(on&&) noexcept = default;
   on(const on&) = delete;
   on& operator=(const on&) = delete;

@@ -990,7 +990,7 @@ private:
   void resolve_template_ids() {
     std::vector<node_annotation>& list = list_;
     if (source_ == node_id_source::cupti) {
-      if (logged() ? ids_from_log() : ids_from_creation_order()) {
+      if (logged() ? ids_from_creation_indices() : ids_from_creation_order()) {
         if (!logged()) {
           sort_by_template_id(); // logged nodes came in creation order already
         }
@@ -1016,10 +1016,6 @@ private:
       sort_by_template_id();
     }
   }
-
-  /// CUPTI's ids for every annotated node from its place in the creation log
-  /// (detail::template_node_id_at). See ids_from_creation_indices.
-  bool ids_from_log() { return ids_from_creation_indices(); }
 
   /// CUPTI's ids for every annotated node from one listing of the graph's nodes (creation order),
   /// instead of a cuptiGetGraphNodeId per node. nodes_ is sorted by handle (merge_scopes): joined
@@ -1050,7 +1046,8 @@ private:
     return ids_from_creation_indices();
   }
 
-  /// Every annotated node's id from its creation index (creation_indices_) and the graph's id,
+  /// Every annotated node's id from its creation index (creation_indices_: its place in the
+  /// creation log, or in the graph's listing) and the graph's id,
   /// with one CUPTI call: the last node's id, whose upper half is the graph's id and whose lower
   /// half must be that node's index (the rule is observed, not documented:
   /// detail::template_node_id_at; a different rule, or a creation log that missed a node, shows
@@ -1141,7 +1138,7 @@ private:
   detail::graph_queries queries_; // through the driver where it can
   detail::creation_watch watch_;  // creation_callbacks: CUPTI's subscriber (shared), the log
   std::vector<std::pair<std::uint64_t, std::uint32_t>> membership_; // (node key, closed position)
-  std::vector<std::uint32_t> creation_indices_;                     // of nodes_, when logged
+  std::vector<std::uint32_t> creation_indices_;                     // of each of nodes_
   std::vector<std::pair<std::uint64_t, std::size_t>> order_;        // (template id, index)
   std::vector<cudaGraphNode_t> graph_nodes_;
   std::vector<std::pair<cudaGraphNode_t, std::uint32_t>> creation_index_; // (node, index)

@@ -28,14 +28,28 @@ using annotated_scope = annotated_graph::scope;
 
 constexpr std::size_t bytes = 256;
 
-/// `count` memsets of `buffer` inside one scope named `name`, on the capture's stream.
-void memsets_in_scope(annotated_scope& cap, gctest::device_buffer<unsigned char>& buffer,
-                      const char* name, int count) {
-  auto region = cap.mark(name);
-  for (int i = 0; i < count; ++i) {
-    CUDA_REQUIRE(cudaMemsetAsync(buffer.get(), i, buffer.bytes(), cap.stream()));
+/// For the id tests: under each node discovery (Catch's GENERATE), a capture left open with
+/// `count` memsets in one scope and the call counts cleared; the test ends it.
+struct open_capture_of_memsets {
+  explicit open_capture_of_memsets(int count)
+      : discovery(GENERATE(gc::node_discovery::creation_callbacks, gc::node_discovery::graph_walk)),
+        preferred(discovery), cap(graph.begin_capture(stream)) {
+    {
+      auto region = cap.mark("memsets");
+      for (int i = 0; i < count; ++i) {
+        CUDA_REQUIRE(cudaMemsetAsync(buffer.get(), i, buffer.bytes(), cap.stream()));
+      }
+    }
+    cuda_double::clear_call_counts();
   }
-}
+
+  gc::node_discovery discovery;
+  gctest::prefer_discovery preferred;
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> buffer{bytes};
+  annotated_graph graph;
+  annotated_scope cap;
+};
 
 void capture_two_regions(annotated_graph& graph, cudaStream_t stream,
                          gctest::device_buffer<unsigned char>& buffer) {
@@ -325,46 +339,31 @@ TEST_CASE("node ids come from the graph's creation order, spot-checked with CUPT
   // the indices from the creation log, or (walked) from one listing of the graph's nodes; one
   // cuptiGetGraphNodeId, of the last node, gives the graph's id and checks that node's index.
   cuda_double::reset();
-  const auto discovery =
-      GENERATE(gc::node_discovery::creation_callbacks, gc::node_discovery::graph_walk);
-  const gctest::prefer_discovery preferred{discovery};
-  gctest::stream stream;
-  gctest::device_buffer<unsigned char> buffer(bytes);
-  annotated_graph graph;
-  auto cap = graph.begin_capture(stream);
-  memsets_in_scope(cap, buffer, "ten", 10);
-  cuda_double::clear_call_counts();
-  cap.end();
+  open_capture_of_memsets ten{10};
+  ten.cap.end();
   const call_map calls = cuda_double::call_counts();
   CHECK(calls.count("cuptiGetGraphId") == 0); // the last node's id holds the graph's
   CHECK(calls.at("cuptiGetGraphNodeId") == 1);
   // The graph counts its nodes for node_count(); the walk lists them (count, then fetch) for the
   // ids; the creation log needs no listing.
   CHECK(calls.at("cudaGraphGetNodes") == 1);
-  CHECK(calls.count("cuGraphGetNodes") == (discovery == gc::node_discovery::graph_walk ? 1U : 0U));
-  REQUIRE(graph.annotations().size() == 10);
+  CHECK(calls.count("cuGraphGetNodes") ==
+        (ten.discovery == gc::node_discovery::graph_walk ? 1U : 0U));
+  REQUIRE(ten.graph.annotations().size() == 10);
   for (std::size_t i = 0; i < 10; ++i) { // creation order, and the double's own numbering
-    CHECK((graph.annotations()[i].template_id & 0xffffffffU) == i);
+    CHECK((ten.graph.annotations()[i].template_id & 0xffffffffU) == i);
   }
 }
 
 TEST_CASE("a wrong creation-order id falls back to asking CUPTI node by node") {
   cuda_double::reset();
-  const auto discovery =
-      GENERATE(gc::node_discovery::creation_callbacks, gc::node_discovery::graph_walk);
-  const gctest::prefer_discovery preferred{discovery};
-  gctest::stream stream;
-  gctest::device_buffer<unsigned char> buffer(bytes);
-  annotated_graph graph;
-  auto cap = graph.begin_capture(stream);
-  memsets_in_scope(cap, buffer, "three", 3);
-  cuda_double::clear_call_counts();
+  open_capture_of_memsets three{3};
   // The spot check fails at once: the ids are asked for node by node instead (3 more calls).
   cuda_double::fail_call("cuptiGetGraphNodeId", static_cast<cudaError_t>(CUPTI_ERROR_UNKNOWN), 1);
-  cap.end();
+  three.cap.end();
   CHECK(cuda_double::call_counts().at("cuptiGetGraphNodeId") == 4);
-  REQUIRE(graph.annotations().size() == 3);
-  for (const gc::node_annotation& node : graph.annotations()) {
+  REQUIRE(three.graph.annotations().size() == 3);
+  for (const gc::node_annotation& node : three.graph.annotations()) {
     CHECK(node.template_id != 0);
   }
 }

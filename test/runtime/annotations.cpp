@@ -124,6 +124,16 @@ void memset_on(cudaStream_t stream, gctest::device_buffer<unsigned char>& buffer
   CUDA_REQUIRE(cudaMemsetAsync(buffer.get(), value, buffer.bytes(), stream));
 }
 
+/// Captures a scope with a memset, then throws from the work: a capture that fails.
+void capture_that_throws(annotated_graph& graph, cudaStream_t stream,
+                         gctest::device_buffer<unsigned char>& buffer) {
+  graph.capture(stream, [&](annotated_scope& cap) {
+    auto region = cap.mark("doomed");
+    memset_on(cap.stream(), buffer);
+    throw std::runtime_error("work failed");
+  });
+}
+
 /// A capture stream, a side stream to fork work to, and a buffer for each.
 struct forked_streams {
   gctest::stream stream;
@@ -383,13 +393,7 @@ TEST_CASE("a failed capture leaves no annotations behind") {
   annotated_graph graph;
 
   SECTION("an exception in the work") {
-    CHECK_THROWS_AS(graph.capture(stream,
-                                  [&](annotated_scope& cap) {
-                                    auto region = cap.mark("doomed");
-                                    memset_on(cap.stream(), buffer);
-                                    throw std::runtime_error("work failed");
-                                  }),
-                    std::runtime_error);
+    CHECK_THROWS_AS(capture_that_throws(graph, stream, buffer), std::runtime_error);
   }
   SECTION("a fork never joined") {
     CHECK_THROWS_AS(graph.capture(stream,
@@ -541,13 +545,7 @@ TEST_CASE("CUPTI's callback subscriber is held only while an annotated capture r
   CHECK(free_during == (free_before && !discovery.callbacks(graph)));
   CHECK(subscriber_free() == free_before);
   SECTION("and given back when the capture fails") {
-    CHECK_THROWS_AS(graph.capture(stream,
-                                  [&](annotated_scope& cap) {
-                                    auto region = cap.mark("doomed");
-                                    memset_on(cap.stream(), buffer);
-                                    throw std::runtime_error("work failed");
-                                  }),
-                    std::runtime_error);
+    CHECK_THROWS_AS(capture_that_throws(graph, stream, buffer), std::runtime_error);
     CHECK(subscriber_free() == free_before);
   }
   SECTION("and given back when the graph is destroyed during the capture") {

@@ -9,9 +9,9 @@
 //                             deallocate(p, n)):  thrust::cuda::par_nosync(alloc).on(stream)
 //   capture_resource<Scope>   a memory resource in the style of CCCL's cuda::mr: allocate /
 //                             deallocate, allocate_async / deallocate_async on a stream
-//                             (cudaStream_t, or cuda::stream_ref where CCCL is on the include
-//                             path), equality, and the cuda::mr::device_accessible property
-//                             when CCCL's experimental memory resources are enabled
+//                             (any stream graphcap::stream_ref takes: cudaStream_t,
+//                             cuda::stream_ref, ...), equality, and the cuda::mr::device_accessible
+//                             property when CCCL's experimental memory resources are enabled
 //                             (LIBCUDACXX_ENABLE_EXPERIMENTAL_MEMORY_RESOURCE, CCCL 3.0).
 //
 // Both draw from the graph's Pool policy exactly as scope::allocate does (any policy that
@@ -21,6 +21,7 @@
 #pragma once
 
 #include <graphcap/error.hpp>
+#include <graphcap/stream_ref.hpp>
 
 #include <cuda_runtime_api.h>
 
@@ -28,9 +29,6 @@
 #include <cstddef>
 #include <string>
 
-#if __has_include(<cuda/stream_ref>)
-#include <cuda/stream_ref>
-#endif
 #if defined(LIBCUDACXX_ENABLE_EXPERIMENTAL_MEMORY_RESOURCE) && __has_include(<cuda/memory_resource>)
 #include <cuda/memory_resource>
 #endif
@@ -61,6 +59,17 @@ constexpr bool scope_pool_allocates() noexcept {
   }
 }
 
+/// Both adaptors' check of their scope, with its one text; true when it passes.
+template <class Scope>
+constexpr bool require_allocating_scope() noexcept {
+  static_assert(scope_pool_allocates<Scope>(),
+                "graphcap: an allocator over a capture scope (capture_allocator, "
+                "capture_resource) needs a graph whose pool policy allocates: use "
+                "pool::private_pool, pool::shared, pool::user or pool::graph_memory_nodes, not "
+                "pool::none");
+  return true;
+}
+
 /// Gives a block back to the capture; failures leave it with the graph until reset().
 template <class Scope>
 void give_back_quietly(Scope& cap, char* block, cudaStream_t stream) noexcept {
@@ -89,10 +98,7 @@ inline constexpr std::size_t capture_block_alignment = 256;
 /// same stream in the same capture.
 template <detail::allocating_scope Scope>
 class capture_allocator {
-  static_assert(detail::scope_pool_allocates<Scope>(),
-                "graphcap: capture_allocator needs a graph whose pool policy allocates: use "
-                "pool::private_pool, pool::shared, pool::user or pool::graph_memory_nodes, not "
-                "pool::none");
+  static_assert(detail::require_allocating_scope<Scope>());
 
 public:
   using value_type = char;
@@ -103,7 +109,7 @@ public:
   /// Allocates for work on the capture stream.
   explicit capture_allocator(Scope& cap) noexcept : scope_(&cap), stream_(cap.stream()) {}
   /// Allocates for work on `stream`, a stream forked from the capture stream.
-  capture_allocator(Scope& cap, cudaStream_t stream) noexcept : scope_(&cap), stream_(stream) {}
+  capture_allocator(Scope& cap, stream_ref stream) noexcept : scope_(&cap), stream_(stream) {}
 
   /// `bytes` bytes from the pool. Throws state_error once the capture has ended, and
   /// out_of_memory_error if the pool cannot grow.
@@ -139,10 +145,7 @@ private:
 /// 256 bytes are supported.
 template <detail::allocating_scope Scope>
 class capture_resource {
-  static_assert(detail::scope_pool_allocates<Scope>(),
-                "graphcap: capture_resource needs a graph whose pool policy allocates: use "
-                "pool::private_pool, pool::shared, pool::user or pool::graph_memory_nodes, not "
-                "pool::none");
+  static_assert(detail::require_allocating_scope<Scope>());
 
 public:
   explicit capture_resource(Scope& cap) noexcept : scope_(&cap) {}
@@ -159,30 +162,18 @@ public:
   /// `bytes` bytes for work on `stream` (the capture stream or one forked from it). Throws
   /// state_error once the capture has ended, error for an alignment above 256 bytes or not a
   /// power of two, and out_of_memory_error if the pool cannot grow.
-  [[nodiscard]] void* allocate_async(std::size_t bytes, std::size_t alignment,
-                                     cudaStream_t stream) {
+  [[nodiscard]] void* allocate_async(std::size_t bytes, std::size_t alignment, stream_ref stream) {
     if (alignment == 0 || (alignment & (alignment - 1)) != 0 || alignment > capture_block_alignment)
         [[unlikely]] {
       throw_bad_alignment(alignment);
     }
-    return scope_->template allocate<char>(bytes, stream);
+    return scope_->template allocate<char>(bytes, stream.get());
   }
   /// Gives a block back for reuse later in this capture by work on `stream`.
   void deallocate_async(void* block, std::size_t /*bytes*/, std::size_t /*alignment*/,
-                        cudaStream_t stream) noexcept {
-    detail::give_back_quietly(*scope_, static_cast<char*>(block), stream);
+                        stream_ref stream) noexcept {
+    detail::give_back_quietly(*scope_, static_cast<char*>(block), stream.get());
   }
-
-#if __has_include(<cuda/stream_ref>)
-  [[nodiscard]] void* allocate_async(std::size_t bytes, std::size_t alignment,
-                                     ::cuda::stream_ref stream) {
-    return allocate_async(bytes, alignment, stream.get());
-  }
-  void deallocate_async(void* block, std::size_t bytes, std::size_t alignment,
-                        ::cuda::stream_ref stream) noexcept {
-    deallocate_async(block, bytes, alignment, stream.get());
-  }
-#endif
 
   /// Two resources are equal when they draw from the same capture.
   friend bool operator==(const capture_resource&, const capture_resource&) = default;

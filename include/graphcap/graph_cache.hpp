@@ -16,11 +16,10 @@
 
 #include <graphcap/basic_graph.hpp>
 #include <graphcap/error.hpp>
-#include <graphcap/policies/annot.hpp>
-#include <graphcap/policies/liveness.hpp>
 #include <graphcap/policies/mode.hpp>
-#include <graphcap/policies/pool.hpp>
+#include <graphcap/policies/pool/slab.hpp>
 #include <graphcap/pool_handle.hpp>
+#include <graphcap/stream_ref.hpp>
 
 #include <cuda_runtime_api.h>
 
@@ -87,7 +86,7 @@ public:
   /// options.warmup_runs eager runs of `work`), else the cached one, which becomes the most
   /// recently used. `work` is what basic_graph::capture() takes. A failed capture caches nothing.
   template <class Work>
-  Graph& get(const Key& key, cudaStream_t stream, Work&& work) {
+  Graph& get(const Key& key, stream_ref stream, Work&& work) {
     if (const auto found = index_.find(key); found != index_.end()) {
       ++statistics_.hits;
       entries_.splice(entries_.begin(), entries_, found->second);
@@ -112,7 +111,7 @@ public:
 
   /// get(key, stream, work) and replay it on `stream`.
   template <class Work>
-  void replay(const Key& key, cudaStream_t stream, Work&& work) {
+  void replay(const Key& key, stream_ref stream, Work&& work) {
     get(key, stream, std::forward<Work>(work)).replay(stream);
   }
 
@@ -166,13 +165,13 @@ private:
   }
 
   template <class Work>
-  void warm_up(cudaStream_t stream, Work& work) {
+  void warm_up(stream_ref stream, Work& work) {
     if (options_.warmup_runs <= 0) {
       return;
     }
     if constexpr (std::is_invocable_v<Work&, cudaStream_t>) {
       for (int run = 0; run < options_.warmup_runs; ++run) {
-        std::invoke(work, stream);
+        std::invoke(work, stream.get());
       }
     } else {
       throw error("graphcap: graph_cache warm-up runs the work eagerly, so the work must take "

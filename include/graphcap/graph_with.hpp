@@ -8,7 +8,7 @@
 #pragma once
 
 #include <graphcap/basic_graph.hpp>
-#include <graphcap/detail/policy_category.hpp>
+#include <graphcap/policies/concepts.hpp>
 
 #include <boost/hana/any_of.hpp>
 #include <boost/hana/count_if.hpp>

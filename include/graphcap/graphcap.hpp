@@ -1,4 +1,6 @@
-// graphcap/graphcap.hpp - everything: the graph, its policies, and the ready-made configurations.
+// graphcap/graphcap.hpp - the graph, every policy but annot::on, and the ready-made
+// configurations. The lean core alone is <graphcap/basic_graph.hpp>; annotations (CUPTI) are
+// <graphcap/annotations.hpp>.
 //
 //   #include <graphcap/graphcap.hpp>
 //
@@ -13,20 +15,19 @@
 #include <graphcap/error.hpp>
 #include <graphcap/graph_cache.hpp>
 #include <graphcap/graph_with.hpp>
-#include <graphcap/policies/annot.hpp>
-#include <graphcap/policies/liveness.hpp>
+#include <graphcap/policies/liveness/check.hpp>
 #include <graphcap/policies/mode.hpp>
-#include <graphcap/policies/pool.hpp>
+#include <graphcap/policies/pool/graph_memory_nodes.hpp>
+#include <graphcap/policies/pool/none.hpp>
+#include <graphcap/policies/pool/slab.hpp>
 #include <graphcap/pool_handle.hpp>
-#include <graphcap/stream.hpp>
+#include <graphcap/pool_statistics.hpp>
+#include <graphcap/scope.hpp>
+#include <graphcap/stream_ref.hpp>
 #include <graphcap/update.hpp>
 #include <graphcap/version.hpp>
 
 namespace graphcap {
-
-/// Every optional feature off: global capture mode, no pool, no annotations, no liveness check.
-/// Replay is exactly one cudaGraphLaunch and its error check.
-using lean_graph = basic_graph<mode::global, pool::none, annot::off, liveness::off>;
 
 /// torch.cuda.graph's defaults: global capture mode and a private pool for the memory allocated
 /// during the capture (scope::allocate); annotations and liveness checking off.

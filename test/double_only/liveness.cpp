@@ -262,7 +262,7 @@ TEST_CASE("add_input() after the capture: a failed query is a cuda_error, the tr
   REQUIRE(t.graph.liveness_policy().input_count() == 2);
   fail_queries(CUDA_ERROR_DEINITIALIZED);
   try {
-    t.graph.liveness_policy().add_input(indirect.get());
+    graphcap::detail::policy_access::liveness(t.graph).add_input(indirect.get());
     FAIL("add_input() accepted an input it could not classify");
   } catch (const gc::cuda_error& failure) {
     check_failed_query(failure, CUDA_ERROR_DEINITIALIZED);
@@ -272,7 +272,8 @@ TEST_CASE("add_input() after the capture: a failed query is a cuda_error, the tr
   t.graph.replay(t.stream); // the two inputs of the capture, nothing else
   CHECK(cuda_double::call_counts() ==
         call_map{{"cuPointerGetAttribute", 2}, {"cudaGraphLaunch", 1}});
-  t.graph.liveness_policy().add_input(indirect.get()); // the driver answers again
+  graphcap::detail::policy_access::liveness(t.graph).add_input(
+      indirect.get()); // the driver answers again
   CHECK(t.graph.liveness_policy().input_count() == 3);
 }
 

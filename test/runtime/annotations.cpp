@@ -362,22 +362,22 @@ TEST_CASE("a scope outside a capture does nothing") {
   annotated_graph graph;
   annotated_graph other;
   {
-    auto before = graph.annot_policy().mark(stream, "before");
+    auto before = graphcap::detail::policy_access::annot(graph).mark(stream, "before");
     CHECK_FALSE(before.active());
   }
   graph.capture(stream, [&](annotated_scope& cap) {
     // other's policy is not capturing, and cap's stream is not in other's capture.
-    auto foreign = other.annot_policy().mark(cap.stream(), "foreign");
+    auto foreign = graphcap::detail::policy_access::annot(other).mark(cap.stream(), "foreign");
     CHECK_FALSE(foreign.active());
     // A stream that never joined this capture.
-    auto stray = graph.annot_policy().mark(other_stream, "stray");
+    auto stray = graphcap::detail::policy_access::annot(graph).mark(other_stream, "stray");
     CHECK_FALSE(stray.active());
     memset_on(other_stream, buffer); // runs eagerly, not captured
     memset_on(cap.stream(), buffer);
   });
   CHECK(graph.annotations().empty());
   CHECK(other.annotations().empty());
-  auto after = graph.annot_policy().mark(stream, "after");
+  auto after = graphcap::detail::policy_access::annot(graph).mark(stream, "after");
   CHECK_FALSE(after.active());
   stream.synchronize();
   other_stream.synchronize();

@@ -270,7 +270,7 @@ TEST_CASE("liveness::check: an expired liveness token refuses the replay") {
   graph.capture(stream, [&](cudaStream_t s) {
     CUDA_REQUIRE(cudaMemsetAsync(piece, 0, 256, s));
     CUDA_REQUIRE(cudaLaunchHostFunc(s, add_one, &ticks));
-    graph.liveness_policy().add_input(piece, piece_alive);
+    graphcap::detail::policy_access::liveness(graph).add_input(piece, piece_alive);
   });
   graph.replay(stream);
   stream.synchronize();
@@ -364,13 +364,15 @@ TEST_CASE("liveness::check: excluded memory is internal, never an input") {
   gctest::device_buffer<unsigned char> outside(bytes);
   checked_graph graph;
   graph.capture(stream, [&](cudaStream_t s) {
-    graph.liveness_policy().exclude(slab.get(), bytes / 2); // before the node is seen
+    graphcap::detail::policy_access::liveness(graph).exclude(slab.get(),
+                                                             bytes / 2); // before the node is seen
     CUDA_REQUIRE(cudaMemsetAsync(slab.get(), 0, 16, s));
     CUDA_REQUIRE(cudaMemsetAsync(slab.get() + bytes / 2, 0, 16, s)); // past the excluded range
     CUDA_REQUIRE(cudaMemsetAsync(outside.get(), 0, 16, s));
   });
   CHECK(graph.liveness_policy().input_count() == 2);
-  graph.liveness_policy().exclude(outside.get(), bytes); // after the capture: dropped at once
+  graphcap::detail::policy_access::liveness(graph).exclude(
+      outside.get(), bytes); // after the capture: dropped at once
   CHECK(graph.liveness_policy().input_count() == 1);
   graph.replay(stream);
   stream.synchronize();

@@ -4,17 +4,12 @@
 // in cold, non-inlined functions so that it stays out of the caller's hot loop.
 #pragma once
 
+#include <graphcap/config.hpp>
 #include <graphcap/error.hpp>
 
 #include <cuda_runtime_api.h>
 
 #include <string_view>
-
-#if defined(__GNUC__) || defined(__clang__)
-#define GRAPHCAP_COLD [[gnu::cold, gnu::noinline]]
-#else
-#define GRAPHCAP_COLD
-#endif
 
 namespace graphcap::detail {
 

@@ -30,6 +30,7 @@
 #include <graphcap/detail/nvtx_regions.hpp>
 #include <graphcap/detail/unique_handle.hpp>
 #include <graphcap/error.hpp>
+#include <graphcap/pool_statistics.hpp>
 
 #include <cuda_runtime_api.h>
 
@@ -44,14 +45,6 @@
 #include <utility>
 
 namespace graphcap {
-
-/// What a pool holds, for introspection and tests.
-struct pool_statistics {
-  std::size_t reserved_bytes = 0; ///< device memory held in slabs
-  std::size_t in_use_bytes = 0;   ///< bytes of blocks handed out and not given back
-  std::size_t slabs = 0;          ///< slabs held
-  std::size_t blocks_in_use = 0;  ///< blocks handed out and not given back
-};
 
 namespace detail {
 

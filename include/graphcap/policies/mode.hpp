@@ -10,25 +10,13 @@
 // The value goes straight into cudaStreamBeginCapture; a mode is a type with no state.
 #pragma once
 
-#include <graphcap/detail/policy_category.hpp>
+#include <graphcap/policies/concepts.hpp>
 
 #include <cuda_runtime_api.h>
 
-#include <concepts>
-#include <type_traits>
+namespace graphcap::mode {
 
-namespace graphcap {
-
-/// A Mode policy: a stateless type naming a cudaStreamCaptureMode.
-template <class M>
-concept capture_mode = detail::has_policy_category<M> &&
-    std::same_as<typename M::policy_category, detail::mode_category> && std::is_empty_v<M> &&
-    requires {
-  { M::value } -> std::convertible_to<cudaStreamCaptureMode>;
-};
-
-namespace mode {
-
+/// A mode of value `Value`; the modes below derive from it.
 template <cudaStreamCaptureMode Value>
 struct basic_mode {
   using policy_category = detail::mode_category;
@@ -45,5 +33,4 @@ struct thread_local_ : basic_mode<cudaStreamCaptureModeThreadLocal> {};
 /// Unsafe calls never fail (cudaStreamCaptureModeRelaxed).
 struct relaxed : basic_mode<cudaStreamCaptureModeRelaxed> {};
 
-} // namespace mode
-} // namespace graphcap
+} // namespace graphcap::mode

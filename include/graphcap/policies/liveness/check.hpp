@@ -1,8 +1,8 @@
-// graphcap/policies/liveness.hpp - the Liveness policy: are the graph's inputs still alive?
+// graphcap/policies/liveness/check.hpp - liveness::check: are the graph's inputs still alive?
 //
 // A graph bakes in the addresses it read at capture. A liveness policy learns the graph's
 // external inputs at capture end (and from `scope::input`) and, before each replay, refuses to
-// launch if one of them was freed. liveness::off stores nothing and checks nothing.
+// launch if one of them was freed. liveness::off (off.hpp) stores nothing and checks nothing.
 //
 // liveness::check reads the inputs from the captured graph itself, so it sees every kernel,
 // whoever launched it (cuBLAS, another module): the pointer-sized words of each kernel node's
@@ -14,8 +14,7 @@
 
 #include <graphcap/detail/cuda_check.hpp>
 #include <graphcap/detail/driver.hpp>
-#include <graphcap/detail/no_hooks.hpp>
-#include <graphcap/detail/policy_category.hpp>
+#include <graphcap/detail/hooks.hpp>
 #include <graphcap/error.hpp>
 
 #include <cuda.h>
@@ -45,35 +44,7 @@
 
 namespace graphcap {
 
-/// A Liveness policy: lifecycle hooks, `add_input` for inputs the graph reaches indirectly (with
-/// or without a liveness token), and `exclude` for internal memory (a pool's slab).
-template <class L>
-concept liveness_policy = detail::has_policy_category<L> &&
-    std::same_as<typename L::policy_category, detail::liveness_category> &&
-    std::is_nothrow_move_constructible_v<L> && std::is_nothrow_move_assignable_v<L> &&
-    requires(L& live, cudaStream_t stream, cudaGraph_t graph, cudaGraphExec_t exec,
-             const void* pointer, std::weak_ptr<const void> token, std::size_t bytes) {
-  live.add_input(pointer);
-  live.add_input(pointer, token);
-  live.exclude(pointer, bytes);
-  live.before_capture(stream);
-  live.after_capture_begin(stream);
-  live.before_capture_end(stream);
-  live.after_capture_end(graph);
-  live.on_capture_abort();
-  live.after_instantiate(exec);
-  live.before_replay(stream);
-  live.on_reset();
-};
-
 namespace liveness {
-
-/// Liveness checking disabled: no storage, no call before replay.
-struct off : detail::no_hooks<detail::liveness_category> {
-  constexpr void add_input(const void* /*pointer*/) noexcept {}
-  void add_input(const void* /*pointer*/, const std::weak_ptr<const void>& /*token*/) noexcept {}
-  constexpr void exclude(const void* /*base*/, std::size_t /*bytes*/) noexcept {}
-};
 
 /// Liveness checking enabled: one pass over the graph at capture end, then one driver query per
 /// input allocation (and one weak_ptr test per token) before every replay. A dead input makes

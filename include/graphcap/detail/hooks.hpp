@@ -1,13 +1,14 @@
-// graphcap/detail/no_hooks.hpp - the lifecycle hooks every policy offers, all empty.
+// graphcap/detail/hooks.hpp - the lifecycle hooks every policy offers, all empty: the base a
+// policy derives from and hides the hooks it needs (policies/concepts.hpp says when each runs).
 //
-// basic_graph calls each of these at a fixed point of the graph's lifecycle. A policy derives
-// from no_hooks<its category> and hides the hooks it needs; an "off" policy hides none, so every
-// call below is an empty inline function of an empty type and compiles to nothing.
-//
-// The base is a template of the category so that the three policy members of basic_graph never
-// hold two base subobjects of one type: those would need distinct addresses, and the
-// [[no_unique_address]] members could no longer all overlap (the graph would grow).
+// An "off" policy hides none, so every call below is an empty inline function of an empty type
+// and compiles to nothing. The base is a template of the category so that the three policy
+// members of basic_graph never hold two base subobjects of one type: those would need distinct
+// addresses, and the [[no_unique_address]] members could no longer all overlap (the graph would
+// grow).
 #pragma once
+
+#include <graphcap/policies/concepts.hpp>
 
 #include <cuda_runtime_api.h>
 

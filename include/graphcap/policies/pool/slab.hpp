@@ -1,56 +1,30 @@
-// graphcap/policies/pool.hpp - the Pool policy: where memory allocated during a capture lives.
+// graphcap/policies/pool/slab.hpp - the slab pools: pool::private_pool, pool::shared, pool::user.
 //
-// A pool strategy decides what `scope::allocate<T>(n)` hands out while a capture runs, and keeps
-// that memory at a fixed address for every replay:
-//   pool::none                no allocation during capture at all (and no cost);
-//   pool::private_pool        the graph's own pool (what graphcap::graph uses);
-//   pool::shared              a pool shared by the graphs given one pool_handle;
-//   pool::user                slabs drawn from your cudaMemPool_t;
-//   pool::graph_memory_nodes  CUDA's own graph memory nodes (cudaMallocAsync inside the capture).
-// docs/pools.md compares them.
+// Memory allocated during a capture (scope::allocate<T>(n), make_buffer<T>(n)) comes from slabs
+// of a pool_core (detail/pool_core.hpp) and keeps its address for every replay:
+//   pool::private_pool  the graph's own pool (what graphcap::graph uses);
+//   pool::shared        a pool shared by the graphs given one pool_handle;
+//   pool::user          slabs drawn from your cudaMemPool_t.
+// docs/pools.md compares them with pool::none and pool::graph_memory_nodes.
 #pragma once
 
 #include <graphcap/buffer.hpp>
+#include <graphcap/detail/allocation_size.hpp>
 #include <graphcap/detail/capture_mode_guard.hpp>
 #include <graphcap/detail/cuda_check.hpp>
-#include <graphcap/detail/no_hooks.hpp>
-#include <graphcap/detail/policy_category.hpp>
+#include <graphcap/detail/hooks.hpp>
 #include <graphcap/detail/pool_core.hpp>
 #include <graphcap/error.hpp>
 #include <graphcap/pool_handle.hpp>
 
 #include <algorithm>
-#include <concepts>
 #include <cstddef>
-#include <limits>
 #include <map>
 #include <memory>
-#include <new>
-#include <string>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
 namespace graphcap {
-
-/// A Pool policy: lifecycle hooks, a flag saying whether it can allocate, and the flags it needs
-/// passed to cudaGraphInstantiateWithFlags.
-template <class P>
-concept pool_strategy = detail::has_policy_category<P> &&
-    std::same_as<typename P::policy_category, detail::pool_category> &&
-    std::is_nothrow_move_constructible_v<P> && std::is_nothrow_move_assignable_v<P> &&
-    requires(P& pool, cudaStream_t stream, cudaGraph_t graph, cudaGraphExec_t exec) {
-  { P::can_allocate } -> std::convertible_to<bool>;
-  { P::instantiate_flags } -> std::convertible_to<unsigned long long>;
-  pool.before_capture(stream);
-  pool.after_capture_begin(stream);
-  pool.before_capture_end(stream);
-  pool.after_capture_end(graph);
-  pool.on_capture_abort();
-  pool.after_instantiate(exec);
-  pool.before_replay(stream);
-  pool.on_reset();
-};
 
 namespace detail {
 
@@ -90,11 +64,7 @@ public:
   /// is reused (stream order makes that safe); otherwise the core hands out a block.
   template <class T>
   [[nodiscard]] T* allocate(std::size_t count, cudaStream_t stream) {
-    if (count > std::numeric_limits<std::size_t>::max() / sizeof(T)) {
-      throw_error<out_of_memory_error>(cudaErrorMemoryAllocation, "graphcap::scope::allocate",
-                                       "the requested element count overflows size_t");
-    }
-    return static_cast<T*>(take(count * sizeof(T), stream));
+    return static_cast<T*>(take(allocation_bytes<T>(count), stream));
   }
 
   /// `count` objects of T on `stream` in a block that an owning buffer holds: it outlives the
@@ -278,14 +248,6 @@ private:
 
 namespace pool {
 
-/// No memory is allocated during capture: the graph reads and writes buffers you allocated
-/// beforehand. Costs nothing; `allocate` and `pool()` do not exist on such a graph.
-struct none : detail::no_hooks<detail::pool_category> {
-  static constexpr bool can_allocate = false;
-  static constexpr bool has_handle = false;
-  static constexpr unsigned long long instantiate_flags = 0;
-};
-
 /// The graph's own pool (torch.cuda.graph's default). Blocks keep their address for every replay
 /// and stay valid while the graph lives; reset() and destruction release the pool, ordered after
 /// the last replay. pool() hands out a handle for other graphs to share it.
@@ -304,67 +266,6 @@ struct shared : detail::slab_pool<true> {
 /// and given back to it on reset. The memory pool must outlive the graph.
 struct user : detail::slab_pool<false> {
   explicit user(cudaMemPool_t source) : slab_pool(source) {}
-};
-
-/// CUDA's own graph memory nodes: allocate() is cudaMallocAsync on the capture stream, which
-/// records a memory-allocation node that the graph owns, and deallocate() a memory-free node.
-/// Freed automatically at the next launch (cudaGraphInstantiateFlagAutoFreeOnLaunch). A graph
-/// with memory nodes can have only one executable graph at a time. What the capture allocates and
-/// does not free is freed on reset() and destruction: CUDA frees it only at a next launch, and
-/// destroying a graph frees nothing (cudaFree, which waits for the device: not on the replay path).
-struct graph_memory_nodes : detail::no_hooks<detail::pool_category> {
-  static constexpr bool can_allocate = true;
-  static constexpr bool has_handle = false;
-  static constexpr unsigned long long instantiate_flags = cudaGraphInstantiateFlagAutoFreeOnLaunch;
-
-  graph_memory_nodes() noexcept = default;
-  graph_memory_nodes(graph_memory_nodes&& other) noexcept
-      : unfreed_(std::move(other.unfreed_)), launched_(std::exchange(other.launched_, false)) {}
-  graph_memory_nodes& operator=(graph_memory_nodes&& other) noexcept {
-    if (this != &other) {
-      on_reset();
-      unfreed_ = std::move(other.unfreed_);
-      launched_ = std::exchange(other.launched_, false);
-    }
-    return *this;
-  }
-  graph_memory_nodes(const graph_memory_nodes&) = delete;
-  graph_memory_nodes& operator=(const graph_memory_nodes&) = delete;
-  ~graph_memory_nodes() { on_reset(); }
-
-  template <class T>
-  [[nodiscard]] T* allocate(std::size_t count, cudaStream_t stream) {
-    unfreed_.reserve(unfreed_.size() + 1); // so that the push_back below cannot throw
-    void* block = nullptr;
-    detail::check(cudaMallocAsync(&block, count * sizeof(T), stream), "cudaMallocAsync");
-    unfreed_.push_back(block);
-    return static_cast<T*>(block);
-  }
-  void deallocate(const void* block, cudaStream_t stream) {
-    detail::check(cudaFreeAsync(const_cast<void*>(block), stream), "cudaFreeAsync");
-    std::erase(unfreed_, block);
-  }
-
-  /// One store: whether an allocation can exist (memory nodes allocate when the graph runs).
-  void before_replay(cudaStream_t /*stream*/) noexcept { launched_ = true; }
-  /// A capture that failed was never launched: nothing was allocated.
-  void on_capture_abort() noexcept { unfreed_.clear(); }
-
-  void on_reset() noexcept {
-    if (launched_) {
-      const detail::relaxed_capture_mode_guard relaxed;
-      for (void* block : unfreed_) {
-        detail::ignore(cudaFree(block)); // waits for the last replay
-      }
-      static_cast<void>(cudaGetLastError());
-    }
-    unfreed_.clear();
-    launched_ = false;
-  }
-
-private:
-  std::vector<void*> unfreed_; // allocated during the capture and not freed by it
-  bool launched_ = false;
 };
 
 } // namespace pool

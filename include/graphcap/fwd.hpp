@@ -1,0 +1,56 @@
+// graphcap/fwd.hpp - the names of graphcap's main types, declared, and the small vocabulary
+// types several headers share (a graph's state, the keep_graph tag, an annotation's key/value).
+// (basic_graph is declared with its constraints, in basic_graph.hpp.)
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <utility>
+
+namespace graphcap {
+
+template <class Graph, class Kind>
+class basic_scope;
+class stream_ref;
+class pool_handle;
+struct pool_statistics;
+template <class T>
+class buffer;
+struct update_result;
+
+/// One key/value pair of an annotation, e.g. {"layer", "3"}.
+using annotation_entry = std::pair<std::string_view, std::string_view>;
+
+/// Where a graph is in its lifecycle.
+enum class graph_state : std::uint8_t {
+  empty,        ///< nothing captured (new, or after reset() or a failed capture)
+  capturing,    ///< a capture scope is open
+  captured,     ///< capture ended, template kept, not instantiated yet (keep_graph only)
+  instantiated, ///< ready to replay
+};
+
+/// The state's name, for messages.
+[[nodiscard]] constexpr std::string_view to_string(graph_state state) noexcept {
+  switch (state) {
+  case graph_state::empty:
+    return "empty";
+  case graph_state::capturing:
+    return "capturing";
+  case graph_state::captured:
+    return "captured";
+  case graph_state::instantiated:
+    return "instantiated";
+  }
+  return "unknown";
+}
+
+/// Tag: keep the captured template after instantiation (like torch's keep_graph=True), for
+/// raw_graph(), debug_dump(), editing, and instantiating again. Without it the template is
+/// destroyed as soon as the executable graph exists.
+struct keep_graph_t {
+  explicit keep_graph_t() = default;
+};
+/// The keep_graph tag's value: `graphcap::graph g{graphcap::keep_graph};`.
+inline constexpr keep_graph_t keep_graph{};
+
+} // namespace graphcap

@@ -1,0 +1,17 @@
+// graphcap/policies/pool/none.hpp - pool::none, the lean Pool policy: no allocation during a
+// capture, and no cost.
+#pragma once
+
+#include <graphcap/detail/hooks.hpp>
+
+namespace graphcap::pool {
+
+/// No memory is allocated during capture: the graph reads and writes buffers you allocated
+/// beforehand. Costs nothing; `allocate` and `pool()` do not exist on such a graph.
+struct none : detail::no_hooks<detail::pool_category> {
+  static constexpr bool can_allocate = false;
+  static constexpr bool has_handle = false;
+  static constexpr unsigned long long instantiate_flags = 0;
+};
+
+} // namespace graphcap::pool

@@ -1,0 +1,275 @@
+// graphcap/scope.hpp - the capture in progress: basic_scope<Graph, Kind>, what
+// `graph.begin_capture()` and `begin_recapture()` return and what `capture(work)` hands `work`.
+//
+//   auto cap = graph.begin_capture(stream);     // graph_type::scope
+//   float* tmp = cap.allocate<float>(n);        // from the graph's pool, fixed address
+//   auto region = cap.mark("attention");        // annotations (no-op when off)
+//   kernel<<<blocks, threads, 0, cap.stream()>>>(tmp, n);
+//   cap.end();                                  // ends the capture and instantiates
+//
+// One class template for every kind of capture. A scope owns its own state: the graph whose
+// policies serve it, the stream it captures, and what its end() does (Kind): capture_kind::fresh
+// instantiates, capture_kind::update (a recapture) updates the previous executable graph in place.
+// The kinds are distinct types with no conversion between them, so a recapture scope cannot be
+// sliced into one that would instantiate anew. Move-only; destroyed before end() it ends and
+// discards the capture, leaving the stream not capturing.
+#pragma once
+
+#include <graphcap/detail/unique_handle.hpp>
+#include <graphcap/error.hpp>
+#include <graphcap/fwd.hpp>
+#include <graphcap/stream_ref.hpp>
+#include <graphcap/update.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <initializer_list>
+#include <memory>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+namespace graphcap {
+
+/// What a scope's end() does with the capture.
+namespace capture_kind {
+/// A first capture: end() instantiates the template (or keeps it, with keep_graph).
+struct fresh {};
+/// A recapture: end() updates the previous executable graph in place when CUDA allows, and
+/// instantiates anew otherwise; update() says which.
+struct update {
+  detail::exec_handle previous; ///< the executable graph to update, until end()
+  update_result result;         ///< what end() did
+};
+} // namespace capture_kind
+
+namespace detail {
+
+/// The pool checks of a scope's allocating calls (and of the allocators over a scope): one
+/// text each, in one place.
+template <class Pool>
+constexpr void require_allocating_pool() noexcept {
+  static_assert(Pool::can_allocate,
+                "graphcap: allocate() needs a graph whose pool policy allocates: use "
+                "pool::private_pool, pool::shared, pool::user or pool::graph_memory_nodes, not "
+                "pool::none");
+}
+template <class Pool>
+constexpr void require_deallocating_pool() noexcept {
+  static_assert(Pool::can_allocate,
+                "graphcap: deallocate() needs a graph whose pool policy allocates: use "
+                "pool::private_pool, pool::shared, pool::user or pool::graph_memory_nodes, not "
+                "pool::none");
+}
+template <class Pool>
+constexpr void require_slab_pool() noexcept {
+  static_assert(Pool::has_handle,
+                "graphcap: make_buffer() needs a graph whose pool keeps blocks in slabs: use "
+                "pool::private_pool, pool::shared or pool::user (pool::graph_memory_nodes "
+                "memory belongs to its graph; pool::none allocates nothing)");
+}
+
+/// Calls `work` with what it takes: the scope (`scope&` or `auto&`), the capture stream
+/// (`cudaStream_t`, or anything a cudaStream_t converts to), or nothing. A direct call, not
+/// std::invoke: <functional> would bring the unordered containers into the lean core.
+template <class Scope, class Work>
+decltype(auto) invoke_work(Scope& cap, Work&& work) {
+  if constexpr (std::is_invocable_v<Work, Scope&>) {
+    return std::forward<Work>(work)(cap);
+  } else if constexpr (std::is_invocable_v<Work, cudaStream_t>) {
+    return std::forward<Work>(work)(cap.stream());
+  } else {
+    static_assert(std::is_invocable_v<Work>,
+                  "graphcap: capture(work) needs a callable taking the capture scope (scope& "
+                  "or auto&), the capture stream (cudaStream_t), or nothing");
+    return std::forward<Work>(work)();
+  }
+}
+
+} // namespace detail
+
+/// The capture in progress on one graph: its stream, the features the graph's policies offer
+/// during a capture (allocate, make_buffer, mark, input), and end().
+template <class Graph, class Kind>
+class basic_scope {
+public:
+  using graph_type = Graph;
+  using pool_type = typename Graph::pool_type;
+  using kind_type = Kind;
+
+  basic_scope(basic_scope&& other) noexcept
+      : graph_(std::exchange(other.graph_, nullptr)), stream_(other.stream_),
+        kind_(std::move(other.kind_)) {}
+  basic_scope& operator=(basic_scope&&) = delete;
+  basic_scope(const basic_scope&) = delete;
+  basic_scope& operator=(const basic_scope&) = delete;
+
+  /// Before end(): ends and discards the capture (never throws).
+  ~basic_scope() {
+    if (graph_ != nullptr) {
+      graph_->abandon_capture(stream_);
+    }
+  }
+
+  /// The stream being captured: issue the graph's work here (kernels, copies, library calls).
+  [[nodiscard]] cudaStream_t stream() const noexcept { return stream_; }
+
+  /// True until end() was called (or the scope was moved from).
+  [[nodiscard]] bool active() const noexcept { return graph_ != nullptr; }
+
+  /// Ends the capture and makes the executable graph (fresh: instantiates it, unless
+  /// keep_graph; update: updates the previous one in place, or instantiates). Throws
+  /// capture_error if the capture was invalidated or left forked work unjoined; the graph is
+  /// then empty again. Ended on the wrong thread, the capture goes on and end() may be retried
+  /// on the thread that began it.
+  void end() {
+    if (graph_ == nullptr) {
+      throw state_error("graphcap: this capture scope was already ended (end() called twice, or "
+                        "the scope was moved from)");
+    }
+    Graph* const graph = std::exchange(graph_, nullptr);
+    try {
+      graph->finish_capture(stream_, kind_);
+    } catch (const capture_error& failure) {
+      if (failure.code() == cudaErrorStreamCaptureWrongThread) {
+        graph_ = graph; // still capturing
+      }
+      throw;
+    }
+  }
+
+  /// After a recapture's end(): whether the executable graph was updated in place or
+  /// instantiated anew, and why.
+  [[nodiscard]] const update_result&
+  update() const noexcept requires std::same_as<Kind, capture_kind::update> {
+    return kind_.result;
+  }
+
+  /// Memory for `count` objects of type T from the graph's pool, at an address fixed for every
+  /// replay, for work on the capture stream. Needs an allocating Pool policy.
+  template <class T>
+  [[nodiscard]] T* allocate(std::size_t count) {
+    return allocate<T>(count, stream_);
+  }
+  /// The same, for work on `stream`, a stream forked from the capture stream.
+  template <class T>
+  [[nodiscard]] T* allocate(std::size_t count, stream_ref stream) {
+    detail::require_allocating_pool<pool_type>();
+    return active_graph().pool_.template allocate<T>(count, stream.get());
+  }
+
+  /// Memory for `count` objects of type T from the graph's pool, owned by the returned buffer:
+  /// it stays valid, at the same address, while any copy of the buffer lives, even after the
+  /// graph is reset or destroyed (an output you keep). Needs a slab pool.
+  template <class T>
+  [[nodiscard]] buffer<T> make_buffer(std::size_t count) {
+    return make_buffer<T>(count, stream_);
+  }
+  /// The same, for work on `stream`, a stream forked from the capture stream.
+  template <class T>
+  [[nodiscard]] buffer<T> make_buffer(std::size_t count, stream_ref stream) {
+    detail::require_slab_pool<pool_type>();
+    return active_graph().pool_.template make_buffer<T>(count, stream.get());
+  }
+
+  /// Gives back memory allocate() returned in this capture: later allocations of the same size
+  /// on the same stream in this capture may reuse it. Needs an allocating Pool policy.
+  template <class T>
+  void deallocate(T* pointer) {
+    deallocate(pointer, stream_);
+  }
+  /// The same, for memory last used by work on `stream` (where it was allocated for).
+  template <class T>
+  void deallocate(T* pointer, stream_ref stream) {
+    detail::require_deallocating_pool<pool_type>();
+    active_graph().pool_.deallocate(pointer, stream.get());
+  }
+
+  /// Tags the nodes captured while the returned marker lives with `name` (annot::off: no-op).
+  [[nodiscard]] auto mark(std::string_view name) {
+    return policy(&Graph::annot_).mark(stream_, name);
+  }
+  /// Tags the nodes captured while the returned marker lives with key/value pairs.
+  [[nodiscard]] auto mark(std::initializer_list<annotation_entry> entries) {
+    return policy(&Graph::annot_).mark(stream_, entries);
+  }
+
+  /// Declares an input the graph reaches indirectly (a pointer stored in device memory), for
+  /// the liveness check (liveness::off: no-op).
+  void input(const void* pointer) { policy(&Graph::liveness_).add_input(pointer); }
+
+  /// Declares an indirect input whose life the allocator reports through `token` (memory of a
+  /// sub-allocator, whose frees the driver cannot see; docs/liveness.md). liveness::off: no-op.
+  void input(const void* pointer, std::weak_ptr<const void> token) {
+    policy(&Graph::liveness_).add_input(pointer, std::move(token));
+  }
+
+private:
+  friend Graph;
+  template <class, class>
+  friend class basic_scope;
+
+  basic_scope(Graph& graph, cudaStream_t stream, Kind kind) noexcept
+      : graph_(&graph), stream_(stream), kind_(std::move(kind)) {}
+
+  /// Runs `work` in `cap` and ends it. Returns what `work` returns, or for a recapture the
+  /// update_result. A recapture whose work takes the plain `Graph::scope&` (a step written once
+  /// for capture() and recapture()) gets the capture lent as a plain scope for the work's
+  /// length, and taken back for the update.
+  template <class Work>
+  static decltype(auto) run(basic_scope cap, Work&& work) {
+    if constexpr (std::is_same_v<Kind, capture_kind::update>) {
+      using plain_scope = basic_scope<Graph, capture_kind::fresh>;
+      if constexpr (!std::is_invocable_v<Work, basic_scope&> &&
+                    std::is_invocable_v<Work, plain_scope&>) {
+        plain_scope lent{*std::exchange(cap.graph_, nullptr), cap.stream_, {}};
+        std::forward<Work>(work)(lent);
+        if (lent.graph_ == nullptr) {
+          throw state_error("graphcap: the work of a recapture ended its capture scope itself; "
+                            "let recapture() end it, so that it can update the graph");
+        }
+        cap.graph_ = std::exchange(lent.graph_, nullptr);
+      } else {
+        static_cast<void>(detail::invoke_work(cap, std::forward<Work>(work)));
+      }
+      cap.end();
+      return update_result{cap.kind_.result};
+    } else {
+      using result = decltype(detail::invoke_work(cap, std::forward<Work>(work)));
+      if constexpr (std::is_void_v<result>) {
+        detail::invoke_work(cap, std::forward<Work>(work));
+        cap.end();
+      } else {
+        result value = detail::invoke_work(cap, std::forward<Work>(work));
+        cap.end();
+        return value;
+      }
+    }
+  }
+
+  /// The graph's policy object. A stateless policy (every "off" one) needs no graph, so it is
+  /// reached with no check at all: its call compiles to nothing, also after end().
+  template <class Policy>
+  decltype(auto) policy(Policy Graph::*member) const {
+    if constexpr (std::is_empty_v<Policy>) {
+      return Policy{};
+    } else {
+      return (active_graph().*member);
+    }
+  }
+
+  Graph& active_graph() const {
+    if (graph_ == nullptr) [[unlikely]] {
+      throw state_error("graphcap: this capture scope has ended; allocate(), mark() and input() "
+                        "work only while the capture runs");
+    }
+    return *graph_;
+  }
+
+  Graph* graph_;
+  cudaStream_t stream_;
+  [[no_unique_address]] Kind kind_;
+};
+
+} // namespace graphcap

@@ -101,10 +101,10 @@ class capture_allocator {
   static_assert(detail::require_allocating_scope<Scope>());
 
 public:
-  using value_type = char;
-  using pointer = char*;
-  using size_type = std::size_t;
-  using difference_type = std::ptrdiff_t;
+  using value_type = char;                ///< bytes
+  using pointer = char*;                  ///< a block's address
+  using size_type = std::size_t;          ///< a size in bytes
+  using difference_type = std::ptrdiff_t; ///< a distance in bytes
 
   /// Allocates for work on the capture stream.
   explicit capture_allocator(Scope& cap) noexcept : scope_(&cap), stream_(cap.stream()) {}
@@ -148,12 +148,14 @@ class capture_resource {
   static_assert(detail::require_allocating_scope<Scope>());
 
 public:
+  /// A resource over `cap`'s pool, for the length of that capture.
   explicit capture_resource(Scope& cap) noexcept : scope_(&cap) {}
 
   /// `bytes` bytes for work on the capture stream.
   [[nodiscard]] void* allocate(std::size_t bytes, std::size_t alignment = capture_block_alignment) {
     return allocate_async(bytes, alignment, scope_->stream());
   }
+  /// Gives a block back for reuse later in this capture by work on the capture stream.
   void deallocate(void* block, std::size_t bytes,
                   std::size_t alignment = capture_block_alignment) noexcept {
     deallocate_async(block, bytes, alignment, scope_->stream());

@@ -19,7 +19,7 @@
 #include <graphcap/detail/capture.hpp>
 #include <graphcap/detail/capture_mode_guard.hpp>
 #include <graphcap/detail/cuda_check.hpp>
-#include <graphcap/detail/graph_core.hpp>
+#include <graphcap/detail/graph_lifecycle.hpp>
 #include <graphcap/error.hpp>
 #include <graphcap/fwd.hpp>
 #include <graphcap/policies/annot/off.hpp>
@@ -49,10 +49,10 @@ struct policy_access;
 template <capture_mode Mode, pool_strategy Pool, annotation_policy Annot, liveness_policy Liveness>
 class basic_graph {
 public:
-  using mode_type = Mode;
-  using pool_type = Pool;
-  using annot_type = Annot;
-  using liveness_type = Liveness;
+  using mode_type = Mode;         ///< the capture mode (graphcap::mode)
+  using pool_type = Pool;         ///< where capture-time memory lives (graphcap::pool)
+  using annot_type = Annot;       ///< annotations (graphcap::annot)
+  using liveness_type = Liveness; ///< the input liveness check (graphcap::liveness)
   /// The capture in progress (what begin_capture() returns and capture(work) hands `work`).
   using scope = basic_scope<basic_graph, capture_kind::fresh>;
   /// The capture of a recapture: its end() updates the executable graph in place.
@@ -61,46 +61,37 @@ public:
   /// An empty graph. Makes no CUDA call: the first capture does.
   basic_graph() noexcept = default;
   /// An empty graph that keeps its template after instantiation (see keep_graph_t).
-  explicit basic_graph(keep_graph_t /*keep*/) noexcept : core_(true) {}
+  explicit basic_graph(keep_graph_t /*keep*/) noexcept : lifecycle_(true) {}
 
   /// An empty graph drawing from the pool behind `pool` (graph_pool_handle(), or another
   /// graph's pool()). For pool::shared (and pool::private_pool, which then shares it).
   explicit basic_graph(
       const pool_handle& pool) requires std::constructible_from<Pool, const pool_handle&>
-      : pool_(pool) {}
+      : lifecycle_(false, pool) {}
   /// The same, keeping the template (keep_graph).
   basic_graph(keep_graph_t /*keep*/,
               const pool_handle& pool) requires std::constructible_from<Pool, const pool_handle&>
-      : core_(true), pool_(pool) {}
+      : lifecycle_(true, pool) {}
 
   /// An empty graph whose slabs come from `memory_pool`, which must outlive it. For pool::user.
   explicit basic_graph(
       cudaMemPool_t memory_pool) requires std::constructible_from<Pool, cudaMemPool_t>
-      : pool_(memory_pool) {}
+      : lifecycle_(false, memory_pool) {}
   /// The same, keeping the template (keep_graph).
   basic_graph(keep_graph_t /*keep*/,
               cudaMemPool_t memory_pool) requires std::constructible_from<Pool, cudaMemPool_t>
-      : core_(true), pool_(memory_pool) {}
+      : lifecycle_(true, memory_pool) {}
 
   /// Takes `other`'s capture; `other` is left empty.
   basic_graph(basic_graph&& other) noexcept = default;
   /// Drops this graph's capture (as reset() does), then takes `other`'s.
-  basic_graph& operator=(basic_graph&& other) noexcept {
-    if (this != &other) {
-      release();
-      core_ = std::move(other.core_);
-      pool_ = std::move(other.pool_);
-      annot_ = std::move(other.annot_);
-      liveness_ = std::move(other.liveness_);
-    }
-    return *this;
-  }
+  basic_graph& operator=(basic_graph&& other) noexcept = default;
   basic_graph(const basic_graph&) = delete;
   basic_graph& operator=(const basic_graph&) = delete;
 
   /// Destroys the executable graph, the template and the side stream; never throws. A capture
   /// scope must not outlive its graph (as an iterator must not outlive its container).
-  ~basic_graph() { release(); }
+  ~basic_graph() = default;
 
   // ---- capture ---------------------------------------------------------------------------
 
@@ -109,12 +100,7 @@ public:
   /// exception) ends and discards the capture, leaving the stream not capturing.
   [[nodiscard("the capture ends when the scope is destroyed; call end() on it")]] scope
   begin_capture(stream_ref stream) {
-    core_.require_state(graph_state::empty, "begin a capture",
-                        "call reset() first, or capture into another graph");
-    detail::capture::require_capturable(stream);
-    core_.note_capture_device();
-    start_capture(stream.get());
-    return scope{*this, stream.get(), {}};
+    return scope{lifecycle_, lifecycle_.begin(stream), {}};
   }
 
   /// Begins capturing on the graph's own non-blocking side stream (created on first use, on the
@@ -122,11 +108,7 @@ public:
   /// your other work: replay(stream) orders the graph's work on the stream you replay it on.
   [[nodiscard("the capture ends when the scope is destroyed; call end() on it")]] scope
   begin_capture() {
-    core_.require_state(graph_state::empty, "begin a capture",
-                        "call reset() first, or capture into another graph");
-    const cudaStream_t stream = core_.side_stream_for_current_device();
-    start_capture(stream);
-    return scope{*this, stream, {}};
+    return scope{lifecycle_, lifecycle_.begin_on_side_stream(), {}};
   }
 
   /// Captures what `work` issues on the graph's side stream. `work` takes the capture scope
@@ -168,17 +150,15 @@ public:
   /// (update() on the scope tells how). On an empty graph it is a first capture.
   [[nodiscard("the capture ends when the scope is destroyed; call end() on it")]] recapture_scope
   begin_recapture(stream_ref stream) {
-    capture_kind::update kind{release_for_recapture(), {}};
-    scope first = begin_capture(stream);
-    return recapture_scope{*std::exchange(first.graph_, nullptr), first.stream_, std::move(kind)};
+    capture_kind::update kind{lifecycle_.release_for_recapture(), {}};
+    return recapture_scope{lifecycle_, lifecycle_.begin(stream), std::move(kind)};
   }
 
   /// The same, on the graph's own side stream.
   [[nodiscard("the capture ends when the scope is destroyed; call end() on it")]] recapture_scope
   begin_recapture() {
-    capture_kind::update kind{release_for_recapture(), {}};
-    scope first = begin_capture();
-    return recapture_scope{*std::exchange(first.graph_, nullptr), first.stream_, std::move(kind)};
+    capture_kind::update kind{lifecycle_.release_for_recapture(), {}};
+    return recapture_scope{lifecycle_, lifecycle_.begin_on_side_stream(), std::move(kind)};
   }
 
   // ---- instantiate and replay ---------------------------------------------------------
@@ -187,8 +167,8 @@ public:
   /// the capture, and calling it again is a state_error; with keep_graph it (re)instantiates
   /// from the current template, e.g. after you edited raw_graph().
   void instantiate() {
-    core_.require_instantiable();
-    instantiate_template();
+    lifecycle_.core_.require_instantiable();
+    lifecycle_.instantiate_template();
   }
 
   /// Launches the graph on `stream` (any stream of the capture's device, the default stream
@@ -196,55 +176,51 @@ public:
   /// checks (none when they are off) and one cudaGraphLaunch. Misuse (no executable graph yet)
   /// is diagnosed only after the launch failed, so it costs nothing when all is well.
   void replay(stream_ref stream = {}) {
-    liveness_.before_replay(stream.get());
-    pool_.before_replay(stream.get());
-    annot_.before_replay(stream.get());
-    const cudaError_t status = cudaGraphLaunch(core_.exec.get(), stream.get());
+    lifecycle_.liveness_.before_replay(stream.get());
+    lifecycle_.pool_.before_replay(stream.get());
+    lifecycle_.annot_.before_replay(stream.get());
+    const cudaError_t status = cudaGraphLaunch(lifecycle_.core_.exec.get(), stream.get());
     if (status != cudaSuccess) [[unlikely]] {
-      recover_failed_replay(status, stream.get());
+      lifecycle_.recover_failed_replay(status, stream.get());
     }
   }
 
   /// Uploads the executable graph to the device ahead of its first replay (cudaGraphUpload), so
   /// the first replay costs what later ones do. Instantiates first under keep_graph.
   void upload(stream_ref stream = {}) {
-    ensure_executable("upload()");
-    detail::check(cudaGraphUpload(core_.exec.get(), stream.get()), "cudaGraphUpload");
+    lifecycle_.ensure_executable("upload()");
+    detail::check(cudaGraphUpload(lifecycle_.core_.exec.get(), stream.get()), "cudaGraphUpload");
   }
 
   /// Drops the executable graph and the template (the graph's side stream is kept for the next
   /// capture). Not allowed while a capture scope is open.
-  void reset() {
-    if (core_.state == graph_state::capturing) {
-      throw state_error(core_.message("reset()", "end the capture (scope::end(), or let the "
-                                                 "scope be destroyed) before resetting the graph"));
-    }
-    drop_graphs();
-  }
+  void reset() { lifecycle_.reset(); }
 
   // ---- inspection ---------------------------------------------------------------------
 
   /// Where the graph is in its lifecycle.
-  [[nodiscard]] graph_state state() const noexcept { return core_.state; }
+  [[nodiscard]] graph_state state() const noexcept { return lifecycle_.core_.state; }
   /// True when the graph holds no capture (new, reset, or after a failed capture).
-  [[nodiscard]] bool empty() const noexcept { return core_.state == graph_state::empty; }
+  [[nodiscard]] bool empty() const noexcept { return lifecycle_.core_.state == graph_state::empty; }
   /// True when the graph was constructed with keep_graph.
-  [[nodiscard]] bool keeps_graph() const noexcept { return core_.keep_graph; }
+  [[nodiscard]] bool keeps_graph() const noexcept { return lifecycle_.core_.keep_graph; }
   /// Nodes in the captured graph (0 for an empty capture, which is valid and replays as a
   /// no-op: it usually means the work went to another stream than the capture stream).
-  [[nodiscard]] std::size_t node_count() const noexcept { return core_.node_count; }
+  [[nodiscard]] std::size_t node_count() const noexcept { return lifecycle_.core_.node_count; }
   /// The device that was current when the capture began (-1 before the first capture).
-  [[nodiscard]] int device() const noexcept { return core_.device; }
+  [[nodiscard]] int device() const noexcept { return lifecycle_.core_.device; }
 
   /// The captured template. Exists after the capture with keep_graph (or before instantiation);
   /// the graph keeps ownership. Editing it takes effect at the next instantiate().
-  [[nodiscard]] cudaGraph_t raw_graph() const { return core_.template_graph("raw_graph()"); }
+  [[nodiscard]] cudaGraph_t raw_graph() const {
+    return lifecycle_.core_.template_graph("raw_graph()");
+  }
   /// The executable graph; the graph keeps ownership.
-  [[nodiscard]] cudaGraphExec_t raw_exec() const { return core_.executable(); }
+  [[nodiscard]] cudaGraphExec_t raw_exec() const { return lifecycle_.core_.executable(); }
   /// Writes the template as a Graphviz DOT file (cudaGraphDebugDotPrint). Needs the template:
   /// construct the graph with keep_graph.
   void debug_dump(const std::string& path, bool verbose = true) const {
-    core_.debug_dump(path, verbose);
+    lifecycle_.core_.debug_dump(path, verbose);
   }
 
   /// A handle to the graph's pool, for other graphs to share it
@@ -256,7 +232,7 @@ public:
                   "graphcap: pool() needs a graph whose pool can be shared: use "
                   "pool::private_pool, pool::shared or pool::user, not pool::none or "
                   "pool::graph_memory_nodes");
-    return pool_.handle();
+    return lifecycle_.pool_.handle();
   }
 
   /// What the graph's pool holds (reserved and in-use bytes, slabs, blocks).
@@ -264,15 +240,15 @@ public:
   [[nodiscard]] auto pool_statistics() const { // -> graphcap::pool_statistics
     static_assert(P::has_handle, "graphcap: pool_statistics() needs a graph with a slab pool: "
                                  "pool::private_pool, pool::shared or pool::user");
-    return pool_.statistics();
+    return lifecycle_.pool_.statistics();
   }
 
   /// The Pool policy's state, read-only (its hooks are the graph's to call).
-  [[nodiscard]] const Pool& pool_policy() const noexcept { return pool_; }
+  [[nodiscard]] const Pool& pool_policy() const noexcept { return lifecycle_.pool_; }
   /// The Annot policy's state, read-only (annot::on: id_source(), discovery(), ...).
-  [[nodiscard]] const Annot& annot_policy() const noexcept { return annot_; }
+  [[nodiscard]] const Annot& annot_policy() const noexcept { return lifecycle_.annot_; }
   /// The Liveness policy's state, read-only (liveness::check: input_count()).
-  [[nodiscard]] const Liveness& liveness_policy() const noexcept { return liveness_; }
+  [[nodiscard]] const Liveness& liveness_policy() const noexcept { return lifecycle_.liveness_; }
 
   /// The annotated nodes of the last capture. Needs an Annot policy that records them
   /// (annot::on, from <graphcap/annotations.hpp>).
@@ -282,187 +258,13 @@ public:
         requires(const A& annot) { annot.annotations(); },
         "graphcap: annotations() needs a graph with annotations on: use annot::on "
         "(#include <graphcap/annotations.hpp>, link graphcap::annotations)");
-    return annot_.annotations();
+    return lifecycle_.annot_.annotations();
   }
 
 private:
-  template <class, class>
-  friend class basic_scope;
   friend struct detail::policy_access;
 
-  // ---- lifecycle steps, shared by the lambda and the RAII forms -------------------------
-
-  /// Prepares the policies and begins the capture. A hook that throws, before the capture or
-  /// right after it began, leaves no stream capturing and every policy aborted.
-  void start_capture(cudaStream_t stream) {
-    try { // a policy's preparation may throw (liveness resolves driver entry points)
-      each_policy([&](auto& policy) { policy.before_capture(stream); });
-    } catch (...) {
-      abort_policies();
-      throw;
-    }
-    const cudaError_t status = cudaStreamBeginCapture(stream, Mode::value);
-    if (status != cudaSuccess) [[unlikely]] {
-      abort_policies();
-      detail::throw_cuda<capture_error>(status, "cudaStreamBeginCapture");
-    }
-    core_.state = graph_state::capturing;
-    try { // compiles to nothing where every hook is noexcept (the lean graph)
-      each_policy([&](auto& policy) { policy.after_capture_begin(stream); });
-    } catch (...) {
-      abandon_capture(stream);
-      throw;
-    }
-  }
-
-  /// Takes the executable graph out for a recapture to update, and drops the rest of the old
-  /// capture: the template, and what the policies recorded (the pool takes its blocks back, in
-  /// order, for the new capture to reuse).
-  detail::exec_handle release_for_recapture() {
-    if (core_.state == graph_state::capturing) {
-      throw state_error(core_.message("recapture", "end the capture in progress first"));
-    }
-    detail::exec_handle previous = std::move(core_.exec);
-    core_.drop();
-    if constexpr (requires { pool_.on_recapture(); }) {
-      pool_.on_recapture();
-    } else {
-      pool_.on_reset();
-    }
-    annot_.on_reset();
-    liveness_.on_reset();
-    return previous;
-  }
-
-  /// Ends the capture (a scope's end()) and makes the executable graph as `kind` says.
-  template <class Kind>
-  void finish_capture(cudaStream_t stream, Kind& kind) {
-    try { // a policy's last captured work (the pool's completion marker) may fail
-      each_policy([&](auto& policy) { policy.before_capture_end(stream); });
-    } catch (...) {
-      abandon_capture(stream);
-      throw;
-    }
-    const cudaError_t status = detail::capture::end(stream, core_.graph);
-    if (status != cudaSuccess) [[unlikely]] {
-      if (status != cudaErrorStreamCaptureWrongThread) { // else the capture goes on
-        core_.state = graph_state::empty;
-        abort_policies();
-      }
-      detail::capture::throw_end_failure(status, stream);
-    }
-    core_.state = graph_state::captured;
-    try {
-      core_.count_nodes(policy_marker_nodes);
-      after_capture_end_hooks();
-      if constexpr (std::is_same_v<Kind, capture_kind::update>) {
-        core_.update_or_instantiate(kind.previous, kind.result, Pool::instantiate_flags);
-        after_instantiate_hooks();
-        if (!core_.keep_graph) {
-          core_.graph.reset();
-        }
-      } else if (!core_.keep_graph) {
-        instantiate_template();
-        core_.graph.reset(); // the executable graph is all a replay needs
-      }
-    } catch (...) {
-      drop_graphs();
-      throw;
-    }
-  }
-
-  void after_capture_end_hooks() {
-    cudaGraph_t captured = core_.graph.get();
-    pool_.after_capture_end(captured);
-    if constexpr (!std::is_empty_v<Liveness> && requires { pool_.for_each_slab(ignore_slab); }) {
-      // The pool's memory is the graph's own, never an external input.
-      pool_.for_each_slab(
-          [this](const void* base, std::size_t bytes) { liveness_.exclude(base, bytes); });
-    }
-    annot_.after_capture_end(captured);
-    liveness_.after_capture_end(captured);
-  }
-
-  /// Ends a capture that will not be used (exception, scope destroyed early); never throws and
-  /// never leaves the stream capturing.
-  void abandon_capture(cudaStream_t stream) noexcept {
-    detail::capture::abandon(stream);
-    core_.state = graph_state::empty;
-    abort_policies();
-  }
-
-  void instantiate_template() {
-    core_.instantiate(Pool::instantiate_flags);
-    after_instantiate_hooks();
-  }
-
-  void after_instantiate_hooks() {
-    each_policy([exec = core_.exec.get()](auto& policy) { policy.after_instantiate(exec); });
-  }
-
-  void ensure_executable(std::string_view operation) {
-    if (core_.exec) {
-      return;
-    }
-    if (core_.state == graph_state::captured) {
-      instantiate_template(); // keep_graph: lazy instantiation
-      return;
-    }
-    throw state_error(
-        core_.message(operation, "capture a graph first (capture() or begin_capture())"));
-  }
-
-  /// The cold half of replay(): find out why the launch failed, recover where that is the
-  /// documented behaviour (lazy instantiation), otherwise throw an error that says why.
-  GRAPHCAP_COLD void recover_failed_replay(cudaError_t status, cudaStream_t stream) {
-    if (!core_.exec) {
-      static_cast<void>(cudaGetLastError()); // the failed launch of a null graph
-      ensure_executable("replay()");         // throws unless lazily instantiable
-      detail::check(cudaGraphLaunch(core_.exec.get(), stream), "cudaGraphLaunch");
-      return;
-    }
-    core_.throw_launch_failure(status);
-  }
-
-  void abort_policies() noexcept {
-    each_policy([](auto& policy) noexcept { policy.on_capture_abort(); });
-  }
-
-  void drop_graphs() noexcept {
-    core_.drop();
-    each_policy([](auto& policy) noexcept { policy.on_reset(); });
-  }
-
-  /// Calls `hook` on the Pool, Annot and Liveness policies, in that order.
-  template <class Hook>
-  void each_policy(Hook&& hook) noexcept(
-      noexcept(hook(pool_)) && noexcept(hook(annot_)) && noexcept(hook(liveness_))) {
-    hook(pool_);
-    hook(annot_);
-    hook(liveness_);
-  }
-
-  void release() noexcept {
-    drop_graphs();
-    core_.side_stream.reset();
-  }
-
-  static constexpr auto ignore_slab = [](const void*, std::size_t) {};
-
-  /// Nodes the Pool policy adds to every capture for itself (its completion marker).
-  static constexpr std::size_t policy_marker_nodes = [] {
-    if constexpr (requires { Pool::marker_nodes; }) {
-      return Pool::marker_nodes;
-    } else {
-      return std::size_t{0};
-    }
-  }();
-
-  // The handles a hand-written program needs, then the policies (empty when off).
-  detail::graph_core core_;
-  [[no_unique_address]] Pool pool_{};
-  [[no_unique_address]] Annot annot_{};
-  [[no_unique_address]] Liveness liveness_{};
+  detail::graph_lifecycle<Mode, Pool, Annot, Liveness> lifecycle_;
 };
 
 namespace detail {
@@ -471,15 +273,15 @@ namespace detail {
 struct policy_access {
   template <class Graph>
   static auto& pool(Graph& graph) noexcept {
-    return graph.pool_;
+    return graph.lifecycle_.pool_;
   }
   template <class Graph>
   static auto& annot(Graph& graph) noexcept {
-    return graph.annot_;
+    return graph.lifecycle_.annot_;
   }
   template <class Graph>
   static auto& liveness(Graph& graph) noexcept {
-    return graph.liveness_;
+    return graph.lifecycle_.liveness_;
   }
 };
 } // namespace detail

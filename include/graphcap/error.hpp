@@ -29,6 +29,7 @@ public:
 /// A CUDA runtime or driver call failed.
 class cuda_error : public error {
 public:
+  /// The failure of `call` with `code`; `hint` says what to do (empty: none).
   cuda_error(cudaError_t code, std::string_view call, std::string_view hint = {})
       : error(describe(code, call, hint)), code_(code), call_(call) {}
 
@@ -61,6 +62,7 @@ private:
 /// and no stream is left capturing.
 class capture_error : public cuda_error {
 public:
+  /// As cuda_error.
   using cuda_error::cuda_error;
 };
 
@@ -68,6 +70,7 @@ public:
 /// and the pool's reserved size; the process and other graphs stay usable.
 class out_of_memory_error : public cuda_error {
 public:
+  /// As cuda_error.
   using cuda_error::cuda_error;
 };
 

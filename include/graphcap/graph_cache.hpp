@@ -57,6 +57,8 @@ struct graph_cache_statistics {
   std::size_t evictions = 0; ///< graphs dropped to stay within capacity
 };
 
+/// One graph per key (a batch size, a shape), captured on first use and evicted least recently
+/// used first; see the header comment.
 template <class Key, class Graph = cached_graph, class Hash = std::hash<Key>,
           class KeyEqual = std::equal_to<Key>>
 class graph_cache {
@@ -70,9 +72,10 @@ class graph_cache {
                                       std::is_same_v<typename Graph::pool_type, pool::shared>;
 
 public:
-  using key_type = Key;
-  using graph_type = Graph;
+  using key_type = Key;     ///< what a graph is looked up by
+  using graph_type = Graph; ///< the graphs it holds
 
+  /// An empty cache; throws graphcap::error for a capacity of 0.
   explicit graph_cache(graph_cache_options options = {}) : options_(options) {
     if (options_.capacity == 0) {
       throw error("graphcap: a graph_cache needs a capacity of at least 1");
@@ -120,6 +123,7 @@ public:
     const auto found = index_.find(key);
     return found == index_.end() ? nullptr : &found->second->graph;
   }
+  /// Whether a graph for `key` is cached.
   [[nodiscard]] bool contains(const Key& key) const { return index_.contains(key); }
 
   /// Drops the graph for `key`; returns whether there was one.
@@ -139,8 +143,11 @@ public:
     entries_.clear();
   }
 
+  /// Graphs cached now.
   [[nodiscard]] std::size_t size() const noexcept { return entries_.size(); }
+  /// Graphs it keeps at most.
   [[nodiscard]] std::size_t capacity() const noexcept { return options_.capacity; }
+  /// Hits, misses and evictions so far.
   [[nodiscard]] const graph_cache_statistics& statistics() const noexcept { return statistics_; }
 
   /// The pool the cache's graphs share (pool::shared graphs only).

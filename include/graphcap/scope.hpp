@@ -15,6 +15,7 @@
 // discards the capture, leaving the stream not capturing.
 #pragma once
 
+#include <graphcap/detail/graph_lifecycle.hpp>
 #include <graphcap/detail/unique_handle.hpp>
 #include <graphcap/error.hpp>
 #include <graphcap/fwd.hpp>
@@ -93,11 +94,17 @@ decltype(auto) invoke_work(Scope& cap, Work&& work) {
 /// during a capture (allocate, make_buffer, mark, input), and end().
 template <class Graph, class Kind>
 class basic_scope {
-public:
-  using graph_type = Graph;
-  using pool_type = typename Graph::pool_type;
-  using kind_type = Kind;
+  // What the scope drives: the graph's handles, policies and lifecycle steps.
+  using lifecycle =
+      detail::graph_lifecycle<typename Graph::mode_type, typename Graph::pool_type,
+                              typename Graph::annot_type, typename Graph::liveness_type>;
 
+public:
+  using graph_type = Graph;                    ///< the graph being captured
+  using pool_type = typename Graph::pool_type; ///< its Pool policy
+  using kind_type = Kind;                      ///< what end() does (graphcap::capture_kind)
+
+  /// Takes `other`'s capture; `other` is no longer active.
   basic_scope(basic_scope&& other) noexcept
       : graph_(std::exchange(other.graph_, nullptr)), stream_(other.stream_),
         kind_(std::move(other.kind_)) {}
@@ -128,7 +135,7 @@ public:
       throw state_error("graphcap: this capture scope was already ended (end() called twice, or "
                         "the scope was moved from)");
     }
-    Graph* const graph = std::exchange(graph_, nullptr);
+    lifecycle* const graph = std::exchange(graph_, nullptr);
     try {
       graph->finish_capture(stream_, kind_);
     } catch (const capture_error& failure) {
@@ -188,21 +195,21 @@ public:
 
   /// Tags the nodes captured while the returned marker lives with `name` (annot::off: no-op).
   [[nodiscard]] auto mark(std::string_view name) {
-    return policy(&Graph::annot_).mark(stream_, name);
+    return policy(&lifecycle::annot_).mark(stream_, name);
   }
   /// Tags the nodes captured while the returned marker lives with key/value pairs.
   [[nodiscard]] auto mark(std::initializer_list<annotation_entry> entries) {
-    return policy(&Graph::annot_).mark(stream_, entries);
+    return policy(&lifecycle::annot_).mark(stream_, entries);
   }
 
   /// Declares an input the graph reaches indirectly (a pointer stored in device memory), for
   /// the liveness check (liveness::off: no-op).
-  void input(const void* pointer) { policy(&Graph::liveness_).add_input(pointer); }
+  void input(const void* pointer) { policy(&lifecycle::liveness_).add_input(pointer); }
 
   /// Declares an indirect input whose life the allocator reports through `token` (memory of a
   /// sub-allocator, whose frees the driver cannot see; docs/liveness.md). liveness::off: no-op.
   void input(const void* pointer, std::weak_ptr<const void> token) {
-    policy(&Graph::liveness_).add_input(pointer, std::move(token));
+    policy(&lifecycle::liveness_).add_input(pointer, std::move(token));
   }
 
 private:
@@ -210,7 +217,7 @@ private:
   template <class, class>
   friend class basic_scope;
 
-  basic_scope(Graph& graph, cudaStream_t stream, Kind kind) noexcept
+  basic_scope(lifecycle& graph, cudaStream_t stream, Kind kind) noexcept
       : graph_(&graph), stream_(stream), kind_(std::move(kind)) {}
 
   /// Runs `work` in `cap` and ends it. Returns what `work` returns, or for a recapture the
@@ -251,7 +258,7 @@ private:
   /// The graph's policy object. A stateless policy (every "off" one) needs no graph, so it is
   /// reached with no check at all: its call compiles to nothing, also after end().
   template <class Policy>
-  decltype(auto) policy(Policy Graph::*member) const {
+  decltype(auto) policy(Policy lifecycle::*member) const {
     if constexpr (std::is_empty_v<Policy>) {
       return Policy{};
     } else {
@@ -259,7 +266,7 @@ private:
     }
   }
 
-  Graph& active_graph() const {
+  lifecycle& active_graph() const {
     if (graph_ == nullptr) [[unlikely]] {
       throw state_error("graphcap: this capture scope has ended; allocate(), mark() and input() "
                         "work only while the capture runs");
@@ -267,7 +274,7 @@ private:
     return *graph_;
   }
 
-  Graph* graph_;
+  lifecycle* graph_; // null once ended (or moved from)
   cudaStream_t stream_;
   [[no_unique_address]] Kind kind_;
 };

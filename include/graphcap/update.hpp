@@ -40,11 +40,12 @@ enum class update_outcome : std::uint8_t {
 /// was refused (empty when it was not). Plain values, no allocation: recapture stays as cheap
 /// as the update it measures.
 struct update_result {
-  update_outcome outcome = update_outcome::instantiated;
-  cudaGraphExecUpdateResult cuda_result = cudaGraphExecUpdateSuccess;
+  update_outcome outcome = update_outcome::instantiated;              ///< what happened
+  cudaGraphExecUpdateResult cuda_result = cudaGraphExecUpdateSuccess; ///< CUDA's verdict
   std::string_view reason;         ///< a static sentence; empty when updated
   cudaError_t error = cudaSuccess; ///< what cudaGraphExecUpdate returned when it refused
 
+  /// True when the executable graph was updated in place.
   [[nodiscard]] bool updated() const noexcept { return outcome == update_outcome::updated; }
 };
 

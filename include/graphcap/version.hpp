@@ -2,7 +2,7 @@
 #pragma once
 
 #define GRAPHCAP_VERSION_MAJOR 0
-#define GRAPHCAP_VERSION_MINOR 1
+#define GRAPHCAP_VERSION_MINOR 2
 #define GRAPHCAP_VERSION_PATCH 0
 
 namespace graphcap {

@@ -12,8 +12,7 @@ namespace graphcap_checks {
 
 using namespace graphcap;
 
-// ---- "off" policies are empty: they cost no byte
-// -------------------------------------------------
+// ---- "off" policies are empty: they cost no byte ----------------------------------------------
 static_assert(std::is_empty_v<pool::none>);
 static_assert(std::is_empty_v<annot::off>);
 static_assert(std::is_empty_v<liveness::off>);
@@ -21,15 +20,16 @@ static_assert(std::is_empty_v<mode::global> && std::is_empty_v<mode::thread_loca
               std::is_empty_v<mode::relaxed>);
 static_assert(std::is_empty_v<annot::off::marker>);
 
-// ---- the lean graph is exactly the handles a hand-written program keeps
-// -------------------------- A careful hand-written capture/replay keeps the template, the
-// executable graph, a capture stream, the capture device, the node count and a state; graphcap adds
-// nothing to that.
+// ---- the lean graph is exactly the handles a hand-written program keeps ----------------------
+// A careful hand-written capture/replay keeps the template, the executable graph, a capture
+// stream and its device, the capture device, the node count and a state; graphcap adds nothing
+// to that.
 struct hand_written_graph {
   cudaGraph_t graph;
   cudaGraphExec_t exec;
   cudaStream_t capture_stream;
   int device;
+  int capture_stream_device; // the side stream's own device (it may differ from the last capture's)
   std::uint32_t node_count;
   std::uint8_t state;
   bool keep_graph;
@@ -76,6 +76,32 @@ static_assert(std::is_nothrow_default_constructible_v<lean_graph>);
 static_assert(!std::is_copy_constructible_v<lean_graph::scope> &&
               std::is_nothrow_move_constructible_v<lean_graph::scope>);
 static_assert(std::is_nothrow_destructible_v<lean_graph::scope>);
+
+// ---- one scope class template, its kinds unrelated: no slicing of a recapture -----------------
+static_assert(std::is_same_v<lean_graph::scope, basic_scope<lean_graph, capture_kind::fresh>>);
+static_assert(
+    std::is_same_v<lean_graph::recapture_scope, basic_scope<lean_graph, capture_kind::update>>);
+static_assert(!std::is_convertible_v<lean_graph::recapture_scope, lean_graph::scope> &&
+              !std::is_constructible_v<lean_graph::scope, lean_graph::recapture_scope&&>);
+static_assert(sizeof(lean_graph::scope) == 2 * sizeof(void*)); // its graph and its stream
+static_assert(!std::is_copy_constructible_v<lean_graph::recapture_scope> &&
+              std::is_nothrow_move_constructible_v<lean_graph::recapture_scope>);
+
+// ---- one stream parameter type, as cheap as a cudaStream_t ------------------------------------
+static_assert(sizeof(stream_ref) == sizeof(cudaStream_t));
+static_assert(std::is_trivially_copyable_v<stream_ref>);
+static_assert(std::is_convertible_v<cudaStream_t, stream_ref> &&
+              std::is_convertible_v<std::nullptr_t, stream_ref> &&
+              std::is_convertible_v<stream_ref, cudaStream_t>);
+
+// ---- the hooks concept: every shipped policy keeps it; noexcept where the graph needs it ------
+static_assert(lifecycle_hooks<pool::none> && lifecycle_hooks<pool::private_pool> &&
+              lifecycle_hooks<pool::shared> && lifecycle_hooks<pool::user> &&
+              lifecycle_hooks<pool::graph_memory_nodes>);
+static_assert(lifecycle_hooks<annot::off> && lifecycle_hooks<liveness::off> &&
+              lifecycle_hooks<liveness::check>);
+static_assert(noexcept(std::declval<pool::private_pool&>().on_reset()) && noexcept(
+    std::declval<liveness::check&>().on_capture_abort()));
 
 // ---- errors: one hierarchy, capture failures are CUDA failures ----------------------------------
 static_assert(std::derived_from<cuda_error, error> &&

@@ -14,6 +14,9 @@ static_assert(requires(graphcap::lean_graph & graph, cuda::stream_ref stream) {
   graph.capture(stream, [](cudaStream_t) {});
   graph.recapture(stream, [](cudaStream_t) {});
 });
+// The one stream parameter type takes CCCL's stream_ref implicitly, and costs one pointer.
+static_assert(std::is_convertible_v<cuda::stream_ref, graphcap::stream_ref>);
+static_assert(sizeof(graphcap::stream_ref) == sizeof(cudaStream_t));
 
 int main() {
   return 0;

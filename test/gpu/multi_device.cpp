@@ -97,3 +97,33 @@ TEST_CASE("after reset, a graph captures on another device with a side stream of
   CUDA_REQUIRE(cudaDeviceSynchronize());
   CHECK(gctest::sum(data.get(), n) == 2.0 * n);
 }
+
+TEST_CASE("side stream on device 0, an explicit stream on device 1, then the side stream on 1") {
+  // The sequence that once captured on the device-0 side stream: an explicit-stream capture
+  // recorded device 1 as the graph's device, so the side stream looked current.
+  gc::lean_graph graph;
+  {
+    const device_scope on_zero(0);
+    graph.capture([](cudaStream_t) {});
+  }
+  graph.reset();
+  const device_scope on_one(1);
+  gctest::stream stream_on_one;
+  gctest::device_buffer<float> data(n); // on device 1
+  gctest::launch_fill(stream_on_one, data.get(), 0.0F, n);
+  CUDA_REQUIRE(cudaStreamSynchronize(stream_on_one));
+  graph.capture(stream_on_one, [](cudaStream_t) {});
+  CHECK(graph.device() == 1);
+  graph.reset();
+  cudaStream_t side = nullptr;
+  graph.capture([&](cudaStream_t s) {
+    side = s;
+    gctest::launch_add_scalar(s, data.get(), 3.0F, n);
+  });
+  int stream_device = -1;
+  CUDA_REQUIRE(cudaStreamGetDevice(side, &stream_device));
+  CHECK(stream_device == 1);
+  graph.replay(stream_on_one);
+  CUDA_REQUIRE(cudaStreamSynchronize(stream_on_one));
+  CHECK(gctest::sum(data.get(), n) == 3.0 * n);
+}

@@ -4,6 +4,8 @@
 #include "catch.hpp"
 #include "cuda_helpers.hpp"
 
+#include <type_traits>
+
 namespace gc = graphcap;
 
 namespace {
@@ -98,4 +100,29 @@ TEST_CASE("stream objects with get() are taken wherever a cudaStream_t is") {
   graph.replay(stream);
   raw.synchronize();
   CHECK(counter == 2);
+}
+
+TEST_CASE("one stream type: a stream object works for allocate, make_buffer, deallocate, caches") {
+  STATIC_REQUIRE(sizeof(graphcap::stream_ref) == sizeof(cudaStream_t));
+  STATIC_REQUIRE(std::is_trivially_copyable_v<graphcap::stream_ref>);
+  gctest::stream raw;
+  const wrapped_stream stream{raw};
+  graphcap::graph graph;
+  graph.capture(stream, [&](graphcap::graph::scope& cap) {
+    float* temporary = cap.allocate<float>(16, stream); // for work on a (forked) stream object
+    cap.deallocate(temporary, stream);
+    const graphcap::buffer<float> kept = cap.make_buffer<float>(16, stream);
+    CHECK(kept.size() == 16);
+    CHECK(kept.data() == temporary); // the freed block, reused: same stream, same size
+  });
+  graphcap::graph_cache<int> cache;
+  int counter = 0;
+  cache.replay(1, stream, [&](cudaStream_t s) {
+    CHECK(s == static_cast<cudaStream_t>(raw));
+    CUDA_REQUIRE(cudaLaunchHostFunc(s, add_one, &counter));
+  });
+  cache.replay(1, stream, [](cudaStream_t) { FAIL("a cached key must not capture again"); });
+  raw.synchronize();
+  CHECK(counter == 2);
+  CHECK(cache.statistics().hits == 1);
 }

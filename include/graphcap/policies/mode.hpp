@@ -19,8 +19,8 @@ namespace graphcap::mode {
 /// A mode of value `Value`; the modes below derive from it.
 template <cudaStreamCaptureMode Value>
 struct basic_mode {
-  using policy_category = detail::mode_category;
-  static constexpr cudaStreamCaptureMode value = Value;
+  using policy_category = detail::mode_category;        ///< the Mode kind
+  static constexpr cudaStreamCaptureMode value = Value; ///< what cudaStreamBeginCapture gets
 };
 
 // Distinct structs rather than aliases, so that diagnostics print `graphcap::mode::global`.

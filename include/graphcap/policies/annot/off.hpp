@@ -24,10 +24,15 @@ struct off : detail::no_hooks<detail::annot_category> {
     // The destructor is user-provided (and empty) so that `auto region = cap.mark("x");` draws
     // no unused-variable warning, as the marker of an enabled policy would not. It still
     // compiles to nothing.
+    /// Tags nothing.
     constexpr marker() noexcept = default;
+    /// Tags nothing.
     constexpr marker(const marker&) noexcept = default;
+    /// Tags nothing.
     constexpr marker(marker &&) noexcept = default;
+    /// Tags nothing.
     constexpr marker& operator=(const marker&) noexcept = default;
+    /// Tags nothing.
     constexpr marker& operator=(marker&&) noexcept = default;
     constexpr ~marker() {} // NOLINT(modernize-use-equals-default): see above
   };

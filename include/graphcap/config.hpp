@@ -3,6 +3,7 @@
 //   GRAPHCAP_COLD              marks an out-of-line error path (gnu::cold, noinline)
 //   GRAPHCAP_HAS_CXXABI        1 where <cxxabi.h> can demangle kernel names (detail/demangle.hpp)
 //   GRAPHCAP_HAS_CCCL_STREAM   1 where CCCL's <cuda/stream_ref> is on the include path
+//   GRAPHCAP_HOST_DEVICE       __host__ __device__ under nvcc (values kernels read: conditions)
 //   GRAPHCAP_NVTX_REGIONS      defined by the user: register pool blocks with NVTX for
 //                              compute-sanitizer (detail/nvtx_regions.hpp); off by default
 //
@@ -26,4 +27,10 @@
 #define GRAPHCAP_HAS_CCCL_STREAM 1
 #else
 #define GRAPHCAP_HAS_CCCL_STREAM 0
+#endif
+
+#if defined(__CUDACC__)
+#define GRAPHCAP_HOST_DEVICE __host__ __device__
+#else
+#define GRAPHCAP_HOST_DEVICE
 #endif

@@ -71,6 +71,34 @@ constexpr void require_slab_pool() noexcept {
                 "memory belongs to its graph; pool::none allocates nothing)");
 }
 
+/// A Pool policy that allocates through graph memory nodes cannot serve a conditional body
+/// (CUDA allows no memory node there); every other kind of scope takes any pool.
+template <class Pool, class Kind>
+constexpr void require_pool_allowed_in() noexcept {
+  if constexpr (requires { Kind::is_conditional_body; }) {
+    static_assert(
+        !requires { Pool::allocates_graph_nodes; },
+        "graphcap: allocate() in a conditional body needs a slab pool: CUDA allows no "
+        "memory node in a body, and pool::graph_memory_nodes allocates with one; use "
+        "pool::private_pool, pool::shared or pool::user, or allocate outside the body");
+  }
+}
+
+/// The control-flow builder of a scope type; defined by <graphcap/control_flow.hpp>.
+template <class Scope>
+struct control_flow;
+
+/// `Flow` itself once <graphcap/control_flow.hpp> defines it; a readable error otherwise.
+template <class Flow>
+struct flow_check {
+  static constexpr bool defined = requires { sizeof(Flow); };
+  static_assert(defined, "graphcap: condition(), if_(), if_else(), switch_() and while_() need "
+                         "#include <graphcap/control_flow.hpp>");
+  using type = Flow;
+};
+template <class Flow>
+using flow = typename flow_check<Flow>::type;
+
 /// Calls `work` with what it takes: the scope (`scope&` or `auto&`), the capture stream
 /// (`cudaStream_t`, or anything a cudaStream_t converts to), or nothing. A direct call, not
 /// std::invoke: <functional> would bring the unordered containers into the lean core.
@@ -115,7 +143,11 @@ public:
   /// Before end(): ends and discards the capture (never throws).
   ~basic_scope() {
     if (graph_ != nullptr) {
-      graph_->abandon_capture(stream_);
+      if constexpr (requires { kind_.abandon(*graph_, stream_); }) {
+        kind_.abandon(*graph_, stream_); // a body: its own stream only, the parent goes on
+      } else {
+        graph_->abandon_capture(stream_);
+      }
     }
   }
 
@@ -137,7 +169,11 @@ public:
     }
     lifecycle* const graph = std::exchange(graph_, nullptr);
     try {
-      graph->finish_capture(stream_, kind_);
+      if constexpr (requires { kind_.end(*graph, stream_); }) {
+        kind_.end(*graph, stream_); // a kind that ends its own way (a conditional body)
+      } else {
+        graph->finish_capture(stream_, kind_);
+      }
     } catch (const capture_error& failure) {
       if (failure.code() == cudaErrorStreamCaptureWrongThread) {
         graph_ = graph; // still capturing
@@ -163,6 +199,7 @@ public:
   template <class T>
   [[nodiscard]] T* allocate(std::size_t count, stream_ref stream) {
     detail::require_allocating_pool<pool_type>();
+    detail::require_pool_allowed_in<pool_type, Kind>();
     return active_graph().pool_.template allocate<T>(count, stream.get());
   }
 
@@ -193,6 +230,38 @@ public:
     active_graph().pool_.deallocate(pointer, stream.get());
   }
 
+  // ---- control flow (<graphcap/control_flow.hpp>) --------------------------------------------
+
+  /// A condition owned by the graph this scope captures into, for the conditional nodes below;
+  /// device code sets it (`flag.set(v)`). It is `initial` at the start of every launch (unless
+  /// graphcap::keep_across_launches: then device code must set it before it is read).
+  template <class Flow = detail::control_flow<basic_scope>>
+  [[nodiscard]] auto condition(unsigned initial = 0,
+                               condition_reset reset = condition_reset::each_launch) {
+    return detail::flow<Flow>::condition(*this, initial, reset);
+  }
+  /// Runs `body` (captured now, into the node's body) when `flag` is non-zero at run time.
+  template <class Body, class Flow = detail::control_flow<basic_scope>>
+  void if_(const graphcap::condition& flag, Body&& body) {
+    detail::flow<Flow>::if_(*this, flag, std::forward<Body>(body));
+  }
+  /// Runs `then_body` when `flag` is non-zero, `else_body` otherwise (CUDA 12.8+).
+  template <class Then, class Else, class Flow = detail::control_flow<basic_scope>>
+  void if_else(const graphcap::condition& flag, Then&& then_body, Else&& else_body) {
+    detail::flow<Flow>::if_else(*this, flag, std::forward<Then>(then_body),
+                                std::forward<Else>(else_body));
+  }
+  /// Runs body n when `flag` is n, none when it is at least the number of bodies (CUDA 12.8+).
+  template <class... Bodies, class Flow = detail::control_flow<basic_scope>>
+  void switch_(const graphcap::condition& flag, Bodies&&... bodies) {
+    detail::flow<Flow>::switch_(*this, flag, std::forward<Bodies>(bodies)...);
+  }
+  /// Runs `body` again and again while `flag` is non-zero, checked before each iteration.
+  template <class Body, class Flow = detail::control_flow<basic_scope>>
+  void while_(const graphcap::condition& flag, Body&& body) {
+    detail::flow<Flow>::while_(*this, flag, std::forward<Body>(body));
+  }
+
   /// Tags the nodes captured while the returned marker lives with `name` (annot::off: no-op).
   [[nodiscard]] auto mark(std::string_view name) {
     return policy(&lifecycle::annot_).mark(stream_, name);
@@ -216,6 +285,11 @@ private:
   friend Graph;
   template <class, class>
   friend class basic_scope;
+  template <class>
+  friend struct detail::control_flow;
+
+  /// The lifecycle this scope drives (state_error once ended).
+  lifecycle& lifecycle_of() const { return active_graph(); }
 
   basic_scope(lifecycle& graph, cudaStream_t stream, Kind kind) noexcept
       : graph_(&graph), stream_(stream), kind_(std::move(kind)) {}

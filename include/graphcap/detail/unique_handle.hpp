@@ -32,6 +32,9 @@ public:
   [[nodiscard]] constexpr Handle get() const noexcept { return handle_; }
   [[nodiscard]] constexpr explicit operator bool() const noexcept { return handle_ != nullptr; }
 
+  /// Gives up ownership: returns the handle, which the caller must destroy (or not own).
+  [[nodiscard]] Handle release() noexcept { return std::exchange(handle_, nullptr); }
+
   /// Destroys the owned handle (if any) and takes `handle`.
   void reset(Handle handle = nullptr) noexcept {
     if (handle_ != nullptr) {

@@ -27,6 +27,8 @@ struct graph_memory_nodes : detail::no_hooks<detail::pool_category> {
   static constexpr bool can_allocate = true;
   static constexpr bool has_handle = false;
   static constexpr unsigned long long instantiate_flags = cudaGraphInstantiateFlagAutoFreeOnLaunch;
+  /// Allocations are graph nodes (which a conditional body may not hold).
+  static constexpr bool allocates_graph_nodes = true;
 
   graph_memory_nodes() noexcept = default;
   graph_memory_nodes(graph_memory_nodes&& other) noexcept

@@ -1,0 +1,16 @@
+// expect: a conditional body must be a callable
+// A body takes the body's scope, its stream, or nothing, as capture(work) does.
+#include <graphcap/control_flow.hpp>
+#include <graphcap/graphcap.hpp>
+
+void work(graphcap::lean_graph& graph) {
+  graph.capture([](auto& cap) {
+    const graphcap::condition flag = cap.condition(1);
+#ifdef GRAPHCAP_CONTROL
+    cap.while_(flag, [](cudaStream_t) {});
+#else
+    cap.while_(flag, [](int, int) {});
+#endif
+  });
+}
+int main() {}

@@ -1,0 +1,236 @@
+// Conditional nodes captured with <graphcap/control_flow.hpp>, on work the host can execute
+// (memsets and copies in the bodies), on both backends. Conditions here take their value from
+// condition()'s initial value at each launch; device code that sets them is in
+// test/gpu/control_flow_kernels.cpp, scripted values on the double in
+// test/double_only/control_flow.cpp.
+#include <graphcap/control_flow.hpp>
+#include <graphcap/graphcap.hpp>
+
+#include "catch.hpp"
+#include "cuda_helpers.hpp"
+
+#include <array>
+#include <cstddef>
+#include <string>
+
+namespace gc = graphcap;
+
+namespace {
+
+constexpr std::size_t bytes = 256;
+
+/// A byte buffer of device memory whose first byte the tests read back.
+class marks {
+public:
+  marks() { CUDA_REQUIRE(cudaMemset(buffer_.get(), 0, buffer_.bytes())); }
+  [[nodiscard]] unsigned char* at(std::size_t slot) const { return buffer_.get() + slot * bytes; }
+  [[nodiscard]] int read(std::size_t slot) const {
+    unsigned char value = 0;
+    CUDA_REQUIRE(cudaMemcpy(&value, at(slot), 1, cudaMemcpyDeviceToHost));
+    return value;
+  }
+  void clear() const { CUDA_REQUIRE(cudaMemset(buffer_.get(), 0, buffer_.bytes())); }
+
+private:
+  gctest::device_buffer<unsigned char> buffer_{4 * bytes};
+};
+
+void mark(cudaStream_t stream, const marks& target, std::size_t slot, int value) {
+  CUDA_REQUIRE(cudaMemsetAsync(target.at(slot), value, bytes, stream));
+}
+
+template <class Graph>
+void replay_and_wait(Graph& graph, const gctest::stream& stream) {
+  graph.replay(stream);
+  stream.synchronize();
+}
+
+} // namespace
+
+TEST_CASE("if_: the body runs when the condition is non-zero at launch, not otherwise") {
+  gctest::stream stream;
+  const marks target;
+  for (const unsigned value : {1U, 0U}) {
+    gc::lean_graph graph;
+    graph.capture(stream, [&](auto& cap) {
+      const gc::condition taken = cap.condition(value);
+      mark(cap.stream(), target, 0, 7);
+      cap.if_(taken, [&](cudaStream_t body) { mark(body, target, 1, 8); });
+      mark(cap.stream(), target, 2, 9); // after the node: ordered after the body
+    });
+    CHECK(graph.node_count() == 3); // memset, the conditional node, memset
+    target.clear();
+    replay_and_wait(graph, stream);
+    CHECK(target.read(0) == 7);
+    CHECK(target.read(1) == (value != 0 ? 8 : 0));
+    CHECK(target.read(2) == 9);
+  }
+}
+
+TEST_CASE("if_else and switch_: one body runs, chosen by the condition's value") {
+  gctest::stream stream;
+  const marks target;
+  for (const unsigned value : {0U, 1U}) {
+    gc::lean_graph graph;
+    graph.capture(stream, [&](auto& cap) {
+      const gc::condition flag = cap.condition(value);
+      cap.if_else(
+          flag, [&](cudaStream_t body) { mark(body, target, 0, 1); },
+          [&](cudaStream_t body) { mark(body, target, 1, 2); });
+    });
+    target.clear();
+    replay_and_wait(graph, stream);
+    CHECK(target.read(0) == (value != 0 ? 1 : 0));
+    CHECK(target.read(1) == (value != 0 ? 0 : 2));
+  }
+  for (const unsigned value : {0U, 1U, 2U, 3U}) {
+    gc::lean_graph graph;
+    graph.capture(stream, [&](auto& cap) {
+      const gc::condition which = cap.condition(value);
+      cap.switch_(
+          which, [&](cudaStream_t body) { mark(body, target, 0, 10); },
+          [&](cudaStream_t body) { mark(body, target, 1, 11); },
+          [&](cudaStream_t body) { mark(body, target, 2, 12); });
+    });
+    target.clear();
+    replay_and_wait(graph, stream);
+    INFO("switch value " << value);
+    CHECK(target.read(0) == (value == 0 ? 10 : 0));
+    CHECK(target.read(1) == (value == 1 ? 11 : 0));
+    CHECK(target.read(2) == (value == 2 ? 12 : 0)); // 3: no body
+  }
+}
+
+TEST_CASE("conditionals nest, and a body's scope offers what the parent's does") {
+  gctest::stream stream;
+  const marks target;
+  gc::graph graph; // a private pool: allocate() in the bodies
+  graph.capture(stream, [&](gc::graph::scope& cap) {
+    const gc::condition outer = cap.condition(1);
+    cap.if_(outer, [&](auto& body) {
+      auto* temporary = body.template allocate<unsigned char>(bytes); // fixed address
+      CUDA_REQUIRE(cudaMemsetAsync(temporary, 5, bytes, body.stream()));
+      CUDA_REQUIRE(
+          cudaMemcpyAsync(target.at(0), temporary, bytes, cudaMemcpyDeviceToDevice, body.stream()));
+      const gc::condition inner = body.condition(1); // owned by the body graph
+      body.if_(inner, [&](cudaStream_t nested) { mark(nested, target, 1, 6); });
+    });
+  });
+  replay_and_wait(graph, stream);
+  CHECK(target.read(0) == 5);
+  CHECK(target.read(1) == 6);
+  CHECK(graph.pool_statistics().blocks_in_use == 1);
+}
+
+TEST_CASE("work forked to another stream inside a body and joined back is part of the body") {
+  gctest::stream stream;
+  gctest::stream side;
+  gctest::event forked;
+  gctest::event joined;
+  const marks target;
+  gc::lean_graph graph;
+  graph.capture(stream, [&](auto& cap) {
+    const gc::condition flag = cap.condition(1);
+    cap.if_(flag, [&](cudaStream_t body) {
+      CUDA_REQUIRE(cudaEventRecord(forked, body));
+      CUDA_REQUIRE(cudaStreamWaitEvent(side, forked, 0));
+      mark(side, target, 0, 3);
+      CUDA_REQUIRE(cudaEventRecord(joined, side));
+      CUDA_REQUIRE(cudaStreamWaitEvent(body, joined, 0));
+      mark(body, target, 1, 4);
+    });
+  });
+  replay_and_wait(graph, stream);
+  CHECK(target.read(0) == 3);
+  CHECK(target.read(1) == 4);
+}
+
+TEST_CASE("a node a body may not hold ends the capture with a capture_error naming it") {
+  gctest::stream stream;
+  const marks target;
+  gc::lean_graph graph;
+  gctest::event timing;
+  const auto capture_with_body = [&](auto body_work) {
+    graph.capture(stream, [&](auto& cap) {
+      const gc::condition flag = cap.condition(1);
+      mark(cap.stream(), target, 0, 1);
+      cap.while_(flag, body_work);
+    });
+  };
+  SECTION("an event record node") {
+    CHECK_THROWS_WITH(capture_with_body([&](cudaStream_t body) {
+                        CUDA_REQUIRE(
+                            cudaEventRecordWithFlags(timing, body, cudaEventRecordExternal));
+                      }),
+                      gctest::contains("body 0 of while_() holds an event record node"));
+  }
+  SECTION("a graph memory node (cudaMallocAsync in the body)") {
+    CHECK_THROWS_WITH(capture_with_body([&](cudaStream_t body) {
+                        void* block = nullptr;
+                        CUDA_REQUIRE(cudaMallocAsync(&block, bytes, body));
+                        CUDA_REQUIRE(cudaFreeAsync(block, body));
+                      }),
+                      gctest::contains("memory allocation node") &&
+                          gctest::contains("allocate from a slab pool"));
+  }
+  REQUIRE(graph.empty());
+  REQUIRE_FALSE(gctest::capturing(stream));
+  graph.capture(stream, [&](cudaStream_t s) { mark(s, target, 2, 2); }); // still usable
+  replay_and_wait(graph, stream);
+  CHECK(target.read(2) == 2);
+  gctest::require_no_last_error();
+}
+
+TEST_CASE("a condition used by a node of another graph is a state_error naming both") {
+  gctest::stream stream;
+  gctest::stream other_stream;
+  gc::lean_graph first;
+  gc::lean_graph second;
+  gc::condition foreign;
+  first.capture(stream, [&](auto& cap) { foreign = cap.condition(1); });
+  CHECK_THROWS_AS(
+      second.capture(other_stream, [&](auto& cap) { cap.if_(foreign, [](cudaStream_t) {}); }),
+      gc::state_error);
+  CHECK_THROWS_WITH(
+      second.capture(other_stream, [&](auto& cap) { cap.if_(foreign, [](cudaStream_t) {}); }),
+      gctest::contains("does not belong to the graph it captures into") &&
+          gctest::contains("create the condition with condition() on the scope"));
+  CHECK(second.empty());
+  CHECK_FALSE(gctest::capturing(other_stream));
+}
+
+TEST_CASE("a body that throws discards the whole capture and leaves no stream capturing") {
+  gctest::stream stream;
+  gc::graph graph;
+  CHECK_THROWS_WITH(graph.capture(stream,
+                                  [&](auto& cap) {
+                                    const gc::condition flag = cap.condition(1);
+                                    cap.if_(flag, [](auto& body) {
+                                      static_cast<void>(body.template allocate<float>(64));
+                                      throw std::runtime_error("the body failed");
+                                    });
+                                  }),
+                    gctest::contains("the body failed"));
+  CHECK(graph.empty());
+  CHECK_FALSE(gctest::capturing(stream));
+  gctest::require_no_last_error();
+}
+
+TEST_CASE("recapture with the same control flow updates the executable graph in place") {
+  gctest::stream stream;
+  const marks target;
+  gc::lean_graph graph;
+  const auto step = [&](int value) {
+    return [&target, value](auto& cap) {
+      const gc::condition flag = cap.condition(1);
+      cap.if_(flag, [&target, value](cudaStream_t body) { mark(body, target, 0, value); });
+    };
+  };
+  graph.capture(stream, step(1));
+  replay_and_wait(graph, stream);
+  CHECK(target.read(0) == 1);
+  const gc::update_result result = graph.recapture(stream, step(2));
+  CHECK(result.updated());
+  replay_and_wait(graph, stream);
+  CHECK(target.read(0) == 2);
+}

@@ -151,7 +151,7 @@ cudaError_t begin_capture(cudaStream_t stream, cudaGraph_t graph, const cudaGrap
     return cudaErrorIllegalState;
   State& st = state();
   if (graph) {
-    if (!st.graphs.count(graph))
+    if (!live_graph_or_body(graph)) // a conditional body too
       return cudaErrorInvalidValue;
     if (count && !deps)
       return cudaErrorInvalidValue;

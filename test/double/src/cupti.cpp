@@ -98,7 +98,7 @@ bool wants_node_created(const CuptiState& s) {
 }
 
 bool live_graph_or_snapshot(const CUgraph_st* graph) {
-  if (state().graphs.count(const_cast<CUgraph_st*>(graph)))
+  if (live_graph_or_body(graph))
     return true;
   for (cudaGraphExec_t exec : state().execs) {
     if (exec->graph.get() == graph)

@@ -5,6 +5,7 @@
 
 #include <cuda.h>
 
+#include <cstddef>
 #include <cstring>
 
 using namespace cuda_double::detail;
@@ -125,6 +126,31 @@ CUresult CUDAAPI stream_get_capture_info(CUstream stream, CUstreamCaptureStatus*
   });
 }
 
+// The driver's node parameters are the runtime's plus trailing fields the double ignores (the
+// conditional's context): the same size, and the fields the double reads at the same offsets.
+static_assert(sizeof(CUgraphNodeParams) == sizeof(cudaGraphNodeParams));
+static_assert(offsetof(CUgraphNodeParams, conditional) ==
+              offsetof(cudaGraphNodeParams, conditional));
+static_assert(offsetof(CUDA_CONDITIONAL_NODE_PARAMS, phGraph_out) ==
+              offsetof(cudaConditionalNodeParams, phGraph_out));
+
+CUresult CUDAAPI graph_add_node_v2(CUgraphNode* node, CUgraph graph, const CUgraphNode* deps,
+                                   const CUgraphEdgeData* edges, size_t count,
+                                   CUgraphNodeParams* params) {
+  return as_driver("cuGraphAddNode", [&] {
+    return cudaGraphAddNode(node, graph, deps, reinterpret_cast<const cudaGraphEdgeData*>(edges),
+                            count, reinterpret_cast<cudaGraphNodeParams*>(params));
+  });
+}
+
+CUresult CUDAAPI graph_add_node_v1(CUgraphNode* node, CUgraph graph, const CUgraphNode* deps,
+                                   size_t count, CUgraphNodeParams* params) {
+  return as_driver("cuGraphAddNode", [&] {
+    return cudaGraphAddNode(node, graph, deps, nullptr, count,
+                            reinterpret_cast<cudaGraphNodeParams*>(params));
+  });
+}
+
 CUresult CUDAAPI graph_node_get_dependent_nodes(CUgraphNode node, CUgraphNode* dependents,
                                                 CUgraphEdgeData* edges, size_t* count) {
   return as_driver("cuGraphNodeGetDependentNodes", [&] {
@@ -133,6 +159,21 @@ CUresult CUDAAPI graph_node_get_dependent_nodes(CUgraphNode node, CUgraphNode* d
   });
 }
 // NOLINTEND
+
+// The double has no contexts: `ctx` is not looked at.
+CUresult CUDAAPI graph_conditional_handle_create(CUgraphConditionalHandle* handle, CUgraph graph,
+                                                 CUcontext, unsigned default_value,
+                                                 unsigned flags) {
+  return as_driver("cuGraphConditionalHandleCreate", [&] {
+    // The same 64 bits under another integer type.
+    cudaGraphConditionalHandle out = 0;
+    const cudaError_t e =
+        cudaGraphConditionalHandleCreate(handle ? &out : nullptr, graph, default_value, flags);
+    if (e == cudaSuccess)
+      *handle = out;
+    return e;
+  });
+}
 
 CUresult CUDAAPI graph_get_root_nodes(CUgraph graph, CUgraphNode* roots, size_t* count) {
   return as_driver("cuGraphGetRootNodes",
@@ -174,6 +215,10 @@ const EntryPoint kEntryPoints[] = {
      reinterpret_cast<void*>(&graph_node_get_dependent_nodes)},
     {"cuGraphGetRootNodes", 10000, reinterpret_cast<void*>(&graph_get_root_nodes)},
     {"cuGraphGetNodes", 10000, reinterpret_cast<void*>(&graph_get_nodes)},
+    {"cuGraphAddNode", 12030, reinterpret_cast<void*>(&graph_add_node_v2)},
+    {"cuGraphAddNode", 12020, reinterpret_cast<void*>(&graph_add_node_v1)},
+    {"cuGraphConditionalHandleCreate", 12030,
+     reinterpret_cast<void*>(&graph_conditional_handle_create)},
 };
 
 cudaError_t entry_point(const char* symbol, void** funcPtr, unsigned version,

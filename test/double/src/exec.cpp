@@ -76,6 +76,10 @@ cudaError_t run_graph(const std::vector<CUgraphNode_st*>& order) {
       unmap_graph_allocation(*a);
       break;
     }
+    case cudaGraphNodeTypeConditional:
+      if (cudaError_t e = run_conditional(*n))
+        return e;
+      break;
     case cudaGraphNodeTypeGraph: {
       std::vector<CUgraphNode_st*> child_order;
       topological_order(*n->child, child_order);
@@ -110,17 +114,28 @@ bool live_exec(cudaGraphExec_t e) {
   return e && state().execs.count(e);
 }
 
-cudaError_t instantiate(cudaGraphExec_t* out, cudaGraph_t graph, unsigned long long flags) {
+cudaError_t instantiate(cudaGraphExec_t* out, cudaGraph_t graph, unsigned long long flags,
+                        cudaGraphInstantiateResult* result = nullptr,
+                        cudaGraphNode_t* err_node = nullptr) {
   if (cudaError_t e = check_unsafe_call())
     return e;
   if (!out || !graph || !state().graphs.count(graph))
     return cudaErrorInvalidValue;
   if (flags & ~kInstantiateFlags)
     return cudaErrorInvalidValue;
-  const bool allocates = has_memory_nodes(*graph, true);
-  // The addresses of graph allocations are fixed per graph: only one
-  // executable may exist at a time.
-  if (allocates && *graph->alloc_execs > 0)
+  cudaGraphInstantiateResult r = cudaGraphInstantiateSuccess;
+  cudaGraphNode_t bad = nullptr;
+  if (cudaError_t e = check_conditionals(*graph, r, bad)) {
+    if (result)
+      *result = r;
+    if (err_node)
+      *err_node = bad;
+    return e;
+  }
+  // The addresses of graph allocations are fixed per graph, and CUDA documents the same limit
+  // for graphs with conditional nodes: only one executable may exist at a time.
+  const bool single = has_memory_nodes(*graph, true) || has_conditional_nodes(*graph);
+  if (single && *graph->alloc_execs > 0)
     return cudaErrorNotSupported;
   auto exec = std::make_unique<CUgraphExec_st>();
   exec->graph.reset(clone_graph(*graph, false));
@@ -130,7 +145,7 @@ cudaError_t instantiate(cudaGraphExec_t* out, cudaGraph_t graph, unsigned long l
   }
   exec->id = state().next_exec_id++;
   exec->flags = flags;
-  if (allocates) {
+  if (single) {
     exec->alloc_slot = graph->alloc_execs;
     ++*exec->alloc_slot;
   }
@@ -205,6 +220,24 @@ cudaGraphExecUpdateResult compare(CUgraph_st& old, const CUgraph_st& neu, bool a
       err_node = &n;
       break;
     }
+    case cudaGraphNodeTypeConditional: {
+      // The node's own parameters may not change (the H200 answers NotSupported, naming the
+      // node), but its bodies update like child graphs.
+      if (o.cond->type != n.cond->type || o.cond->bodies.size() != n.cond->bodies.size())
+        return cudaGraphExecUpdateErrorNotSupported;
+      err_node = nullptr; // a body of another node count: no node named, as on the H200
+      for (std::size_t b = 0; b < n.cond->bodies.size(); ++b) {
+        const cudaGraphExecUpdateResult r =
+            compare(*o.cond->bodies[b], *n.cond->bodies[b], apply, err_node, err_from);
+        if (r != cudaGraphExecUpdateSuccess)
+          return r;
+      }
+      err_node = &n;
+      // The new graph's handle (its default and flags) drives the node from now on.
+      if (apply)
+        o.cond->handle = n.cond->handle;
+      break;
+    }
     default:
       break;
     }
@@ -215,6 +248,8 @@ cudaGraphExecUpdateResult compare(CUgraph_st& old, const CUgraph_st& neu, bool a
       o.event = n.event;
     }
   }
+  if (apply)
+    old.handles = neu.handles;
   err_node = nullptr;
   err_from = nullptr;
   return cudaGraphExecUpdateSuccess;
@@ -242,6 +277,8 @@ const char* type_name(cudaGraphNodeType t) {
     return "MEM_ALLOC";
   case cudaGraphNodeTypeMemFree:
     return "MEM_FREE";
+  case cudaGraphNodeTypeConditional:
+    return "CONDITIONAL";
   default:
     return "OTHER";
   }
@@ -260,6 +297,10 @@ void print_dot(std::FILE* f, const CUgraph_st& g, const std::string& prefix) {
                    n->memcpy.extent.width * n->memcpy.extent.height * n->memcpy.extent.depth);
     } else if (n->type == cudaGraphNodeTypeMemAlloc) {
       std::fprintf(f, " tooltip=\"dptr=%p bytes=%zu\"", n->alloc.dptr, n->alloc.bytesize);
+    } else if (n->cond) {
+      static const char* const kinds[] = {"if", "while", "switch"};
+      std::fprintf(f, " tooltip=\"%s handle=%llu bodies=%zu\"", kinds[n->cond->type % 3],
+                   n->cond->handle, n->cond->bodies.size());
     }
     std::fprintf(f, "];\n");
     for (const Edge& e : n->deps) {
@@ -268,6 +309,10 @@ void print_dot(std::FILE* f, const CUgraph_st& g, const std::string& prefix) {
     }
     if (n->child)
       print_dot(f, *n->child, prefix + "n" + std::to_string(n->index) + "_");
+    for (std::size_t b = 0; n->cond && b < n->cond->bodies.size(); ++b) {
+      print_dot(f, *n->cond->bodies[b],
+                prefix + "n" + std::to_string(n->index) + "_b" + std::to_string(b) + "_");
+    }
   }
 }
 
@@ -295,10 +340,12 @@ cudaError_t cudaGraphInstantiateWithParams(cudaGraphExec_t* pGraphExec, cudaGrap
   return api(__func__, [&] {
     if (!instantiateParams)
       return cudaErrorInvalidValue;
-    const cudaError_t e = instantiate(pGraphExec, graph, instantiateParams->flags);
-    instantiateParams->errNode_out = nullptr;
-    instantiateParams->result_out =
-        e == cudaSuccess ? cudaGraphInstantiateSuccess : cudaGraphInstantiateError;
+    cudaGraphInstantiateResult result = cudaGraphInstantiateError;
+    cudaGraphNode_t err_node = nullptr;
+    const cudaError_t e =
+        instantiate(pGraphExec, graph, instantiateParams->flags, &result, &err_node);
+    instantiateParams->errNode_out = e == cudaSuccess ? nullptr : err_node;
+    instantiateParams->result_out = e == cudaSuccess ? cudaGraphInstantiateSuccess : result;
     return e;
   });
 }
@@ -331,10 +378,15 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream) {
     if (cudaError_t e = begin_stream_op(stream, t))
       return e;
     if (t.capture) {
-      // Launching into a capture embeds the graph as a child node.
+      // Launching into a capture embeds the graph as a child node, which may hold neither
+      // memory nor conditional nodes (the latter refused as on the H200).
       if (has_memory_nodes(*graphExec->graph, false)) {
         invalidate(t.capture);
         return cudaErrorNotSupported;
+      }
+      if (has_conditional_nodes(*graphExec->graph)) {
+        invalidate(t.capture);
+        return cudaErrorStreamCaptureUnsupported;
       }
       capture_node(t, cudaGraphNodeTypeGraph)->child.reset(clone_graph(*graphExec->graph, false));
       return cudaSuccess;
@@ -350,6 +402,7 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream) {
         return cudaErrorInvalidValue;
       unmap_graph_allocation(*a);
     }
+    apply_condition_defaults(*graphExec->graph);
     return run_graph(graphExec->order);
   });
 }

@@ -24,6 +24,8 @@ void release_node_payload(CUgraphNode_st& node) {
     release_graph_contents(*node.child);
     node.child.reset();
   }
+  if (node.cond)
+    release_conditional(node);
 }
 
 void release_graph_contents(CUgraph_st& graph) {
@@ -76,6 +78,7 @@ CUgraph_st* clone_graph(const CUgraph_st& source, bool user_visible) {
   CUgraph_st* g = new_graph(user_visible);
   g->cloned_from = &source;
   g->next_index = source.next_index;
+  g->handles = source.handles;
   for (const auto& src : source.nodes) {
     auto n = std::make_unique<CUgraphNode_st>();
     n->graph = g;
@@ -93,6 +96,8 @@ CUgraph_st* clone_graph(const CUgraph_st& source, bool user_visible) {
     }
     if (src->child)
       n->child.reset(clone_graph(*src->child, false));
+    if (src->cond)
+      clone_conditional(*src, *n, user_visible);
     g->clone_of[src.get()] = n.get();
     if (user_visible)
       state().nodes.insert(n.get());
@@ -111,7 +116,7 @@ CUgraph_st* clone_graph(const CUgraph_st& source, bool user_visible) {
 namespace {
 
 bool live_graph(cudaGraph_t g) {
-  return g && state().graphs.count(g);
+  return g && live_graph_or_body(g);
 }
 bool live_node(cudaGraphNode_t n) {
   return n && state().nodes.count(n);
@@ -214,6 +219,15 @@ cudaError_t with_node(cudaGraphNode_t node, cudaGraphNodeType type, F&& f) {
 
 } // namespace
 
+namespace cuda_double::detail {
+
+cudaError_t check_add_node(cudaGraphNode_t* out, cudaGraph_t graph, const cudaGraphNode_t* deps,
+                           std::size_t count) {
+  return check_add(out, graph, deps, count);
+}
+
+} // namespace cuda_double::detail
+
 extern "C" {
 
 cudaError_t cudaGraphCreate(cudaGraph_t* pGraph, unsigned int flags) {
@@ -227,13 +241,12 @@ cudaError_t cudaGraphCreate(cudaGraph_t* pGraph, unsigned int flags) {
 
 cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
   return api(__func__, [&] {
-    if (!live_graph(graph))
+    // Conditional bodies belong to their node.
+    if (!live_graph(graph) || graph->owner)
       return cudaErrorInvalidValue;
-    // A graph still receiving captured work must outlive the capture.
-    for (const auto& [id, c] : state().captures) {
-      if (c->graph == graph)
-        return cudaErrorIllegalState;
-    }
+    // A graph still receiving captured work (or one of its bodies) must outlive the capture.
+    if (capture_within(graph))
+      return cudaErrorIllegalState;
     destroy_graph(graph);
     return cudaSuccess;
   });
@@ -365,7 +378,10 @@ cudaError_t cudaGraphAddChildGraphNode(cudaGraphNode_t* pGraphNode, cudaGraph_t 
         [&] {
           if (!live_graph(childGraph) || childGraph == graph)
             return cudaErrorInvalidValue;
-          return has_memory_nodes(*childGraph, false) ? cudaErrorNotSupported : cudaSuccess;
+          // Documented: no memory or conditional nodes in a child graph.
+          return has_memory_nodes(*childGraph, false) || has_conditional_nodes(*childGraph)
+                     ? cudaErrorNotSupported
+                     : cudaSuccess;
         },
         [&](CUgraphNode_st& n) { n.child.reset(clone_graph(*childGraph, false)); });
   });
@@ -424,6 +440,8 @@ cudaError_t cudaGraphDestroyNode(cudaGraphNode_t node) {
   return api(__func__, [&] {
     if (!live_node(node))
       return cudaErrorInvalidValue;
+    if (capture_within(node))
+      return cudaErrorIllegalState; // a body of it still receives captured work
     CUgraph_st* g = node->graph;
     for (auto& n : g->nodes)
       std::erase_if(n->deps, [&](const Edge& e) { return e.from == node; });
@@ -682,8 +700,8 @@ cudaError_t cudaGraphClone(cudaGraph_t* pGraphClone, cudaGraph_t originalGraph) 
   return api(__func__, [&] {
     if (!pGraphClone || !live_graph(originalGraph))
       return cudaErrorInvalidValue;
-    // Documented: graphs with memory nodes cannot be cloned.
-    if (has_memory_nodes(*originalGraph, false))
+    // Documented: graphs with memory or conditional nodes cannot be cloned.
+    if (has_memory_nodes(*originalGraph, false) || has_conditional_nodes(*originalGraph))
       return cudaErrorNotSupported;
     *pGraphClone = clone_graph(*originalGraph, true);
     return cudaSuccess;

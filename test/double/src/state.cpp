@@ -72,6 +72,7 @@ void reset() {
   st.legacy.clear();
   st.per_thread.clear();
   free_all_memory();
+  st.cond_handles.clear();
   st.calls.clear();
   st.faults.clear();
   st.device_count = 1;
@@ -142,7 +143,7 @@ void clear_call_counts() {
 
 std::uint32_t graph_id(cudaGraph_t graph) {
   std::lock_guard<std::recursive_mutex> lock(state().mu);
-  return state().graphs.count(graph) ? graph->id : 0;
+  return live_graph_or_body(graph) ? graph->id : 0;
 }
 
 std::uint64_t node_id(cudaGraphNode_t node) {

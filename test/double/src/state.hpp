@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -24,6 +25,7 @@
 namespace cuda_double::detail {
 
 struct Capture;
+struct Conditional;
 
 // An edge as the runtime stores it: the node it comes from plus its data.
 struct Edge {
@@ -77,6 +79,10 @@ struct CUgraph_st {
   const CUgraph_st* cloned_from = nullptr;
   std::map<const CUgraphNode_st*, CUgraphNode_st*> clone_of;
   bool user_visible = true; // false for exec snapshots and child graphs
+  // Conditional bodies (conditional.cpp): the node owning this body graph, and the handles
+  // created on this graph (copied by clones, so that snapshots know which defaults to apply).
+  CUgraphNode_st* owner = nullptr;
+  std::vector<cudaGraphConditionalHandle> handles;
 };
 
 struct CUgraphNode_st {
@@ -92,6 +98,7 @@ struct CUgraphNode_st {
   cudaMemAllocNodeParams alloc{}; // alloc.dptr is the reserved address
   void* free_ptr = nullptr;
   std::unique_ptr<CUgraph_st> child;
+  std::unique_ptr<cuda_double::detail::Conditional> cond;
 };
 
 struct CUgraphExec_st {
@@ -130,6 +137,26 @@ struct Capture {
   std::vector<cudaStream_t> streams; // origin first, then joined streams
 };
 
+// A conditional node's payload. Its body graphs belong to the node; those of a user-visible
+// graph are listed in State::bodies (queryable, capturable, never destroyable by the user).
+struct Conditional {
+  cudaGraphConditionalHandle handle = 0;
+  cudaGraphConditionalNodeType type = cudaGraphCondTypeIf;
+  std::vector<std::unique_ptr<CUgraph_st>> bodies;
+  std::vector<cudaGraph_t> body_array; // what phGraph_out points at: valid while the node lives
+};
+
+// A handle made by cudaGraphConditionalHandleCreate. The double keeps one value per handle,
+// shared by the graph, its executable and any copy of it.
+struct ConditionalHandle {
+  const CUgraphNode_st* node = nullptr; // the one node of its graph using it, if any
+  unsigned default_value = 0;
+  unsigned flags = 0;
+  unsigned value = 0;
+  std::deque<unsigned> script; // values taken by the next evaluations (script_conditional)
+  std::size_t evaluations = 0;
+};
+
 struct Allocation {
   enum class Kind { device, pinned, graph };
   void* base = nullptr;
@@ -163,7 +190,8 @@ struct State {
   std::map<std::pair<std::thread::id, int>, std::unique_ptr<CUstream_st>> per_thread;
   std::unordered_set<cudaEvent_t> events;
   std::unordered_set<cudaGraph_t> graphs;    // user-visible graphs
-  std::unordered_set<cudaGraphNode_t> nodes; // nodes of user-visible graphs
+  std::unordered_set<cudaGraph_t> bodies;    // conditional bodies of user-visible graphs
+  std::unordered_set<cudaGraphNode_t> nodes; // nodes of user-visible graphs and their bodies
   std::unordered_set<cudaGraphExec_t> execs;
   std::map<unsigned long long, std::unique_ptr<Capture>> captures;
   std::map<std::uintptr_t, Allocation> allocations;
@@ -174,6 +202,7 @@ struct State {
   std::map<int, std::unique_ptr<CUmemPoolHandle_st>> default_pools;
   std::map<int, cudaMemPool_t> current_pools;
   std::unordered_set<cudaMemPool_t> pools; // user-created, not yet freed
+  std::map<cudaGraphConditionalHandle, ConditionalHandle> cond_handles;
 
   std::map<std::string, std::size_t> calls;
   std::map<std::string, std::vector<Fault>> faults;
@@ -293,6 +322,26 @@ void release_node_payload(CUgraphNode_st& node);
 void destroy_exec(cudaGraphExec_t exec);
 cudaError_t run_graph(const std::vector<CUgraphNode_st*>& order);
 bool topological_order(const CUgraph_st& graph, std::vector<CUgraphNode_st*>& order);
+// Validates the common arguments of the functions that add a node to a graph.
+cudaError_t check_add_node(cudaGraphNode_t* out, cudaGraph_t graph, const cudaGraphNode_t* deps,
+                           std::size_t count);
+
+// --- conditional nodes (conditional.cpp) -------------------------------------
+// A graph the user may name: user-visible, or a conditional body of one.
+bool live_graph_or_body(const CUgraph_st* graph);
+// True when a capture in progress writes into `graph` or into a body nested in it.
+bool capture_within(const CUgraph_st* graph);
+// True when a capture in progress writes into a body nested in the conditional node `node`.
+bool capture_within(const CUgraphNode_st* node);
+bool has_conditional_nodes(const CUgraph_st& graph);
+void clone_conditional(const CUgraphNode_st& source, CUgraphNode_st& copy, bool user_visible);
+void release_conditional(CUgraphNode_st& node);
+// Instantiation rules: body node types, acyclic bodies, every handle used by a node.
+cudaError_t check_conditionals(const CUgraph_st& graph, cudaGraphInstantiateResult& result,
+                               cudaGraphNode_t& err_node);
+// At the start of a launch: handles created with cudaGraphCondAssignDefault take their default.
+void apply_condition_defaults(const CUgraph_st& graph);
+cudaError_t run_conditional(const CUgraphNode_st& node);
 
 // --- memory --------------------------------------------------------------
 Allocation* find_allocation(const void* ptr);

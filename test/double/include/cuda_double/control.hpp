@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace cuda_double {
 
@@ -52,5 +53,29 @@ void clear_call_counts();
 // (graph id << 32 | node creation index) for a node. Clones keep indices.
 std::uint32_t graph_id(cudaGraph_t graph);
 std::uint64_t node_id(cudaGraphNode_t node);
+
+// Conditional nodes. No kernel runs on the double, so no device code can call
+// cudaGraphSetConditional: these stand in for it. A handle has one value in the double, shared by
+// the graph it was created on and every executable of it (CUDA keeps one per executable). Without
+// cudaGraphCondAssignDefault a handle starts at 0 and its default is never applied (CUDA: the
+// value is undefined; 0 on the H200). Handles and scripts are dropped by reset().
+// set_conditional and script_conditional throw std::invalid_argument for a handle the double does
+// not know. What the double models, and what it guessed: docs/testing.md.
+//
+// Sets the handle's value now, as a kernel would.
+void set_conditional(cudaGraphConditionalHandle handle, unsigned value);
+// Each later evaluation of the handle by a conditional node (an If or Switch decision, each check
+// of a While, the first included) first takes the next of `values` as the handle's value, while
+// any remain. Replaces what is left of an earlier script.
+void script_conditional(cudaGraphConditionalHandle handle, std::vector<unsigned> values);
+unsigned conditional_value(cudaGraphConditionalHandle handle); // 0 for an unknown handle
+// How many times conditional nodes evaluated the handle since it was created.
+std::size_t conditional_evaluations(cudaGraphConditionalHandle handle);
+// A While node that ran this many iterations in a row on a non-zero value that no script
+// supplied would never stop (nothing else changes a value during a launch): its next check fails
+// the launch with cudaErrorLaunchTimeout.
+inline constexpr std::size_t endless_while_limit = 1'000'000;
+// Body graphs of conditional nodes of user-visible graphs (not counted by live_graphs()).
+std::size_t live_conditional_bodies();
 
 } // namespace cuda_double

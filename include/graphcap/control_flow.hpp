@@ -63,11 +63,13 @@ public:
 private:
   template <class>
   friend struct detail::control_flow;
-  constexpr condition(cudaGraphConditionalHandle handle, cudaGraph_t graph) noexcept
-      : handle_(handle), graph_(graph) {}
+  constexpr condition(cudaGraphConditionalHandle handle, cudaGraph_t graph,
+                      unsigned long long capture) noexcept
+      : handle_(handle), graph_(graph), capture_(capture) {}
 
   cudaGraphConditionalHandle handle_ = 0;
   cudaGraph_t graph_ = nullptr;
+  unsigned long long capture_ = 0; // the capture it was made in: graph handles are reused
 };
 
 #if defined(__CUDACC__)
@@ -134,7 +136,7 @@ struct control_flow {
                                                ? static_cast<unsigned>(cudaGraphCondAssignDefault)
                                                : 0U),
           "cudaGraphConditionalHandleCreate");
-    return graphcap::condition{handle, point.graph};
+    return graphcap::condition{handle, point.graph, point.capture};
   }
 
   template <class Body>
@@ -173,7 +175,7 @@ private:
                   "graphcap: a conditional body must be a callable taking the body's scope "
                   "(auto&), its stream (cudaStream_t), or nothing");
     const capture_point point = capture_point_of(cap.stream(), construct);
-    require_owned_by(flag, point.graph, construct);
+    require_owned_by(flag, point, construct);
     std::array<cudaGraph_t, sizeof...(Bodies)> body_graphs{};
     cudaGraphNodeParams params{};
     params.type = cudaGraphNodeTypeConditional;
@@ -208,7 +210,7 @@ private:
   template <class Body>
   static void capture_body(Scope& cap, cudaGraph_t graph, const char* construct, unsigned index,
                            Body&& body) {
-    body_stream_lease lease = body_streams::take();
+    body_stream_lease lease = body_stream_lease::take();
     const cudaStream_t stream = lease.stream();
     check_in_capture(cudaStreamBeginCaptureToGraph(stream, graph, nullptr, nullptr, 0, mode),
                      "cudaStreamBeginCaptureToGraph");
@@ -222,14 +224,17 @@ private:
       std::is_invocable_v<Body, body_scope&> || std::is_invocable_v<Body, cudaStream_t> ||
       std::is_invocable_v<Body>;
 
-  static void require_owned_by(const graphcap::condition& flag, cudaGraph_t graph,
+  static void require_owned_by(const graphcap::condition& flag, const capture_point& point,
                                const char* construct) {
-    if (flag.graph() != graph || flag.handle() == 0) [[unlikely]] {
+    const cudaGraph_t graph = point.graph;
+    if (flag.graph() != graph || flag.capture_ != point.capture || flag.handle() == 0)
+        [[unlikely]] {
       throw state_error(std::string{"graphcap: "} + construct +
                         "() was given a condition that does not belong to the graph it captures "
                         "into (the condition belongs to graph " +
-                        describe_graph(flag.graph()) + ", the node would go into graph " +
-                        describe_graph(graph) +
+                        describe_graph(flag.graph()) + " of capture " +
+                        std::to_string(flag.capture_) + ", the node would go into graph " +
+                        describe_graph(graph) + " of capture " + std::to_string(point.capture) +
                         "): create the condition with condition() on the scope that uses it");
     }
   }

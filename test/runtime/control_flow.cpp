@@ -187,7 +187,10 @@ TEST_CASE("a condition used by a node of another graph is a state_error naming b
   gc::lean_graph first;
   gc::lean_graph second;
   gc::condition foreign;
-  first.capture(stream, [&](auto& cap) { foreign = cap.condition(1); });
+  first.capture(stream, [&](auto& cap) {
+    foreign = cap.condition(1);
+    cap.if_(foreign, [](cudaStream_t) {}); // used: CUDA instantiates no unused condition
+  });
   CHECK_THROWS_AS(
       second.capture(other_stream, [&](auto& cap) { cap.if_(foreign, [](cudaStream_t) {}); }),
       gc::state_error);
@@ -233,4 +236,13 @@ TEST_CASE("recapture with the same control flow updates the executable graph in 
   CHECK(result.updated());
   replay_and_wait(graph, stream);
   CHECK(target.read(0) == 2);
+}
+
+TEST_CASE("a condition no conditional node uses: the instantiation error says so") {
+  gctest::stream stream;
+  gc::lean_graph graph;
+  CHECK_THROWS_WITH(graph.capture(stream, [&](auto& cap) { static_cast<void>(cap.condition(1)); }),
+                    gctest::contains("no conditional node uses"));
+  CHECK(graph.empty());
+  CHECK_FALSE(gctest::capturing(stream));
 }

@@ -19,6 +19,7 @@ namespace graphcap::detail {
 
 /// Where a capture stands: the graph it captures into and what the next node depends on.
 struct capture_point {
+  unsigned long long capture = 0; ///< the capture sequence's id (unique in the process)
   cudaGraph_t graph = nullptr;
   const cudaGraphNode_t* dependencies = nullptr;
   const cudaGraphEdgeData* edges = nullptr;
@@ -38,7 +39,7 @@ inline void check_in_capture(cudaError_t status, std::string_view call) {
 inline capture_point capture_point_of(cudaStream_t stream, std::string_view construct) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   capture_point point;
-  check_in_capture(cudaStreamGetCaptureInfo(stream, &status, nullptr, &point.graph,
+  check_in_capture(cudaStreamGetCaptureInfo(stream, &status, &point.capture, &point.graph,
                                             &point.dependencies, &point.edges, &point.count),
                    "cudaStreamGetCaptureInfo");
   if (status != cudaStreamCaptureStatusActive) [[unlikely]] {

@@ -90,10 +90,13 @@ struct graph_core {
   void instantiate(unsigned long long flags) {
     exec.reset();
     cudaGraphExec_t made = nullptr;
+    cudaError_t status = cudaSuccess;
     {
       const relaxed_capture_mode_guard relaxed;
-      check(cudaGraphInstantiateWithFlags(&made, graph.get(), flags),
-            "cudaGraphInstantiateWithFlags");
+      status = cudaGraphInstantiateWithFlags(&made, graph.get(), flags);
+    }
+    if (status != cudaSuccess) [[unlikely]] {
+      throw_instantiate_failure(status);
     }
     exec.reset(made);
     state = graph_state::instantiated;
@@ -195,6 +198,16 @@ struct graph_core {
     text += ": ";
     text.append(what_to_do);
     return text;
+  }
+
+  /// Throws for an instantiation that failed with `status`, with the likeliest causes.
+  GRAPHCAP_COLD [[noreturn]] static void throw_instantiate_failure(cudaError_t status) {
+    throw_cuda(status, "cudaGraphInstantiateWithFlags",
+               status == cudaErrorInvalidValue
+                   ? "CUDA refused the captured graph as it is: most often a condition made with "
+                     "condition() that no conditional node uses (CUDA instantiates no graph with "
+                     "an unused conditional handle), or a node CUDA does not allow where it is"
+                   : hint_for(status));
   }
 
   /// Throws for a launch that failed with `status` on a graph that has an executable: names

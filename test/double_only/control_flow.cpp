@@ -1,0 +1,124 @@
+// Conditional nodes whose values the test scripts on the CUDA test double (kernels, which set
+// conditions on a GPU, do not run there): WHILE loops of a known trip count, a loop inside a
+// branch, the value each launch starts from.
+#include <graphcap/control_flow.hpp>
+#include <graphcap/graphcap.hpp>
+
+#include "catch.hpp"
+#include "cuda_helpers.hpp"
+
+#include <cuda_double/control.hpp>
+
+#include <cstddef>
+
+namespace gc = graphcap;
+
+namespace {
+
+constexpr std::size_t bytes = 64;
+
+int first_byte(const gctest::device_buffer<unsigned char>& buffer) {
+  unsigned char value = 0;
+  CUDA_REQUIRE(cudaMemcpy(&value, buffer.get(), 1, cudaMemcpyDeviceToHost));
+  return value;
+}
+
+} // namespace
+
+TEST_CASE("while_: the body runs as long as the condition stays non-zero") {
+  cuda_double::reset();
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> target(bytes);
+  gc::lean_graph graph;
+  gc::condition more;
+  graph.capture(stream, [&](auto& cap) {
+    more = cap.condition(1);
+    cap.while_(more, [&](cudaStream_t body) {
+      CUDA_REQUIRE(cudaMemsetAsync(target.get(), 9, bytes, body));
+    });
+  });
+  cuda_double::script_conditional(more.handle(), {1, 1, 1, 0}); // a kernel would clear it
+  graph.replay(stream);
+  CHECK(cuda_double::conditional_evaluations(more.handle()) == 4); // 3 iterations, 4 checks
+  CHECK(first_byte(target) == 9);
+  cuda_double::script_conditional(more.handle(), {0}); // the next launch: no iteration
+  CUDA_REQUIRE(cudaMemset(target.get(), 0, bytes));
+  graph.replay(stream);
+  CHECK(cuda_double::conditional_evaluations(more.handle()) == 5);
+  CHECK(first_byte(target) == 0);
+}
+
+TEST_CASE("each launch starts from the initial value with reset_each_launch, not without") {
+  cuda_double::reset();
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> target(bytes);
+  for (const gc::condition_reset reset : {gc::reset_each_launch, gc::keep_across_launches}) {
+    gc::lean_graph graph;
+    gc::condition taken;
+    graph.capture(stream, [&](auto& cap) {
+      taken = cap.condition(1, reset);
+      cap.if_(taken, [&](cudaStream_t body) {
+        CUDA_REQUIRE(cudaMemsetAsync(target.get(), 5, bytes, body));
+      });
+    });
+    cuda_double::set_conditional(taken.handle(), 0); // as a kernel of an earlier launch would
+    CUDA_REQUIRE(cudaMemset(target.get(), 0, bytes));
+    graph.replay(stream);
+    INFO((reset == gc::reset_each_launch ? "reset each launch" : "kept across launches"));
+    CHECK(first_byte(target) == (reset == gc::reset_each_launch ? 5 : 0));
+  }
+}
+
+TEST_CASE("a while_ inside an if_: each decided by its own condition") {
+  cuda_double::reset();
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> target(bytes);
+  gc::graph graph;
+  gc::condition enter;
+  gc::condition more;
+  graph.capture(stream, [&](gc::graph::scope& cap) {
+    enter = cap.condition(1);
+    cap.if_(enter, [&](auto& outer) {
+      more = outer.condition(1);
+      outer.while_(more, [&](auto& body) {
+        auto* temporary = body.template allocate<unsigned char>(bytes);
+        CUDA_REQUIRE(cudaMemsetAsync(temporary, 3, bytes, body.stream()));
+        CUDA_REQUIRE(cudaMemcpyAsync(target.get(), temporary, bytes, cudaMemcpyDeviceToDevice,
+                                     body.stream()));
+      });
+    });
+  });
+  cuda_double::script_conditional(more.handle(), {1, 1, 0});
+  graph.replay(stream);
+  CHECK(cuda_double::conditional_evaluations(enter.handle()) == 1);
+  CHECK(cuda_double::conditional_evaluations(more.handle()) == 3);
+  CHECK(first_byte(target) == 3);
+}
+
+TEST_CASE("control flow leaves nothing behind: body streams are reused, graphs are released") {
+  cuda_double::reset();
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> target(bytes);
+  const auto capture_once = [&] {
+    gc::lean_graph graph;
+    graph.capture(stream, [&](auto& cap) {
+      const gc::condition flag = cap.condition(1);
+      cap.if_else(
+          flag,
+          [&](cudaStream_t body) { CUDA_REQUIRE(cudaMemsetAsync(target.get(), 1, bytes, body)); },
+          [&](cudaStream_t body) { CUDA_REQUIRE(cudaMemsetAsync(target.get(), 2, bytes, body)); });
+    });
+    graph.replay(stream);
+  };
+  capture_once(); // makes the body streams it needs
+  const std::size_t streams = cuda_double::live_streams();
+  const std::size_t graphs = cuda_double::live_graphs();
+  const std::size_t execs = cuda_double::live_execs();
+  for (int round = 0; round < 20; ++round) {
+    capture_once();
+  }
+  CHECK(cuda_double::live_streams() == streams);
+  CHECK(cuda_double::live_graphs() == graphs);
+  CHECK(cuda_double::live_execs() == execs);
+  CHECK(cuda_double::live_conditional_bodies() == 0);
+}

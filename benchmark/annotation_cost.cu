@@ -37,12 +37,9 @@ int main() {
   if (!bench::device_present("bench_annotations")) {
     return 0;
   }
-  cudaStream_t stream = nullptr;
-  cudaStream_t capture_stream = nullptr;
-  bench::check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
-  bench::check(cudaStreamCreateWithFlags(&capture_stream, cudaStreamNonBlocking), "stream");
-  int* sink = nullptr;
-  bench::check(cudaMalloc(&sink, sizeof(int)), "cudaMalloc");
+  const bench::owned_stream stream;
+  const bench::owned_stream capture_stream;
+  const bench::device_array<int> sink(1);
   using annotated = graphcap::graph_with<graphcap::annot::on>;
   using bench::micros;
   using bench::steady;
@@ -146,16 +143,11 @@ int main() {
     std::vector<double> off_replay;
     std::vector<double> on_replay;
     const int launches = scopes >= 1000 ? 20 : 200;
-    const auto sample = [&](std::vector<double>& samples, bool record, auto&& replay) {
-      const double t = bench::per_call(stream, launches, replay);
-      if (record) {
-        samples.push_back(t);
-      }
-    };
-    bench::interleave(bench::scaled(31), 3,
-                      {[&](bool r) { sample(raw_replay, r, [&] { raw.replay(stream); }); },
-                       [&](bool r) { sample(off_replay, r, [&] { off.replay(stream); }); },
-                       [&](bool r) { sample(on_replay, r, [&] { on.replay(stream); }); }});
+    bench::interleave(
+        bench::scaled(31), 3,
+        {bench::per_call_arm(raw_replay, stream, launches, [&] { raw.replay(stream); }),
+         bench::per_call_arm(off_replay, stream, launches, [&] { off.replay(stream); }),
+         bench::per_call_arm(on_replay, stream, launches, [&] { on.replay(stream); })});
     report.add("annotations: replay call", scopes, "raw cudaGraphLaunch", "us", raw_replay);
     report.add("annotations: replay call", scopes, "graphcap annot::off", "us", off_replay);
     report.add("annotations: replay call", scopes, "graphcap annot::on", "us", on_replay);
@@ -175,8 +167,5 @@ int main() {
     report.note(text);
   }
   report.finish();
-  bench::check(cudaFree(sink), "cudaFree");
-  bench::check(cudaStreamDestroy(stream), "cudaStreamDestroy");
-  bench::check(cudaStreamDestroy(capture_stream), "cudaStreamDestroy");
   return 0;
 }

@@ -41,10 +41,8 @@ int main() {
   }
   constexpr int n = 1000;
   constexpr int rounds = 15;
-  cudaStream_t stream = nullptr;
-  bench::check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
-  int* sink = nullptr;
-  bench::check(cudaMalloc(&sink, sizeof(int)), "cudaMalloc");
+  const bench::owned_stream stream;
+  const bench::device_array<int> sink(1);
   static_cast<void>(graphcap::annotation_id_source()); // CUPTI initialized outside the timings
 
   // A template graph of n kernels in a row, and its nodes in creation order.
@@ -350,7 +348,5 @@ int main() {
   graphcap::clear_annotations();
   bench::check(cudaGraphExecDestroy(exec), "exec destroy");
   bench::check(cudaGraphDestroy(graph), "destroy");
-  bench::check(cudaFree(sink), "cudaFree");
-  bench::check(cudaStreamDestroy(stream), "cudaStreamDestroy");
   return 0;
 }

@@ -39,12 +39,9 @@ int main() {
   if (!bench::device_present("bench_build")) {
     return 0;
   }
-  cudaStream_t stream = nullptr;
-  cudaStream_t capture_stream = nullptr;
-  bench::check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
-  bench::check(cudaStreamCreateWithFlags(&capture_stream, cudaStreamNonBlocking), "stream");
-  int* sink = nullptr;
-  bench::check(cudaMalloc(&sink, sizeof(int)), "cudaMalloc");
+  const bench::owned_stream stream;
+  const bench::owned_stream capture_stream;
+  const bench::device_array<int> sink(1);
   using bench::micros;
   using bench::steady;
 
@@ -142,8 +139,5 @@ int main() {
   }
   report.note("values are per node: the phase's time divided by the graph's node count");
   report.finish();
-  bench::check(cudaFree(sink), "cudaFree");
-  bench::check(cudaStreamDestroy(stream), "cudaStreamDestroy");
-  bench::check(cudaStreamDestroy(capture_stream), "cudaStreamDestroy");
   return 0;
 }

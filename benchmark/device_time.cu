@@ -21,12 +21,9 @@ int main() {
   if (!bench::device_present("bench_device")) {
     return 0;
   }
-  cudaStream_t stream = nullptr;
-  cudaStream_t capture_stream = nullptr;
-  bench::check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
-  bench::check(cudaStreamCreateWithFlags(&capture_stream, cudaStreamNonBlocking), "stream");
-  int* sink = nullptr;
-  bench::check(cudaMalloc(&sink, sizeof(int)), "cudaMalloc");
+  const bench::owned_stream stream;
+  const bench::owned_stream capture_stream;
+  const bench::device_array<int> sink(1);
   cudaEvent_t start = nullptr;
   cudaEvent_t stop = nullptr;
   bench::check(cudaEventCreate(&start), "cudaEventCreate");
@@ -101,8 +98,5 @@ int main() {
   report.finish();
   bench::check(cudaEventDestroy(start), "cudaEventDestroy");
   bench::check(cudaEventDestroy(stop), "cudaEventDestroy");
-  bench::check(cudaFree(sink), "cudaFree");
-  bench::check(cudaStreamDestroy(stream), "cudaStreamDestroy");
-  bench::check(cudaStreamDestroy(capture_stream), "cudaStreamDestroy");
   return 0;
 }

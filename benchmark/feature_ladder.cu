@@ -47,15 +47,8 @@ __global__ void touch_all(pointer_table table) {
   }
 }
 
-/// Host time per replay call of `replay`, one sample (a batch of launches).
-template <class Replay>
-void replay_sample(std::vector<double>& samples, bool record, cudaStream_t stream,
-                   Replay&& replay) {
-  const double t = bench::per_call(stream, 200, replay);
-  if (record) {
-    samples.push_back(t);
-  }
-}
+/// Replay calls per sample (a batch of launches).
+constexpr int launches = 200;
 
 void allocation_during_capture(bench::report& report, cudaStream_t capture_stream) {
   constexpr int blocks = 64;
@@ -181,12 +174,10 @@ void replay_with_pool(bench::report& report, cudaStream_t stream, cudaStream_t c
   std::vector<double> nodes_times;
   bench::interleave(
       bench::scaled(41), 3,
-      {[&](bool r) { replay_sample(raw_times, r, stream, [&] { raw.replay(stream); }); },
-       [&](bool r) { replay_sample(lean_times, r, stream, [&] { lean.replay(stream); }); },
-       [&](bool r) { replay_sample(pool_times, r, stream, [&] { pool_graph.replay(stream); }); },
-       [&](bool r) {
-         replay_sample(nodes_times, r, stream, [&] { nodes_graph.replay(stream); });
-       }});
+      {bench::per_call_arm(raw_times, stream, launches, [&] { raw.replay(stream); }),
+       bench::per_call_arm(lean_times, stream, launches, [&] { lean.replay(stream); }),
+       bench::per_call_arm(pool_times, stream, launches, [&] { pool_graph.replay(stream); }),
+       bench::per_call_arm(nodes_times, stream, launches, [&] { nodes_graph.replay(stream); })});
   const std::string all_off = "all off: replay call";
   report.add(all_off, chain_kernels, "raw cudaGraphLaunch", "us", raw_times);
   report.add(all_off, chain_kernels, "graphcap lean_graph", "us", lean_times);
@@ -240,15 +231,11 @@ void liveness_per_input(bench::report& report, cudaStream_t stream, cudaStream_t
     std::vector<double> pool_on_times;
     bench::interleave(
         bench::scaled(31), 3,
-        {[&](bool r) { replay_sample(raw_times, r, stream, [&] { raw.replay(stream); }); },
-         [&](bool r) { replay_sample(off_times, r, stream, [&] { off.replay(stream); }); },
-         [&](bool r) { replay_sample(on_times, r, stream, [&] { on.replay(stream); }); },
-         [&](bool r) {
-           replay_sample(pool_off_times, r, stream, [&] { pool_off.replay(stream); });
-         },
-         [&](bool r) {
-           replay_sample(pool_on_times, r, stream, [&] { pool_on.replay(stream); });
-         }});
+        {bench::per_call_arm(raw_times, stream, launches, [&] { raw.replay(stream); }),
+         bench::per_call_arm(off_times, stream, launches, [&] { off.replay(stream); }),
+         bench::per_call_arm(on_times, stream, launches, [&] { on.replay(stream); }),
+         bench::per_call_arm(pool_off_times, stream, launches, [&] { pool_off.replay(stream); }),
+         bench::per_call_arm(pool_on_times, stream, launches, [&] { pool_on.replay(stream); })});
     // The samples of one round ran side by side: their difference is the check's cost.
     std::vector<double> per_input;
     std::vector<double> owned_per_input;
@@ -281,10 +268,8 @@ int main() {
   if (!bench::device_present("bench_features")) {
     return 0;
   }
-  cudaStream_t stream = nullptr;
-  cudaStream_t capture_stream = nullptr;
-  bench::check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
-  bench::check(cudaStreamCreateWithFlags(&capture_stream, cudaStreamNonBlocking), "stream");
+  const bench::owned_stream stream;
+  const bench::owned_stream capture_stream;
 
   bench::report report("bench_features", "the cost of each policy switched on alone");
   replay_with_pool(report, stream, capture_stream);
@@ -294,7 +279,5 @@ int main() {
   // executable, bench_annotations (benchmark/annotation_cost.cu), as annot::on links CUPTI.
   report.note("annotations: see bench_annotations");
   report.finish();
-  bench::check(cudaStreamDestroy(stream), "cudaStreamDestroy");
-  bench::check(cudaStreamDestroy(capture_stream), "cudaStreamDestroy");
   return 0;
 }

@@ -1,5 +1,6 @@
-// benchmark/harness.hpp - what every benchmark case shares: a device check, interleaved rounds,
-// median and p99, a printed table, and the results as CSV and JSON (into $OUT when set).
+// benchmark/harness.hpp - what every benchmark case shares: a device check, owned streams and
+// device memory, interleaved rounds, median and p99, a printed table, and the results as CSV and
+// JSON (into $OUT when set).
 //
 // A case runs each arm (graphcap, the hand-written raw-CUDA version, ...) in the same process,
 // round by round, rotating which arm goes first, so that clock boosts, other tenants and thermal
@@ -49,6 +50,45 @@ inline bool device_present(const char* name) {
   }
   return true;
 }
+
+/// A non-blocking stream, destroyed (checked) at scope exit. It converts to cudaStream_t, so a
+/// case passes it wherever a stream is taken, graphcap's stream_ref included.
+class owned_stream {
+public:
+  owned_stream() {
+    check(cudaStreamCreateWithFlags(&handle_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  }
+  owned_stream(const owned_stream&) = delete;
+  owned_stream& operator=(const owned_stream&) = delete;
+  owned_stream(owned_stream&&) = delete;
+  owned_stream& operator=(owned_stream&&) = delete;
+  ~owned_stream() { check(cudaStreamDestroy(handle_), "cudaStreamDestroy"); }
+
+  operator cudaStream_t() const noexcept { return handle_; } // NOLINT: implicit, as the handle
+
+private:
+  cudaStream_t handle_ = nullptr;
+};
+
+/// `count` Ts of device memory, freed (checked) at scope exit; converts to T*, as cudaMalloc's
+/// pointer would be used.
+template <class T>
+class device_array {
+public:
+  explicit device_array(std::size_t count) {
+    check(cudaMalloc(reinterpret_cast<void**>(&data_), count * sizeof(T)), "cudaMalloc");
+  }
+  device_array(const device_array&) = delete;
+  device_array& operator=(const device_array&) = delete;
+  device_array(device_array&&) = delete;
+  device_array& operator=(device_array&&) = delete;
+  ~device_array() { check(cudaFree(data_), "cudaFree"); }
+
+  operator T*() const noexcept { return data_; } // NOLINT: implicit, as the pointer
+
+private:
+  T* data_ = nullptr;
+};
 
 using steady = std::chrono::steady_clock;
 
@@ -124,6 +164,19 @@ double per_call(cudaStream_t stream, int calls, Call&& call) {
   const auto stop = steady::now();
   check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
   return micros(start, stop) / calls;
+}
+
+/// An interleave() arm whose sample is per_call(stream, calls, call), kept when the round is
+/// recorded.
+template <class Call>
+std::function<void(bool)> per_call_arm(std::vector<double>& samples, cudaStream_t stream, int calls,
+                                       Call call) {
+  return [&samples, stream, calls, call](bool record) {
+    const double t = per_call(stream, calls, call);
+    if (record) {
+      samples.push_back(t);
+    }
+  };
 }
 
 /// One case's results: rows to print, and to write as CSV and JSON.

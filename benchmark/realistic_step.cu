@@ -28,12 +28,9 @@ int main() {
   if (!bench::device_present("bench_step")) {
     return 0;
   }
-  cudaStream_t stream = nullptr;
-  cudaStream_t capture_stream = nullptr;
-  bench::check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
-  bench::check(cudaStreamCreateWithFlags(&capture_stream, cudaStreamNonBlocking), "stream");
-  float* x = nullptr;
-  bench::check(cudaMalloc(&x, elements * sizeof(float)), "cudaMalloc");
+  const bench::owned_stream stream;
+  const bench::owned_stream capture_stream;
+  const bench::device_array<float> x(elements);
   bench::check(cudaMemset(x, 0, elements * sizeof(float)), "cudaMemset");
 
   const bench::raw_graph raw(capture_stream, [&](cudaStream_t s) { issue_step(s, x); });
@@ -74,8 +71,5 @@ int main() {
   report.add("step", kernels_per_step, "raw graph", "us", raw_times);
   report.add("step", kernels_per_step, "graphcap graph", "us", graphcap_times);
   report.finish();
-  bench::check(cudaFree(x), "cudaFree");
-  bench::check(cudaStreamDestroy(stream), "cudaStreamDestroy");
-  bench::check(cudaStreamDestroy(capture_stream), "cudaStreamDestroy");
   return 0;
 }

@@ -17,12 +17,9 @@ int main() {
   if (!bench::device_present("bench_replay")) {
     return 0;
   }
-  cudaStream_t stream = nullptr;
-  cudaStream_t capture_stream = nullptr;
-  bench::check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
-  bench::check(cudaStreamCreateWithFlags(&capture_stream, cudaStreamNonBlocking), "stream");
-  int* sink = nullptr;
-  bench::check(cudaMalloc(&sink, sizeof(int)), "cudaMalloc");
+  const bench::owned_stream stream;
+  const bench::owned_stream capture_stream;
+  const bench::device_array<int> sink(1);
 
   bench::report report("bench_replay", "host time per replay call (us), batches of launches");
   for (const int kernels : {1, 10, 100, 1000, 10000}) {
@@ -41,27 +38,13 @@ int main() {
     const int rounds = bench::scaled(kernels >= 10000 ? 15 : 41);
     std::vector<double> raw_times;
     std::vector<double> graphcap_times;
-    bench::interleave(rounds, 3,
-                      {[&](bool record) {
-                         const double t =
-                             bench::per_call(stream, launches, [&] { raw.replay(stream); });
-                         if (record) {
-                           raw_times.push_back(t);
-                         }
-                       },
-                       [&](bool record) {
-                         const double t =
-                             bench::per_call(stream, launches, [&] { graph.replay(stream); });
-                         if (record) {
-                           graphcap_times.push_back(t);
-                         }
-                       }});
+    bench::interleave(
+        rounds, 3,
+        {bench::per_call_arm(raw_times, stream, launches, [&] { raw.replay(stream); }),
+         bench::per_call_arm(graphcap_times, stream, launches, [&] { graph.replay(stream); })});
     report.add("replay call", kernels, "raw cudaGraphLaunch", "us", raw_times);
     report.add("replay call", kernels, "graphcap lean_graph", "us", graphcap_times);
   }
   report.finish();
-  bench::check(cudaFree(sink), "cudaFree");
-  bench::check(cudaStreamDestroy(stream), "cudaStreamDestroy");
-  bench::check(cudaStreamDestroy(capture_stream), "cudaStreamDestroy");
   return 0;
 }

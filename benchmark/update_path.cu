@@ -16,12 +16,9 @@ int main() {
   if (!bench::device_present("bench_update")) {
     return 0;
   }
-  cudaStream_t stream = nullptr;
-  cudaStream_t capture_stream = nullptr;
-  bench::check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
-  bench::check(cudaStreamCreateWithFlags(&capture_stream, cudaStreamNonBlocking), "stream");
-  int* sinks = nullptr; // two sinks: each recapture switches the kernels' argument
-  bench::check(cudaMalloc(&sinks, 2 * sizeof(int)), "cudaMalloc");
+  const bench::owned_stream stream;
+  const bench::owned_stream capture_stream;
+  const bench::device_array<int> sinks(2); // each recapture switches the kernels' argument
   using bench::micros;
   using bench::steady;
 
@@ -144,8 +141,5 @@ int main() {
   }
   report.note("values are per node; graphcap arms time capture and apply together");
   report.finish();
-  bench::check(cudaFree(sinks), "cudaFree");
-  bench::check(cudaStreamDestroy(stream), "cudaStreamDestroy");
-  bench::check(cudaStreamDestroy(capture_stream), "cudaStreamDestroy");
   return 0;
 }

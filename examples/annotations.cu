@@ -120,15 +120,12 @@ int main(int argc, char** argv) {
   const std::string directory = argc > 1 ? std::string{argv[1]} + "/" : std::string{};
   buffers b;
   for (float** buffer : {&b.x, &b.scores, &b.attended, &b.hidden}) {
-    example::check(cudaMalloc(buffer, n * sizeof(float)), "cudaMalloc");
+    *buffer = example::allocate<float>(n);
     example::check(cudaMemset(*buffer, 0, n * sizeof(float)), "cudaMemset");
   }
-  cudaStream_t side = nullptr;
-  cudaEvent_t fork = nullptr;
-  cudaEvent_t join = nullptr;
-  example::check(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking), "cudaStreamCreate");
-  example::check(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming), "cudaEventCreate");
-  example::check(cudaEventCreateWithFlags(&join, cudaEventDisableTiming), "cudaEventCreate");
+  cudaStream_t side = example::create_stream();
+  cudaEvent_t fork = example::create_event();
+  cudaEvent_t join = example::create_event();
 
   try {
     annotated_graph graph;

@@ -26,8 +26,7 @@ int main() {
   if (!example::device_present("configurations")) {
     return 0;
   }
-  int* flag = nullptr;
-  example::check(cudaMalloc(&flag, sizeof(int)), "cudaMalloc");
+  int* flag = example::allocate<int>(1);
   example::check(cudaMemset(flag, 0, sizeof(int)), "cudaMemset");
 
   server graph; // thread_local_: other threads may keep allocating while this one captures

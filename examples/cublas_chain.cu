@@ -14,7 +14,6 @@
 #include <cublas_v2.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -62,8 +61,7 @@ int main() {
   for (std::size_t i = 0; i < host.size(); ++i) {
     host[i] = static_cast<float>((i * 2654435761U) % 2001) / 1000.0F - 1.0F; // in [-1, 1]
   }
-  float* weights = nullptr;
-  example::check(cudaMalloc(&weights, host.size() * sizeof(float)), "cudaMalloc");
+  float* weights = example::allocate<float>(host.size());
   example::check(
       cudaMemcpy(weights, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice),
       "cudaMemcpy");
@@ -71,15 +69,11 @@ int main() {
 
   cublasHandle_t handle = nullptr;
   check_cublas(cublasCreate(&handle), "cublasCreate");
-  cudaStream_t stream = nullptr;
-  example::check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  cudaStream_t stream = example::create_stream();
 
   // Eager: the chain on `stream`, with a workspace of the same size as the graph's.
-  void* eager_workspace = nullptr;
-  float* eager[2] = {nullptr, nullptr};
-  example::check(cudaMalloc(&eager_workspace, workspace_bytes), "cudaMalloc");
-  example::check(cudaMalloc(&eager[0], elements * sizeof(float)), "cudaMalloc");
-  example::check(cudaMalloc(&eager[1], elements * sizeof(float)), "cudaMalloc");
+  void* eager_workspace = example::allocate<unsigned char>(workspace_bytes);
+  float* eager[2] = {example::allocate<float>(elements), example::allocate<float>(elements)};
   auto eager_chain = [&] {
     const float* current = input;
     for (int layer = 0; layer < layers; ++layer) {
@@ -137,20 +131,8 @@ int main() {
   }
 
   constexpr int steps = 200;
-  auto time_us = [&](auto&& step) {
-    step(); // warm-up
-    example::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-    const auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < steps; ++i) {
-      step();
-    }
-    example::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
-               .count() /
-           steps;
-  };
-  const double eager_us = time_us([&] { eager_chain(); });
-  const double replay_us = time_us([&] { graph.replay(stream); });
+  const double eager_us = example::time_us(stream, steps, [&] { eager_chain(); });
+  const double replay_us = example::time_us(stream, steps, [&] { graph.replay(stream); });
   std::printf("  eager chain: %8.2f us, graph replay: %8.2f us\n", eager_us, replay_us);
 
   graph.reset(); // the pool goes back ordered after the last replay: on `stream`, still alive

@@ -46,15 +46,12 @@ int main() {
   if (!example::device_present("dynamic")) {
     return 0;
   }
-  float* x = nullptr;
-  float* y = nullptr;
-  example::check(cudaMalloc(&x, max_batch * sizeof(float)), "cudaMalloc");
-  example::check(cudaMalloc(&y, max_batch * sizeof(float)), "cudaMalloc");
+  float* x = example::allocate<float>(max_batch);
+  float* y = example::allocate<float>(max_batch);
   std::vector<float> ones(max_batch, 1.0F);
   example::check(cudaMemcpy(x, ones.data(), max_batch * sizeof(float), cudaMemcpyHostToDevice),
                  "cudaMemcpy");
-  cudaStream_t stream = nullptr;
-  example::check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  cudaStream_t stream = example::create_stream();
 
   // [recapture]
   graphcap::lean_graph graph;

@@ -1,9 +1,12 @@
-// examples/example_support.cuh - what every example needs besides graphcap: a device check and
-// a CUDA error check for the example's own calls.
+// examples/example_support.cuh - what every example needs besides graphcap: a device check, a
+// CUDA error check for the example's own calls, the checked set-up of its streams, events and
+// buffers, and the timing of its eager and replayed steps.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
+#include <chrono>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 
@@ -28,6 +31,51 @@ inline void check(cudaError_t status, const char* what) {
     std::fprintf(stderr, "%s failed: %s\n", what, cudaGetErrorName(status));
     std::exit(EXIT_FAILURE);
   }
+}
+
+/// Device memory for `count` Ts (cudaMalloc, checked); the example frees it with cudaFree.
+template <class T>
+T* allocate(std::size_t count) {
+  T* memory = nullptr;
+  check(cudaMalloc(reinterpret_cast<void**>(&memory), count * sizeof(T)), "cudaMalloc");
+  return memory;
+}
+
+/// A non-blocking stream (checked); the example destroys it with cudaStreamDestroy.
+inline cudaStream_t create_stream() {
+  cudaStream_t stream = nullptr;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  return stream;
+}
+
+/// An event for ordering only, without timing (checked); destroyed with cudaEventDestroy.
+inline cudaEvent_t create_event() {
+  cudaEvent_t event = nullptr;
+  check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreate");
+  return event;
+}
+
+/// Microseconds per call of `step`, over `steps` calls after one warm-up call; `wait()` drains
+/// the work before the clock starts and before it stops.
+template <class Step, class Wait>
+double time_us(int steps, Step&& step, Wait&& wait) {
+  step(); // warm-up
+  wait();
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < steps; ++i) {
+    step();
+  }
+  wait();
+  const std::chrono::duration<double, std::micro> elapsed =
+      std::chrono::steady_clock::now() - start;
+  return elapsed.count() / steps;
+}
+
+/// The same, for work on one stream.
+template <class Step>
+double time_us(cudaStream_t stream, int steps, Step&& step) {
+  return time_us(steps, step,
+                 [stream] { check(cudaStreamSynchronize(stream), "cudaStreamSynchronize"); });
 }
 
 } // namespace example

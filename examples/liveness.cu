@@ -30,10 +30,8 @@ int main() {
   }
   constexpr int n = 1 << 12;
   constexpr int blocks = (n + 255) / 256;
-  float* in = nullptr;
-  float* out = nullptr;
-  example::check(cudaMalloc(&in, n * sizeof(float)), "cudaMalloc");
-  example::check(cudaMalloc(&out, n * sizeof(float)), "cudaMalloc");
+  float* in = example::allocate<float>(n);
+  float* out = example::allocate<float>(n);
   example::check(cudaMemset(in, 0, n * sizeof(float)), "cudaMemset");
   example::check(cudaMemset(out, 0, n * sizeof(float)), "cudaMemset");
 

@@ -13,7 +13,6 @@
 #include <nccl.h>
 
 #include <array>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
@@ -105,10 +104,9 @@ int main() {
     rank_state& own = state[rank];
     own.comm = comms[rank];
     example::check(cudaSetDevice(rank), "cudaSetDevice");
-    example::check(cudaStreamCreateWithFlags(&own.stream, cudaStreamNonBlocking),
-                   "cudaStreamCreate");
-    example::check(cudaMalloc(&own.send, largest * sizeof(float)), "cudaMalloc");
-    example::check(cudaMalloc(&own.receive, largest * sizeof(float)), "cudaMalloc");
+    own.stream = example::create_stream();
+    own.send = example::allocate<float>(largest);
+    own.receive = example::allocate<float>(largest);
     const std::vector<float> contribution(largest, static_cast<float>(rank + 1));
     example::check(
         cudaMemcpy(own.send, contribution.data(), largest * sizeof(float), cudaMemcpyHostToDevice),
@@ -150,18 +148,6 @@ int main() {
 
     auto eager = [&] { all_reduce(state, count, [&](int rank) { return state[rank].stream; }); };
     const int iterations = bytes <= 65536 ? 2000 : 500;
-    auto time_us = [&](auto&& step) {
-      step(); // warm-up
-      synchronize_all(state);
-      const auto start = std::chrono::steady_clock::now();
-      for (int i = 0; i < iterations; ++i) {
-        step();
-      }
-      synchronize_all(state);
-      return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
-                 .count() /
-             iterations;
-    };
 
     for (const rank_state& own : state) { // the replay must produce the sum by itself
       example::check(cudaMemset(own.receive, 0, bytes), "cudaMemset");
@@ -170,8 +156,9 @@ int main() {
     synchronize_all(state);
     const bool right = received_sum(state, count);
     all_right = all_right && right;
-    const double eager_us = time_us(eager);
-    const double replay_us = time_us(replay);
+    const auto wait = [&] { synchronize_all(state); };
+    const double eager_us = example::time_us(iterations, eager, wait);
+    const double replay_us = example::time_us(iterations, replay, wait);
     std::printf("  %10zu %10.2f %10.2f %7.2fx%s\n", bytes, eager_us, replay_us,
                 eager_us / replay_us, right ? "" : "  WRONG RESULT");
   }

@@ -26,8 +26,7 @@ int main() {
   }
   constexpr int n = 1 << 20;
   constexpr int blocks = (n + 255) / 256;
-  float* input = nullptr;
-  example::check(cudaMalloc(&input, n * sizeof(float)), "cudaMalloc");
+  float* input = example::allocate<float>(n);
   example::check(cudaMemset(input, 0, n * sizeof(float)), "cudaMemset");
 
   // [shared-pool]

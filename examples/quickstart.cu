@@ -6,7 +6,6 @@
 
 #include "example_support.cuh"
 
-#include <chrono>
 #include <cstdio>
 
 __global__ void axpy(float a, const float* x, float* y, int n) {
@@ -23,12 +22,9 @@ int main() {
   constexpr int n = 1 << 12;
   constexpr int kernels_per_step = 20;
   constexpr int steps = 2000;
-  float* x = nullptr;
-  float* y = nullptr;
-  example::check(cudaMalloc(&x, n * sizeof(float)), "cudaMalloc");
-  example::check(cudaMalloc(&y, n * sizeof(float)), "cudaMalloc");
-  cudaStream_t stream = nullptr;
-  example::check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  float* x = example::allocate<float>(n);
+  float* y = example::allocate<float>(n);
+  cudaStream_t stream = example::create_stream();
 
   auto step = [&](cudaStream_t s) {
     for (int k = 0; k < kernels_per_step; ++k) {
@@ -37,34 +33,18 @@ int main() {
   };
 
   // Eager: one launch per kernel.
-  step(stream); // warm-up
-  example::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-  auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < steps; ++i) {
-    step(stream);
-  }
-  example::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-  const std::chrono::duration<double, std::micro> eager = std::chrono::steady_clock::now() - start;
+  const double eager_us = example::time_us(stream, steps, [&] { step(stream); });
 
   // Graph: capture the step once, replay it.
   graphcap::lean_graph graph;
   graph.capture(step); // on the graph's own side stream; nothing runs yet
   graph.upload(stream);
-  graph.replay(stream); // warm-up
-  example::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-  start = std::chrono::steady_clock::now();
-  for (int i = 0; i < steps; ++i) {
-    graph.replay(stream);
-  }
-  example::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-  const std::chrono::duration<double, std::micro> replayed =
-      std::chrono::steady_clock::now() - start;
+  const double replay_us = example::time_us(stream, steps, [&] { graph.replay(stream); });
 
   std::printf("quickstart: %d steps of %d kernels (graph of %zu nodes)\n", steps, kernels_per_step,
               graph.node_count());
-  std::printf("  eager launches: %8.2f us per step\n", eager.count() / steps);
-  std::printf("  graph replay:   %8.2f us per step (%.1fx)\n", replayed.count() / steps,
-              eager.count() / replayed.count());
+  std::printf("  eager launches: %8.2f us per step\n", eager_us);
+  std::printf("  graph replay:   %8.2f us per step (%.1fx)\n", replay_us, eager_us / replay_us);
 
   example::check(cudaStreamDestroy(stream), "cudaStreamDestroy");
   example::check(cudaFree(x), "cudaFree");

@@ -17,18 +17,12 @@ int main() {
     return 0;
   }
   constexpr int n = 1024;
-  float* a = nullptr;
-  float* b = nullptr;
-  example::check(cudaMalloc(&a, n * sizeof(float)), "cudaMalloc");
-  example::check(cudaMalloc(&b, n * sizeof(float)), "cudaMalloc");
-  cudaStream_t main_stream = nullptr;
-  cudaStream_t side = nullptr;
-  cudaEvent_t fork = nullptr;
-  cudaEvent_t join = nullptr;
-  example::check(cudaStreamCreateWithFlags(&main_stream, cudaStreamNonBlocking), "stream");
-  example::check(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking), "stream");
-  example::check(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming), "event");
-  example::check(cudaEventCreateWithFlags(&join, cudaEventDisableTiming), "event");
+  float* a = example::allocate<float>(n);
+  float* b = example::allocate<float>(n);
+  cudaStream_t main_stream = example::create_stream();
+  cudaStream_t side = example::create_stream();
+  cudaEvent_t fork = example::create_event();
+  cudaEvent_t join = example::create_event();
 
   // Two branches: fork `side` off the capture stream, join it back before end().
   graphcap::lean_graph graph{graphcap::keep_graph};

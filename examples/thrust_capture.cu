@@ -15,7 +15,6 @@
 #include <thrust/sort.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <numeric>
@@ -42,12 +41,9 @@ int main() {
     return 0;
   }
   constexpr int n = 1 << 20;
-  int* keys = nullptr;
-  long long* sum = nullptr;
-  example::check(cudaMalloc(&keys, n * sizeof(int)), "cudaMalloc");
-  example::check(cudaMalloc(&sum, sizeof(long long)), "cudaMalloc");
-  cudaStream_t stream = nullptr;
-  example::check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  int* keys = example::allocate<int>(n);
+  long long* sum = example::allocate<long long>(1);
+  cudaStream_t stream = example::create_stream();
 
   // [thrust-capture]
   graphcap::graph graph; // global capture mode: a cudaMalloc inside would invalidate it
@@ -92,20 +88,9 @@ int main() {
               graph.node_count(), pool.in_use_bytes);
 
   constexpr int steps = 100;
-  auto time_us = [&](auto&& step) {
-    step(); // warm-up
-    example::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-    const auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < steps; ++i) {
-      step();
-    }
-    example::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
-               .count() /
-           steps;
-  };
-  const double eager_us = time_us([&] { eager_step(keys, n, sum, stream); });
-  const double replay_us = time_us([&] { graph.replay(stream); });
+  const double eager_us =
+      example::time_us(stream, steps, [&] { eager_step(keys, n, sum, stream); });
+  const double replay_us = example::time_us(stream, steps, [&] { graph.replay(stream); });
   std::printf("  sort + sum of %d ints: eager %8.2f us, graph replay %8.2f us\n", n, eager_us,
               replay_us);
 

@@ -16,6 +16,7 @@
 
 #include "catch.hpp"
 #include "cuda_helpers.hpp"
+#include "double_helpers.hpp"
 
 #include <cuda_double/control.hpp>
 
@@ -393,14 +394,6 @@ cudaStreamCaptureMode thread_capture_mode() {
   return mode;
 }
 
-struct live_objects {
-  std::size_t streams = cuda_double::live_streams();
-  std::size_t events = cuda_double::live_events();
-  std::size_t graphs = cuda_double::live_graphs();
-  std::size_t execs = cuda_double::live_execs();
-  std::size_t allocations = cuda_double::live_allocations();
-};
-
 using call_map = std::map<std::string, std::size_t>;
 
 /// What a clean run makes: its calls, and which cuPointerGetAttribute calls were replay()'s.
@@ -500,7 +493,7 @@ void inject(const scenario<Graph>& sc, const std::string& function, std::size_t 
     CHECK(again.what == outcome::kind::success);
   }
   // Everything is destroyed: nothing may be left but the one object of a failed destroy.
-  const live_objects left;
+  const gctest::live_objects left;
   const auto allowed = [&](const char* destroy) { return function == destroy ? 1U : 0U; };
   CHECK(left.streams <= allowed("cudaStreamDestroy"));
   CHECK(left.events <= allowed("cudaEventDestroy"));

@@ -6,6 +6,7 @@
 
 #include "catch.hpp"
 #include "cuda_helpers.hpp"
+#include "double_helpers.hpp"
 
 #include <cuda_double/control.hpp>
 
@@ -21,14 +22,8 @@ namespace {
 
 constexpr std::size_t bytes = 4096;
 
-/// What the double holds alive: the leak check of every law.
-struct live_objects {
-  std::size_t streams = cuda_double::live_streams();
-  std::size_t events = cuda_double::live_events();
-  std::size_t graphs = cuda_double::live_graphs();
-  std::size_t execs = cuda_double::live_execs();
-  std::size_t allocations = cuda_double::live_allocations();
-};
+// gctest::live_objects, what the double holds alive, is the leak check of every law.
+using gctest::live_objects;
 
 /// Law 3 after a failed capture: no template or executable is left (a pool may keep what it
 /// caches across captures: slabs, its stream, its completion event).

@@ -26,6 +26,19 @@ std::vector<int> random_ints(std::size_t count, std::uint32_t seed) {
   return values;
 }
 
+/// Copies `values` into `keys`, replays `graph` (a sort of `keys`) on `stream`, and returns what
+/// `keys` holds then.
+std::vector<int> replayed_on(const std::vector<int>& values, const gctest::device_buffer<int>& keys,
+                             gc::graph& graph, const gctest::stream& stream) {
+  CUDA_REQUIRE(cudaMemcpy(keys.get(), values.data(), keys.bytes(), cudaMemcpyHostToDevice));
+  CUDA_REQUIRE(cudaDeviceSynchronize()); // the legacy-stream call may still run
+  graph.replay(stream);
+  stream.synchronize();
+  std::vector<int> sorted(keys.size());
+  CUDA_REQUIRE(cudaMemcpy(sorted.data(), keys.get(), keys.bytes(), cudaMemcpyDeviceToHost));
+  return sorted;
+}
+
 } // namespace
 
 TEST_CASE("thrust::sort captured with par_nosync and pool temporaries sorts new data each replay") {
@@ -45,12 +58,7 @@ TEST_CASE("thrust::sort captured with par_nosync and pool temporaries sorts new 
   for (std::uint32_t round = 0; round < 3; ++round) {
     INFO("replay " << round);
     std::vector<int> host = random_ints(count, round + 1);
-    CUDA_REQUIRE(cudaMemcpy(keys.get(), host.data(), keys.bytes(), cudaMemcpyHostToDevice));
-    CUDA_REQUIRE(cudaDeviceSynchronize()); // the legacy-stream call may still run
-    graph.replay(stream);
-    stream.synchronize();
-    std::vector<int> sorted(count);
-    CUDA_REQUIRE(cudaMemcpy(sorted.data(), keys.get(), keys.bytes(), cudaMemcpyDeviceToHost));
+    const std::vector<int> sorted = replayed_on(host, keys, graph, stream);
     std::sort(host.begin(), host.end());
     CHECK(sorted == host);
   }
@@ -109,12 +117,7 @@ TEST_CASE("thrust::cuda::par synchronizes the capturing stream: the capture fail
     gctest::thrust_sort(cap, keys.get(), count, gctest::thrust_policy::no_sync);
   });
   std::vector<int> host = random_ints(count, 42);
-  CUDA_REQUIRE(cudaMemcpy(keys.get(), host.data(), keys.bytes(), cudaMemcpyHostToDevice));
-  CUDA_REQUIRE(cudaDeviceSynchronize()); // the legacy-stream call may still run
-  graph.replay(stream);
-  stream.synchronize();
-  std::vector<int> sorted(count);
-  CUDA_REQUIRE(cudaMemcpy(sorted.data(), keys.get(), keys.bytes(), cudaMemcpyDeviceToHost));
+  const std::vector<int> sorted = replayed_on(host, keys, graph, stream);
   std::sort(host.begin(), host.end());
   CHECK(sorted == host);
 }

@@ -20,31 +20,36 @@ std::vector<unsigned char> filled(int value, std::size_t size = bytes) {
   return std::vector<unsigned char>(size, static_cast<unsigned char>(value));
 }
 
-/// A memset of `value` into `device` and a copy of it to `host`: two nodes.
-void fill_and_copy(cudaStream_t stream, void* device, std::vector<unsigned char>& host, int value) {
-  CUDA_REQUIRE(cudaMemsetAsync(device, value, bytes, stream));
-  CUDA_REQUIRE(cudaMemcpyAsync(host.data(), device, bytes, cudaMemcpyDeviceToHost, stream));
-}
-
 void CUDART_CB count_call(void* counter) {
   ++*static_cast<int*>(counter);
 }
 
+/// What most tests here capture into: a stream, a device buffer, and the host copy of it that
+/// gctest::fill_and_copy makes.
+struct fill_fixture {
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> device{bytes};
+  std::vector<unsigned char> host = std::vector<unsigned char>(bytes, 0);
+
+  /// The work that fills `host` with `value`: two nodes.
+  auto fill(int value) {
+    return [this, value](cudaStream_t s) { gctest::fill_and_copy(s, device, host, value); };
+  }
+};
+
 } // namespace
 
-TEST_CASE("recapture updates in place when only parameters change, and replays follow them") {
-  gctest::stream stream;
-  gctest::device_buffer<unsigned char> device(bytes);
-  std::vector<unsigned char> host(bytes, 0);
+TEST_CASE_METHOD(
+    fill_fixture,
+    "recapture updates in place when only parameters change, and replays follow them") {
   gc::lean_graph graph;
-  graph.capture(stream, [&](cudaStream_t s) { fill_and_copy(s, device.get(), host, 1); });
+  graph.capture(stream, fill(1));
   const cudaGraphExec_t before = graph.raw_exec();
   graph.replay(stream);
   stream.synchronize();
   CHECK(host == filled(1));
 
-  const gc::update_result result =
-      graph.recapture(stream, [&](cudaStream_t s) { fill_and_copy(s, device.get(), host, 2); });
+  const gc::update_result result = graph.recapture(stream, fill(2));
   CHECK(result.updated());
   CHECK(result.outcome == gc::update_outcome::updated);
   CHECK(result.reason.empty());
@@ -55,15 +60,13 @@ TEST_CASE("recapture updates in place when only parameters change, and replays f
   CHECK(host == filled(2));
 }
 
-TEST_CASE("recapture falls back to instantiation when the topology changes, and says why") {
-  gctest::stream stream;
-  gctest::device_buffer<unsigned char> device(bytes);
-  std::vector<unsigned char> host(bytes, 0);
+TEST_CASE_METHOD(fill_fixture,
+                 "recapture falls back to instantiation when the topology changes, and says why") {
   int calls = 0;
   gc::lean_graph graph;
-  graph.capture(stream, [&](cudaStream_t s) { fill_and_copy(s, device.get(), host, 3); });
+  graph.capture(stream, fill(3));
   const gc::update_result result = graph.recapture(stream, [&](cudaStream_t s) {
-    fill_and_copy(s, device.get(), host, 4);
+    gctest::fill_and_copy(s, device, host, 4);
     CUDA_REQUIRE(cudaLaunchHostFunc(s, count_call, &calls)); // one node more
   });
   CHECK_FALSE(result.updated());
@@ -77,13 +80,10 @@ TEST_CASE("recapture falls back to instantiation when the topology changes, and 
   CHECK(calls == 1);
 }
 
-TEST_CASE("recapture of an empty graph instantiates, and says there was nothing to update") {
-  gctest::stream stream;
-  gctest::device_buffer<unsigned char> device(bytes);
-  std::vector<unsigned char> host(bytes, 0);
+TEST_CASE_METHOD(fill_fixture,
+                 "recapture of an empty graph instantiates, and says there was nothing to update") {
   gc::lean_graph graph;
-  const gc::update_result result =
-      graph.recapture(stream, [&](cudaStream_t s) { fill_and_copy(s, device.get(), host, 5); });
+  const gc::update_result result = graph.recapture(stream, fill(5));
   CHECK(result.outcome == gc::update_outcome::instantiated);
   CHECK(gc::to_string(result.outcome) == "instantiated");
   graph.replay(stream);
@@ -122,39 +122,33 @@ TEST_CASE("recapture keeps the pool's addresses: the same allocations get the sa
   CHECK(host == filled(7));
 }
 
-TEST_CASE("a recapture that throws leaves the graph empty and no stream capturing") {
-  gctest::stream stream;
-  gctest::device_buffer<unsigned char> device(bytes);
-  std::vector<unsigned char> host(bytes, 0);
+TEST_CASE_METHOD(fill_fixture,
+                 "a recapture that throws leaves the graph empty and no stream capturing") {
   gc::graph graph;
-  graph.capture(stream, [&](cudaStream_t s) { fill_and_copy(s, device.get(), host, 1); });
+  graph.capture(stream, fill(1));
   CHECK_THROWS_AS(graph.recapture(stream,
                                   [&](cudaStream_t s) {
-                                    fill_and_copy(s, device.get(), host, 2);
+                                    gctest::fill_and_copy(s, device, host, 2);
                                     throw std::runtime_error("the work failed");
                                   }),
                   std::runtime_error);
   CHECK(graph.empty());
   CHECK_FALSE(gctest::capturing(stream));
   gctest::require_no_last_error();
-  const auto result =
-      graph.recapture(stream, [&](cudaStream_t s) { fill_and_copy(s, device.get(), host, 3); });
+  const auto result = graph.recapture(stream, fill(3));
   CHECK(result.outcome == gc::update_outcome::instantiated);
   graph.replay(stream);
   stream.synchronize();
   CHECK(host == filled(3));
 }
 
-TEST_CASE("begin_recapture: the RAII form, with keep_graph") {
-  gctest::stream stream;
-  gctest::device_buffer<unsigned char> device(bytes);
-  std::vector<unsigned char> host(bytes, 0);
+TEST_CASE_METHOD(fill_fixture, "begin_recapture: the RAII form, with keep_graph") {
   gc::lean_graph graph{gc::keep_graph};
-  graph.capture(stream, [&](cudaStream_t s) { fill_and_copy(s, device.get(), host, 1); });
+  graph.capture(stream, fill(1));
   graph.replay(stream); // lazy instantiation
   {
     auto cap = graph.begin_recapture(stream);
-    fill_and_copy(cap.stream(), device.get(), host, 8);
+    gctest::fill_and_copy(cap.stream(), device, host, 8);
     cap.end();
     CHECK(cap.update().updated());
   }
@@ -193,16 +187,14 @@ TEST_CASE("recapture resolves the liveness inputs again") {
   CHECK(host == filled(2));
 }
 
-TEST_CASE("graph_cache: one graph per key, captured on first use, hits and misses counted") {
-  gctest::stream stream;
-  gctest::device_buffer<unsigned char> device(bytes);
-  std::vector<unsigned char> host(bytes, 0);
+TEST_CASE_METHOD(fill_fixture,
+                 "graph_cache: one graph per key, captured on first use, hits and misses counted") {
   gc::graph_cache<int> cache;
   int captures = 0;
   auto step = [&](int batch) {
     return [&, batch](cudaStream_t s) {
       ++captures; // runs only while capturing (warm-up is off)
-      fill_and_copy(s, device.get(), host, batch);
+      gctest::fill_and_copy(s, device, host, batch);
     };
   };
   for (int round = 0; round < 3; ++round) {
@@ -223,18 +215,12 @@ TEST_CASE("graph_cache: one graph per key, captured on first use, hits and misse
       std::is_same_v<gc::graph_cache<int>::graph_type::mode_type, gc::mode::thread_local_>);
 }
 
-TEST_CASE("graph_cache evicts the least recently used graph") {
-  gctest::stream stream;
-  gctest::device_buffer<unsigned char> device(bytes);
-  std::vector<unsigned char> host(bytes, 0);
+TEST_CASE_METHOD(fill_fixture, "graph_cache evicts the least recently used graph") {
   gc::graph_cache<int> cache{{.capacity = 2}};
-  auto step = [&](int batch) {
-    return [&, batch](cudaStream_t s) { fill_and_copy(s, device.get(), host, batch); };
-  };
-  cache.replay(1, stream, step(1));
-  cache.replay(2, stream, step(2));
-  cache.replay(1, stream, step(1)); // 1 is now the most recent
-  cache.replay(3, stream, step(3)); // evicts 2
+  cache.replay(1, stream, fill(1));
+  cache.replay(2, stream, fill(2));
+  cache.replay(1, stream, fill(1)); // 1 is now the most recent
+  cache.replay(3, stream, fill(3)); // evicts 2
   CHECK(cache.contains(1));
   CHECK_FALSE(cache.contains(2));
   CHECK(cache.contains(3));

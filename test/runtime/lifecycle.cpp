@@ -20,13 +20,18 @@ void CUDART_CB add_one(void* counter) {
   ++*static_cast<int*>(counter);
 }
 
-/// Captures `count` memsets of `value` followed by a copy to `host`, on `stream`.
-void fill_and_copy(cudaStream_t stream, gctest::device_buffer<unsigned char>& device,
-                   std::vector<unsigned char>& host, int value) {
-  CUDA_REQUIRE(cudaMemsetAsync(device.get(), value, device.bytes(), stream));
-  CUDA_REQUIRE(
-      cudaMemcpyAsync(host.data(), device.get(), device.bytes(), cudaMemcpyDeviceToHost, stream));
-}
+/// A stream, and a counter that the captured host functions increment.
+struct counting {
+  gctest::stream stream;
+  int counter = 0;
+
+  /// One host function on `s` that increments the counter.
+  void increment_on(cudaStream_t s) { CUDA_REQUIRE(cudaLaunchHostFunc(s, add_one, &counter)); }
+  /// The capture work of one increment: one node.
+  auto increment() {
+    return [this](cudaStream_t s) { increment_on(s); };
+  }
+};
 
 } // namespace
 
@@ -45,13 +50,11 @@ TEST_CASE("is-capturing: false before, true during, false after a capture") {
   CHECK(graph.state() == gc::graph_state::instantiated);
 }
 
-TEST_CASE("captured work runs at each replay, not at capture") {
-  gctest::stream stream;
-  int counter = 0;
+TEST_CASE_METHOD(counting, "captured work runs at each replay, not at capture") {
   gc::lean_graph graph;
   graph.capture([&](cudaStream_t s) {
     for (int i = 0; i < 10; ++i) {
-      CUDA_REQUIRE(cudaLaunchHostFunc(s, add_one, &counter));
+      increment_on(s);
     }
   });
   CHECK(counter == 0);
@@ -71,19 +74,18 @@ TEST_CASE("memset and memcpy nodes replay with the captured values") {
   gctest::device_buffer<unsigned char> device(4096);
   std::vector<unsigned char> host(4096, 0);
   gc::lean_graph graph;
-  graph.capture([&](cudaStream_t s) { fill_and_copy(s, device, host, 7); });
+  graph.capture([&](cudaStream_t s) { gctest::fill_and_copy(s, device, host, 7); });
   CHECK(host[0] == 0); // nothing ran yet
   graph.replay(stream);
   stream.synchronize();
   CHECK(std::vector<unsigned char>(4096, 7) == host);
 }
 
-TEST_CASE("reset, then recapture a different computation into the same graph") {
-  gctest::stream stream;
+TEST_CASE_METHOD(counting, "reset, then recapture a different computation into the same graph") {
   gctest::device_buffer<unsigned char> device(1000);
   std::vector<unsigned char> host(1000, 0);
   gc::lean_graph graph;
-  graph.capture([&](cudaStream_t s) { fill_and_copy(s, device, host, 1); });
+  graph.capture([&](cudaStream_t s) { gctest::fill_and_copy(s, device, host, 1); });
   graph.replay(stream);
   stream.synchronize();
   CHECK(host[999] == 1);
@@ -92,10 +94,9 @@ TEST_CASE("reset, then recapture a different computation into the same graph") {
   CHECK(graph.empty());
   CHECK_THROWS_AS(graph.replay(stream), gc::state_error);
 
-  int counter = 0;
   graph.capture([&](cudaStream_t s) {
-    fill_and_copy(s, device, host, 2);
-    CUDA_REQUIRE(cudaLaunchHostFunc(s, add_one, &counter));
+    gctest::fill_and_copy(s, device, host, 2);
+    increment_on(s);
   });
   graph.replay(stream);
   stream.synchronize();
@@ -103,23 +104,20 @@ TEST_CASE("reset, then recapture a different computation into the same graph") {
   CHECK(counter == 1);
 }
 
-TEST_CASE("the three callable forms (scope, stream, nothing) and the work result returned") {
-  gctest::stream stream;
-  int counter = 0;
+TEST_CASE_METHOD(counting,
+                 "the three callable forms (scope, stream, nothing) and the work result returned") {
   gc::lean_graph with_scope;
   const int answer = with_scope.capture(stream, [&](auto& cap) {
-    CUDA_REQUIRE(cudaLaunchHostFunc(cap.stream(), add_one, &counter));
+    increment_on(cap.stream());
     return 42;
   });
   CHECK(answer == 42);
 
   gc::lean_graph with_stream;
-  with_stream.capture(
-      stream, [&](cudaStream_t s) { CUDA_REQUIRE(cudaLaunchHostFunc(s, add_one, &counter)); });
+  with_stream.capture(stream, [&](cudaStream_t s) { increment_on(s); });
 
   gc::lean_graph with_nothing;
-  with_nothing.capture(stream,
-                       [&] { CUDA_REQUIRE(cudaLaunchHostFunc(stream, add_one, &counter)); });
+  with_nothing.capture(stream, [&] { increment_on(stream); });
 
   with_scope.replay(stream);
   with_stream.replay(stream);
@@ -128,13 +126,11 @@ TEST_CASE("the three callable forms (scope, stream, nothing) and the work result
   CHECK(counter == 3);
 }
 
-TEST_CASE("the RAII scope: end() finishes, a second end() is a state_error") {
-  gctest::stream stream;
-  int counter = 0;
+TEST_CASE_METHOD(counting, "the RAII scope: end() finishes, a second end() is a state_error") {
   gc::lean_graph graph;
   auto cap = graph.begin_capture(stream);
   CHECK(cap.active());
-  CUDA_REQUIRE(cudaLaunchHostFunc(cap.stream(), add_one, &counter));
+  increment_on(cap.stream());
   cap.end();
   CHECK_FALSE(cap.active());
   CHECK_FALSE(gctest::capturing(stream));
@@ -144,20 +140,19 @@ TEST_CASE("the RAII scope: end() finishes, a second end() is a state_error") {
   CHECK(counter == 1);
 }
 
-TEST_CASE("a scope destroyed before end() discards the capture and frees the stream") {
-  gctest::stream stream;
-  int counter = 0;
+TEST_CASE_METHOD(counting,
+                 "a scope destroyed before end() discards the capture and frees the stream") {
   gc::lean_graph graph;
   {
     auto cap = graph.begin_capture(stream);
-    CUDA_REQUIRE(cudaLaunchHostFunc(cap.stream(), add_one, &counter));
+    increment_on(cap.stream());
   }
   CHECK_FALSE(gctest::capturing(stream));
   CHECK(graph.empty());
   CHECK(counter == 0);
   gctest::require_no_last_error();
   // and the graph captures again
-  graph.capture(stream, [&] { CUDA_REQUIRE(cudaLaunchHostFunc(stream, add_one, &counter)); });
+  graph.capture(stream, [&] { increment_on(stream); });
   graph.replay(stream);
   stream.synchronize();
   CHECK(counter == 1);
@@ -173,11 +168,10 @@ TEST_CASE("an empty capture is valid: zero nodes, and its replay does nothing") 
   stream.synchronize();
 }
 
-TEST_CASE("keep_graph: template kept, lazy instantiation at first replay, re-instantiation") {
-  gctest::stream stream;
-  int counter = 0;
+TEST_CASE_METHOD(
+    counting, "keep_graph: template kept, lazy instantiation at first replay, re-instantiation") {
   gc::lean_graph graph{gc::keep_graph};
-  graph.capture([&](cudaStream_t s) { CUDA_REQUIRE(cudaLaunchHostFunc(s, add_one, &counter)); });
+  graph.capture(increment());
   CHECK(graph.state() == gc::graph_state::captured);
   CHECK(graph.raw_graph() != nullptr);
   CHECK_THROWS_WITH(graph.raw_exec(), gctest::contains("instantiate()"));
@@ -201,11 +195,11 @@ TEST_CASE("keep_graph: template kept, lazy instantiation at first replay, re-ins
   gctest::require_no_last_error();
 }
 
-TEST_CASE("without keep_graph: no template after capture, instantiate() twice is a state_error") {
-  gctest::stream stream;
+TEST_CASE_METHOD(
+    counting,
+    "without keep_graph: no template after capture, instantiate() twice is a state_error") {
   gc::lean_graph graph;
-  int counter = 0;
-  graph.capture([&](cudaStream_t s) { CUDA_REQUIRE(cudaLaunchHostFunc(s, add_one, &counter)); });
+  graph.capture(increment());
   CHECK(graph.raw_exec() != nullptr);
   CHECK_THROWS_WITH(graph.raw_graph(), gctest::contains("graphcap::keep_graph"));
   CHECK_THROWS_WITH(graph.instantiate(), gctest::contains("graphcap::keep_graph"));
@@ -215,11 +209,10 @@ TEST_CASE("without keep_graph: no template after capture, instantiate() twice is
   CHECK(counter == 1);
 }
 
-TEST_CASE("capturing twice without reset is a state_error and the first graph stays usable") {
-  gctest::stream stream;
-  int counter = 0;
+TEST_CASE_METHOD(
+    counting, "capturing twice without reset is a state_error and the first graph stays usable") {
   gc::lean_graph graph;
-  graph.capture([&](cudaStream_t s) { CUDA_REQUIRE(cudaLaunchHostFunc(s, add_one, &counter)); });
+  graph.capture(increment());
   CHECK_THROWS_WITH(graph.capture([](cudaStream_t) {}), gctest::contains("call reset() first"));
   CHECK_THROWS_AS(graph.begin_capture(stream), gc::state_error);
   CHECK_FALSE(gctest::capturing(stream));
@@ -228,11 +221,9 @@ TEST_CASE("capturing twice without reset is a state_error and the first graph st
   CHECK(counter == 1);
 }
 
-TEST_CASE("upload() prepares the first replay") {
-  gctest::stream stream;
-  int counter = 0;
+TEST_CASE_METHOD(counting, "upload() prepares the first replay") {
   gc::lean_graph graph{gc::keep_graph};
-  graph.capture([&](cudaStream_t s) { CUDA_REQUIRE(cudaLaunchHostFunc(s, add_one, &counter)); });
+  graph.capture(increment());
   REQUIRE_NOTHROW(graph.upload(stream)); // instantiates (keep_graph) and uploads
   CHECK(graph.state() == gc::graph_state::instantiated);
   graph.replay(stream);
@@ -240,11 +231,9 @@ TEST_CASE("upload() prepares the first replay") {
   CHECK(counter == 1);
 }
 
-TEST_CASE("a moved graph replays and the moved-from graph is empty") {
-  gctest::stream stream;
-  int counter = 0;
+TEST_CASE_METHOD(counting, "a moved graph replays and the moved-from graph is empty") {
   gc::lean_graph first;
-  first.capture([&](cudaStream_t s) { CUDA_REQUIRE(cudaLaunchHostFunc(s, add_one, &counter)); });
+  first.capture(increment());
   gc::lean_graph second = std::move(first);
   CHECK(first.empty()); // NOLINT(bugprone-use-after-move)
   second.replay(stream);

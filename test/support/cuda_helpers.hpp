@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 /// REQUIRE that a CUDA call succeeded, printing the error's name if not.
 #define CUDA_REQUIRE(call)                                                                         \
@@ -67,6 +68,15 @@ private:
   T* data_ = nullptr;
   std::size_t count_;
 };
+
+/// A memset of `value` over `device` and a copy of it into `host` (at least as long), on
+/// `stream`: two nodes when captured, work the test double can run too.
+inline void fill_and_copy(cudaStream_t stream, const device_buffer<unsigned char>& device,
+                          std::vector<unsigned char>& host, int value) {
+  CUDA_REQUIRE(cudaMemsetAsync(device.get(), value, device.bytes(), stream));
+  CUDA_REQUIRE(
+      cudaMemcpyAsync(host.data(), device.get(), device.bytes(), cudaMemcpyDeviceToHost, stream));
+}
 
 /// A memory pool of pinned device memory on the current device, owned by the test (the
 /// user-supplied pool of pool::user). destroy() checks that CUDA destroys it.

@@ -217,6 +217,18 @@ cudaError_t with_node(cudaGraphNode_t node, cudaGraphNodeType type, F&& f) {
   return f(*node);
 }
 
+// The node getters: *out = the node's `field`, for a live node of `type` and a non-null `out`.
+template <class T>
+cudaError_t get_field(cudaGraphNode_t node, cudaGraphNodeType type, T CUgraphNode_st::*field,
+                      T* out) {
+  return with_node(node, type, [&](CUgraphNode_st& n) {
+    if (!out)
+      return cudaErrorInvalidValue;
+    *out = n.*field;
+    return cudaSuccess;
+  });
+}
+
 } // namespace
 
 namespace cuda_double::detail {
@@ -546,12 +558,7 @@ cudaError_t cudaGraphNodeGetDependentNodes(cudaGraphNode_t node, cudaGraphNode_t
 
 cudaError_t cudaGraphHostNodeGetParams(cudaGraphNode_t node, cudaHostNodeParams* pNodeParams) {
   return api(__func__, [&] {
-    return with_node(node, cudaGraphNodeTypeHost, [&](CUgraphNode_st& n) {
-      if (!pNodeParams)
-        return cudaErrorInvalidValue;
-      *pNodeParams = n.host;
-      return cudaSuccess;
-    });
+    return get_field(node, cudaGraphNodeTypeHost, &CUgraphNode_st::host, pNodeParams);
   });
 }
 
@@ -569,12 +576,7 @@ cudaError_t cudaGraphHostNodeSetParams(cudaGraphNode_t node,
 
 cudaError_t cudaGraphMemsetNodeGetParams(cudaGraphNode_t node, cudaMemsetParams* pNodeParams) {
   return api(__func__, [&] {
-    return with_node(node, cudaGraphNodeTypeMemset, [&](CUgraphNode_st& n) {
-      if (!pNodeParams)
-        return cudaErrorInvalidValue;
-      *pNodeParams = n.memset;
-      return cudaSuccess;
-    });
+    return get_field(node, cudaGraphNodeTypeMemset, &CUgraphNode_st::memset, pNodeParams);
   });
 }
 
@@ -594,12 +596,7 @@ cudaError_t cudaGraphMemsetNodeSetParams(cudaGraphNode_t node,
 
 cudaError_t cudaGraphMemcpyNodeGetParams(cudaGraphNode_t node, cudaMemcpy3DParms* pNodeParams) {
   return api(__func__, [&] {
-    return with_node(node, cudaGraphNodeTypeMemcpy, [&](CUgraphNode_st& n) {
-      if (!pNodeParams)
-        return cudaErrorInvalidValue;
-      *pNodeParams = n.memcpy;
-      return cudaSuccess;
-    });
+    return get_field(node, cudaGraphNodeTypeMemcpy, &CUgraphNode_st::memcpy, pNodeParams);
   });
 }
 
@@ -654,12 +651,7 @@ cudaError_t cudaGraphChildGraphNodeGetGraph(cudaGraphNode_t node, cudaGraph_t* p
 cudaError_t cudaGraphMemAllocNodeGetParams(cudaGraphNode_t node,
                                            cudaMemAllocNodeParams* params_out) {
   return api(__func__, [&] {
-    return with_node(node, cudaGraphNodeTypeMemAlloc, [&](CUgraphNode_st& n) {
-      if (!params_out)
-        return cudaErrorInvalidValue;
-      *params_out = n.alloc;
-      return cudaSuccess;
-    });
+    return get_field(node, cudaGraphNodeTypeMemAlloc, &CUgraphNode_st::alloc, params_out);
   });
 }
 
@@ -676,23 +668,13 @@ cudaError_t cudaGraphMemFreeNodeGetParams(cudaGraphNode_t node, void* dptr_out) 
 
 cudaError_t cudaGraphEventRecordNodeGetEvent(cudaGraphNode_t node, cudaEvent_t* event_out) {
   return api(__func__, [&] {
-    return with_node(node, cudaGraphNodeTypeEventRecord, [&](CUgraphNode_st& n) {
-      if (!event_out)
-        return cudaErrorInvalidValue;
-      *event_out = n.event;
-      return cudaSuccess;
-    });
+    return get_field(node, cudaGraphNodeTypeEventRecord, &CUgraphNode_st::event, event_out);
   });
 }
 
 cudaError_t cudaGraphEventWaitNodeGetEvent(cudaGraphNode_t node, cudaEvent_t* event_out) {
   return api(__func__, [&] {
-    return with_node(node, cudaGraphNodeTypeWaitEvent, [&](CUgraphNode_st& n) {
-      if (!event_out)
-        return cudaErrorInvalidValue;
-      *event_out = n.event;
-      return cudaSuccess;
-    });
+    return get_field(node, cudaGraphNodeTypeWaitEvent, &CUgraphNode_st::event, event_out);
   });
 }
 

@@ -18,6 +18,24 @@ struct Clean {
   ~Clean() { cuda_double::reset(); }
 };
 
+inline cudaStream_t make_stream(unsigned flags = cudaStreamNonBlocking) {
+  cudaStream_t s = nullptr;
+  CUDA_OK(cudaStreamCreateWithFlags(&s, flags));
+  return s;
+}
+
+inline cudaEvent_t make_event(unsigned flags = cudaEventDefault) {
+  cudaEvent_t e = nullptr;
+  CUDA_OK(cudaEventCreateWithFlags(&e, flags));
+  return e;
+}
+
+inline cudaGraph_t make_graph() {
+  cudaGraph_t g = nullptr;
+  CUDA_OK(cudaGraphCreate(&g, 0));
+  return g;
+}
+
 inline void* device_alloc(std::size_t bytes) {
   void* p = nullptr;
   CUDA_OK(cudaMalloc(&p, bytes));

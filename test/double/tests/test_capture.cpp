@@ -12,12 +12,6 @@ void append(void* data) {
       static_cast<int>(static_cast<std::vector<int>*>(data)->size()));
 }
 
-cudaStream_t make_stream(unsigned flags = cudaStreamNonBlocking) {
-  cudaStream_t s = nullptr;
-  CUDA_OK(cudaStreamCreateWithFlags(&s, flags));
-  return s;
-}
-
 // Runs `f` on a second thread and returns its result.
 template <class F>
 cudaError_t on_other_thread(F f) {
@@ -96,9 +90,7 @@ TEST_CASE("captured memset, memcpy and host function replay with correct data", 
 TEST_CASE("fork and join build the runtime's edges", "[capture]") {
   Clean clean;
   cudaStream_t origin = make_stream(), side = make_stream();
-  cudaEvent_t fork = nullptr, join = nullptr;
-  CUDA_OK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
-  CUDA_OK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
+  cudaEvent_t fork = make_event(cudaEventDisableTiming), join = make_event(cudaEventDisableTiming);
   auto* a = static_cast<char*>(device_alloc(256));
 
   CUDA_OK(cudaStreamBeginCapture(origin, cudaStreamCaptureModeGlobal));
@@ -151,8 +143,7 @@ TEST_CASE("fork and join build the runtime's edges", "[capture]") {
 TEST_CASE("unjoined fork fails the capture", "[capture]") {
   Clean clean;
   cudaStream_t origin = make_stream(), side = make_stream();
-  cudaEvent_t fork = nullptr;
-  CUDA_OK(cudaEventCreate(&fork));
+  cudaEvent_t fork = make_event();
   auto* a = device_alloc(64);
   CUDA_OK(cudaStreamBeginCapture(origin, cudaStreamCaptureModeGlobal));
   CUDA_OK(cudaEventRecord(fork, origin));
@@ -179,8 +170,7 @@ TEST_CASE("unjoined fork fails the capture", "[capture]") {
 TEST_CASE("ending a capture from the wrong stream or thread", "[capture]") {
   Clean clean;
   cudaStream_t origin = make_stream(), side = make_stream();
-  cudaEvent_t fork = nullptr;
-  CUDA_OK(cudaEventCreate(&fork));
+  cudaEvent_t fork = make_event();
   cudaGraph_t g = nullptr;
 
   SECTION("not capturing at all") {
@@ -291,11 +281,9 @@ TEST_CASE("unsafe calls during a global capture", "[capture][modes]") {
     CUDA_OK(cudaFree(p));
   }
   SECTION("another thread's synchronizing calls") {
-    cudaEvent_t ev = nullptr;
-    CUDA_OK(cudaEventCreate(&ev));
+    cudaEvent_t ev = make_event();
     cudaGraphExec_t exec = nullptr;
-    cudaGraph_t empty = nullptr;
-    CUDA_OK(cudaGraphCreate(&empty, 0));
+    cudaGraph_t empty = make_graph();
     int which = GENERATE(0, 1, 2, 3);
     CHECK(on_other_thread([&] {
             switch (which) {
@@ -369,8 +357,7 @@ TEST_CASE("thread-local and relaxed captures", "[capture][modes]") {
 TEST_CASE("cross-capture waits", "[capture]") {
   Clean clean;
   cudaStream_t s1 = make_stream(), s2 = make_stream();
-  cudaEvent_t ev = nullptr;
-  CUDA_OK(cudaEventCreate(&ev));
+  cudaEvent_t ev = make_event();
   cudaGraph_t g = nullptr;
 
   SECTION("waiting on uncaptured work is an isolation error") {
@@ -465,8 +452,7 @@ TEST_CASE("launching a graph into a capture embeds it as a child graph", "[captu
 TEST_CASE("capturing into an existing graph", "[capture]") {
   Clean clean;
   cudaStream_t s = make_stream();
-  cudaGraph_t g = nullptr;
-  CUDA_OK(cudaGraphCreate(&g, 0));
+  cudaGraph_t g = make_graph();
   cudaGraphNode_t root = nullptr;
   CUDA_OK(cudaGraphAddEmptyNode(&root, g, nullptr, 0));
   std::vector<int> calls;

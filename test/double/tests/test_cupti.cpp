@@ -54,18 +54,6 @@ CUpti_SubscriberHandle subscribe(Recorder& r) {
   return h;
 }
 
-cudaStream_t make_stream() {
-  cudaStream_t s = nullptr;
-  CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  return s;
-}
-
-cudaGraph_t make_graph() {
-  cudaGraph_t g = nullptr;
-  CUDA_OK(cudaGraphCreate(&g, 0));
-  return g;
-}
-
 cudaGraphNode_t empty_node(cudaGraph_t g) {
   cudaGraphNode_t n = nullptr;
   CUDA_OK(cudaGraphAddEmptyNode(&n, g, nullptr, 0));
@@ -150,10 +138,8 @@ TEST_CASE("cuptiEnableCallback takes the subscriber's handle and a valid callbac
 TEST_CASE("captured nodes are reported at once, in creation order, with their graph", "[cupti]") {
   Clean clean;
   cudaStream_t origin = make_stream(), side = make_stream();
-  cudaEvent_t fork = nullptr, join = nullptr, external = nullptr;
-  CUDA_OK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
-  CUDA_OK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
-  CUDA_OK(cudaEventCreateWithFlags(&external, cudaEventDisableTiming));
+  cudaEvent_t fork = make_event(cudaEventDisableTiming), join = make_event(cudaEventDisableTiming),
+              external = make_event(cudaEventDisableTiming);
   auto* dev = static_cast<char*>(device_alloc(256));
   // An executable to launch into the capture, made before subscribing.
   cudaGraph_t inner = make_graph();
@@ -207,8 +193,7 @@ TEST_CASE("captured nodes are reported at once, in creation order, with their gr
 TEST_CASE("explicitly added nodes are reported", "[cupti]") {
   Clean clean;
   auto* dev = static_cast<char*>(device_alloc(64));
-  cudaEvent_t event = nullptr;
-  CUDA_OK(cudaEventCreate(&event));
+  cudaEvent_t event = make_event();
   cudaGraph_t child = make_graph(); // before subscribing: its nodes are not the test's
   empty_node(child);
   cudaStream_t s = make_stream();

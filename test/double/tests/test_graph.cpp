@@ -89,8 +89,7 @@ TEST_CASE("explicit graph construction and queries", "[graph]") {
 
 TEST_CASE("clones are independent and map their nodes", "[graph]") {
   Clean clean;
-  cudaGraph_t g = nullptr;
-  CUDA_OK(cudaGraphCreate(&g, 0));
+  cudaGraph_t g = make_graph();
   int counter = 0;
   cudaGraphNode_t a = host_node(g, {}, add_one, &counter);
   host_node(g, {a}, add_one, &counter);
@@ -114,8 +113,7 @@ TEST_CASE("cudaGraphExecUpdate", "[graph][update]") {
   int counter = 0;
   void* dev = device_alloc(16);
   auto build = [&](cudaHostFn_t second, bool extra_edge, bool memset_tail) {
-    cudaGraph_t g = nullptr;
-    CUDA_OK(cudaGraphCreate(&g, 0));
+    cudaGraph_t g = make_graph();
     cudaGraphNode_t a = host_node(g, {}, add_one, &counter);
     cudaGraphNode_t b =
         host_node(g, extra_edge ? std::vector<cudaGraphNode_t>{a} : std::vector<cudaGraphNode_t>{},
@@ -160,8 +158,7 @@ TEST_CASE("cudaGraphExecUpdate", "[graph][update]") {
     CHECK(info.errorNode == graph_nodes(g2)[2]);
   }
   SECTION("changed node count") {
-    cudaGraph_t g2 = nullptr;
-    CUDA_OK(cudaGraphCreate(&g2, 0));
+    cudaGraph_t g2 = make_graph();
     CHECK(cudaGraphExecUpdate(exec, g2, &info) == cudaErrorGraphExecUpdateFailure);
     CHECK(info.result == cudaGraphExecUpdateErrorTopologyChanged);
   }
@@ -169,8 +166,7 @@ TEST_CASE("cudaGraphExecUpdate", "[graph][update]") {
 
 TEST_CASE("cudaGraphDebugDotPrint writes nodes and edges", "[graph]") {
   Clean clean;
-  cudaGraph_t g = nullptr;
-  CUDA_OK(cudaGraphCreate(&g, 0));
+  cudaGraph_t g = make_graph();
   int counter = 0;
   cudaGraphNode_t a = host_node(g, {}, add_one, &counter);
   void* dev = device_alloc(32);

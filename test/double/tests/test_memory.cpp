@@ -161,8 +161,7 @@ TEST_CASE("stream-ordered pool statistics", "[memory]") {
 
 TEST_CASE("graph memory nodes", "[memory][graph]") {
   Clean clean;
-  cudaStream_t s = nullptr;
-  CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cudaStream_t s = make_stream();
   unsigned char host[32] = {};
   void* p = nullptr;
   CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
@@ -230,8 +229,7 @@ TEST_CASE("graph memory nodes", "[memory][graph]") {
 
 TEST_CASE("a captured free only takes graph memory", "[memory][capture]") {
   Clean clean;
-  cudaStream_t s = nullptr;
-  CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cudaStream_t s = make_stream();
   void* d = device_alloc(16);
   CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
   CHECK(cudaFreeAsync(d, s) == cudaErrorInvalidValue);

@@ -8,13 +8,13 @@
 // without it).
 #pragma once
 
+#include <graphcap/detail/demangle.hpp>
 #include <graphcap/detail/driver.hpp>
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
-#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -22,11 +22,6 @@
 #include <unordered_map>
 #include <utility>
 #include <vector>
-
-#if __has_include(<cxxabi.h>)
-#include <cxxabi.h>
-#define GRAPHCAP_HAVE_CXXABI 1
-#endif
 
 namespace graphcap::detail {
 
@@ -132,25 +127,6 @@ struct graph_queries {
     return node_type;
   }
 };
-
-/// A C++ kernel's readable name; names that are not mangled (extern "C" kernels) as they are:
-/// __cxa_demangle would read "a" as the type "signed char".
-inline std::string demangled(const char* name) {
-#ifdef GRAPHCAP_HAVE_CXXABI
-  if (std::string_view{name}.substr(0, 2) != "_Z") {
-    return name;
-  }
-  int status = -1;
-  char* readable = abi::__cxa_demangle(name, nullptr, nullptr, &status);
-  if (status == 0 && readable != nullptr) {
-    std::string result{readable};
-    std::free(readable); // NOLINT: __cxa_demangle's buffer is malloc'ed
-    return result;
-  }
-  std::free(readable); // NOLINT: as above
-#endif
-  return name;
-}
 
 /// A kernel's readable name, from the driver's (mangled) name, kept for the life of the process
 /// so that annotations can hold views of it: one copy per distinct kernel. Graphs launch the same

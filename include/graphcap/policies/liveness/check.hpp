@@ -13,6 +13,7 @@
 #pragma once
 
 #include <graphcap/detail/cuda_check.hpp>
+#include <graphcap/detail/demangle.hpp>
 #include <graphcap/detail/driver.hpp>
 #include <graphcap/detail/hooks.hpp>
 #include <graphcap/error.hpp>
@@ -35,12 +36,6 @@
 #include <unordered_set>
 #include <utility>
 #include <vector>
-
-#if __has_include(<cxxabi.h>)
-#include <cstdlib>
-#include <cxxabi.h>
-#define GRAPHCAP_HAS_CXXABI 1
-#endif
 
 namespace graphcap {
 
@@ -286,7 +281,7 @@ private:
       kernel_layout layout;
       const char* name = nullptr;
       layout.name = driver_.func_get_name(&name, function) == CUDA_SUCCESS && name != nullptr
-                        ? readable_name(name)
+                        ? detail::demangled(name)
                         : std::string{"(unnamed kernel)"};
       for (std::size_t index = 0;; ++index) {
         std::size_t offset = 0;
@@ -543,20 +538,6 @@ private:
     if (cudaGetDevice(&device) != cudaSuccess || cudaSetDevice(device) != cudaSuccess) {
       static_cast<void>(cudaGetLastError());
     }
-  }
-
-  static std::string readable_name(const char* name) {
-#ifdef GRAPHCAP_HAS_CXXABI
-    int status = -1;
-    char* demangled = abi::__cxa_demangle(name, nullptr, nullptr, &status);
-    if (status == 0 && demangled != nullptr) {
-      std::string readable{demangled};
-      std::free(demangled); // NOLINT: __cxa_demangle's buffer is malloc'ed
-      return readable;
-    }
-    std::free(demangled); // NOLINT: as above
-#endif
-    return name;
   }
 
   static std::string hex(std::uintptr_t address) {

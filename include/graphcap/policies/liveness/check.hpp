@@ -39,6 +39,13 @@
 
 namespace graphcap {
 
+namespace detail {
+
+/// How the liveness check words its need of a driver function (driver_function::require).
+inline constexpr std::string_view liveness_needs = "graphcap's liveness check needs";
+
+} // namespace detail
+
 namespace liveness {
 
 /// Liveness checking enabled: one pass over the graph at capture end, then one driver query per
@@ -84,15 +91,16 @@ public:
 
   // ---- hooks -----------------------------------------------------------------------------------
 
-  /// Resolves the driver functions (once per process) before the capture begins, so that input()
-  /// during the capture never makes the entry-point lookup inside it.
-  void before_capture(cudaStream_t /*stream*/) { query_ = detail::driver().pointer_get_attribute; }
+  /// Resolves cuPointerGetAttribute (once per process) before the capture begins, so that input()
+  /// during the capture never makes the entry-point lookup inside it, and replays call it through
+  /// a pointer resolved already. A driver without it fails here, before anything began. The
+  /// other driver functions are resolved at their first use, at the capture's end.
+  void before_capture(cudaStream_t /*stream*/) { resolve_query(); }
 
   /// The one pass over the captured graph: graph allocations first (internal), then every node's
   /// pointers.
   void after_capture_end(cudaGraph_t graph) {
     const detail::driver_api& driver = detail::driver();
-    query_ = driver.pointer_get_attribute;
     std::vector<cudaGraphNode_t> nodes;
     collect_nodes(graph, nodes);
     for (cudaGraphNode_t node : nodes) {
@@ -222,11 +230,14 @@ private:
   private:
     void kernel(cudaGraphNode_t node) {
       CUDA_KERNEL_NODE_PARAMS_v2 params{};
-      driver_check(driver_.graph_kernel_node_get_params(node, &params),
-                   "cuGraphKernelNodeGetParams");
+      driver_check(
+          driver_.graph_kernel_node_get_params.require(detail::liveness_needs)(node, &params),
+          "cuGraphKernelNodeGetParams");
       CUfunction function = params.func;
       if (function == nullptr && params.kern != nullptr) {
-        driver_check(driver_.kernel_get_function(&function, params.kern), "cuKernelGetFunction");
+        driver_check(
+            driver_.kernel_get_function.require(detail::liveness_needs)(&function, params.kern),
+            "cuKernelGetFunction");
       }
       const kernel_layout& layout = layout_of(function);
       const unsigned char* packed = packed_parameters(params.extra);
@@ -278,15 +289,18 @@ private:
       if (known != layouts_.end()) {
         return known->second;
       }
+      const auto param_info = driver_.func_get_param_info.require(detail::liveness_needs);
       kernel_layout layout;
       const char* name = nullptr;
-      layout.name = driver_.func_get_name(&name, function) == CUDA_SUCCESS && name != nullptr
-                        ? detail::demangled(name)
-                        : std::string{"(unnamed kernel)"};
+      const auto get_name = driver_.func_get_name.find(); // without it: "(unnamed kernel)"
+      layout.name =
+          get_name != nullptr && get_name(&name, function) == CUDA_SUCCESS && name != nullptr
+              ? detail::demangled(name)
+              : std::string{"(unnamed kernel)"};
       for (std::size_t index = 0;; ++index) {
         std::size_t offset = 0;
         std::size_t size = 0;
-        const CUresult status = driver_.func_get_param_info(function, index, &offset, &size);
+        const CUresult status = param_info(function, index, &offset, &size);
         if (status == CUDA_ERROR_INVALID_VALUE) {
           break; // past the last parameter
         }
@@ -327,6 +341,10 @@ private:
   };
 
   // ---- capture-time helpers --------------------------------------------------------------------
+
+  void resolve_query() {
+    query_ = detail::driver().pointer_get_attribute.require(detail::liveness_needs);
+  }
 
   static cudaGraphNodeType node_type(cudaGraphNode_t node) {
     cudaGraphNodeType type = cudaGraphNodeTypeEmpty;
@@ -383,7 +401,7 @@ private:
   }
 
   void declare(const void* pointer, std::optional<std::weak_ptr<const void>> token) {
-    query_ = detail::driver().pointer_get_attribute;
+    resolve_query();
     const auto address = reinterpret_cast<std::uintptr_t>(pointer);
     if (is_internal(address) || (address == 0 && !token)) {
       return;

@@ -326,7 +326,24 @@ TEST_CASE("replay: another query failure, in the check and its diagnosis, is a c
   }
 }
 
-// ---- the driver functions it uses: a missing one fails only liveness ------------------------
+// ---- the driver functions it uses: each node's type once, a missing one fails only liveness --
+
+TEST_CASE("the scan at capture end asks each node's type once, through the driver") {
+  copy_setup t;
+  cuda_double::clear_call_counts();
+  t.graph.capture(t.stream, [&](cudaStream_t s) {
+    void* scratch = nullptr; // a memory allocation node (internal) and its free node
+    CUDA_REQUIRE(cudaMallocAsync(&scratch, 256, s));
+    CUDA_REQUIRE(cudaMemcpyAsync(scratch, t.a.get(), 256, cudaMemcpyDeviceToDevice, s));
+    CUDA_REQUIRE(cudaMemcpyAsync(t.b.get(), scratch, 256, cudaMemcpyDeviceToDevice, s));
+    CUDA_REQUIRE(cudaMemsetAsync(t.b.get(), 0, 16, s));
+    CUDA_REQUIRE(cudaFreeAsync(scratch, s));
+  });
+  REQUIRE(t.graph.node_count() == 5);
+  CHECK(t.graph.liveness_policy().input_count() == 2); // a and b; scratch is the graph's own
+  CHECK(cuda_double::calls("cuGraphNodeGetType") == 5);
+  CHECK(cuda_double::calls("cudaGraphNodeGetType") == 0);
+}
 
 TEST_CASE("a driver without cuPointerGetAttribute fails the checked capture before it begins, "
           "naming the liveness check and the function") {
@@ -346,6 +363,26 @@ TEST_CASE("a driver without cuPointerGetAttribute fails the checked capture befo
   }
   CHECK(cuda_double::calls("cudaStreamBeginCapture") == 0);
   CHECK(t.graph.empty());
+  CHECK(cuda_double::live_graphs() == 0);
+  gctest::require_no_last_error();
+}
+
+TEST_CASE("a driver older than cuGraphNodeGetType fails the checked capture at its end, naming "
+          "the liveness check and the function") {
+  copy_setup t;
+  const gctest::hidden_driver_function missing{"cuGraphNodeGetType", true};
+  try {
+    t.capture();
+    FAIL("the capture succeeded without the driver function that reads node types");
+  } catch (const gc::cuda_error& failure) {
+    CHECK(failure.code() == cudaErrorSymbolNotFound);
+    CHECK_THAT(std::string(failure.what()),
+               gctest::contains("graphcap's liveness check needs cuGraphNodeGetType (CUDA 10.0 "
+                                "driver or newer); the installed CUDA driver is older"));
+  }
+  CHECK(t.graph.empty());
+  CHECK(t.graph.liveness_policy().input_count() == 0);
+  CHECK_FALSE(gctest::capturing(t.stream));
   CHECK(cuda_double::live_graphs() == 0);
   gctest::require_no_last_error();
 }

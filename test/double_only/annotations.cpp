@@ -7,6 +7,7 @@
 #include "annotation_helpers.hpp"
 #include "catch.hpp"
 #include "cuda_helpers.hpp"
+#include "hidden_driver_function.hpp"
 
 #include <cuda_double/control.hpp>
 #include <cuda_double/cupti_control.hpp>
@@ -51,9 +52,10 @@ struct open_capture_of_memsets {
   annotated_scope cap;
 };
 
-void capture_two_regions(annotated_graph& graph, cudaStream_t stream,
+template <class Graph>
+void capture_two_regions(Graph& graph, cudaStream_t stream,
                          gctest::device_buffer<unsigned char>& buffer) {
-  graph.capture(stream, [&](annotated_scope& cap) {
+  graph.capture(stream, [&](typename Graph::scope& cap) {
     {
       auto first = cap.mark("first");
       CUDA_REQUIRE(cudaMemsetAsync(buffer.get(), 1, buffer.bytes(), cap.stream()));
@@ -365,5 +367,136 @@ TEST_CASE("a wrong creation-order id falls back to asking CUPTI node by node") {
   REQUIRE(three.graph.annotations().size() == 3);
   for (const gc::node_annotation& node : three.graph.annotations()) {
     CHECK(node.template_id != 0);
+  }
+}
+
+// ---- driver functions: annotations go without a missing one; liveness's stay liveness's -----
+
+namespace {
+
+std::size_t count_of(const call_map& calls, const std::string& function) {
+  const auto found = calls.find(function);
+  return found == calls.end() ? 0 : found->second;
+}
+
+} // namespace
+
+TEST_CASE("annotations degrade, never fail a capture, where a driver function they use is "
+          "missing: its queries go to the runtime") {
+  // The graph queries, each with the runtime function that answers in its place; the kernel-name
+  // functions have none (the double has no kernel nodes to name).
+  const auto [symbol, runtime] = GENERATE(table<std::string, std::string>(
+      {{"cuStreamGetCaptureInfo", "cudaStreamGetCaptureInfo"},
+       {"cuGraphNodeGetDependentNodes", "cudaGraphNodeGetDependentNodes"},
+       {"cuGraphGetRootNodes", "cudaGraphGetRootNodes"},
+       {"cuGraphGetNodes", "cudaGraphGetNodes"},
+       {"cuGraphNodeGetType", "cudaGraphNodeGetType"},
+       {"cuGraphKernelNodeGetParams", ""},
+       {"cuKernelGetFunction", ""},
+       {"cuFuncGetName", ""}}));
+  const gc::node_discovery discovery =
+      GENERATE(gc::node_discovery::creation_callbacks, gc::node_discovery::graph_walk);
+  INFO("missing: " << symbol << ", discovery " << static_cast<int>(discovery));
+  cuda_double::reset();
+  const gctest::prefer_discovery preferred{discovery};
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> buffer(bytes);
+  {
+    annotated_graph with_driver;
+    capture_two_regions(with_driver, stream, buffer);
+  }
+  cuda_double::clear_call_counts();
+  {
+    annotated_graph with_driver;
+    capture_two_regions(with_driver, stream, buffer);
+  }
+  const call_map asked = cuda_double::call_counts();
+
+  const gctest::hidden_driver_function missing{symbol.c_str()};
+  cuda_double::clear_call_counts();
+  annotated_graph graph;
+  capture_two_regions(graph, stream, buffer);
+  const call_map asked_without = cuda_double::call_counts();
+  CHECK(graph.state() == gc::graph_state::instantiated);
+  REQUIRE(graph.annotations().size() == 2);
+  CHECK(graph.annotations()[0].name() == "first");
+  CHECK(graph.annotations()[1].name() == "second");
+  for (const gc::node_annotation& node : graph.annotations()) {
+    CHECK(node.type == cudaGraphNodeTypeMemset);
+    CHECK(node.template_id != 0);
+  }
+  CHECK(count_of(asked_without, symbol) == 0);
+  if (!runtime.empty()) { // every query the driver answered, the runtime answers instead
+    CHECK(count_of(asked_without, runtime) == count_of(asked, runtime) + count_of(asked, symbol));
+  }
+  CHECK(cudaGetLastError() == cudaSuccess);
+  CHECK_THAT(gc::detail::annotation_driver_gaps(gc::detail::driver_if_available()),
+             gctest::contains("graphcap's annotations need " + symbol + " (CUDA "));
+}
+
+TEST_CASE("what annotations go without is said with the feature and the function") {
+  cuda_double::reset();
+  CHECK(gc::detail::annotation_driver_gaps(gc::detail::driver_if_available()).empty());
+  {
+    const gctest::hidden_driver_function missing{"cuFuncGetName"};
+    CHECK(gc::detail::annotation_driver_gaps(gc::detail::driver_if_available()) ==
+          "graphcap's annotations need cuFuncGetName (CUDA 12.3 driver or newer) for kernel "
+          "names");
+  }
+  cuda_double::simulate_no_driver(true);
+  gc::detail::driver().forget();
+  CHECK(gc::detail::driver_if_available() == nullptr); // (without a driver, its error is sticky)
+  CHECK_THAT(gc::detail::annotation_driver_gaps(nullptr), gctest::contains("cannot be looked up"));
+  cuda_double::reset();
+  CHECK(gc::detail::driver_if_available() == &gc::detail::driver());
+}
+
+TEST_CASE("annotations work while a driver function only liveness needs is missing") {
+  const char* const symbol = GENERATE("cuPointerGetAttribute", "cuFuncGetParamInfo");
+  INFO("missing: " << symbol);
+  cuda_double::reset();
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> buffer(bytes);
+  const gctest::hidden_driver_function missing{symbol};
+  annotated_graph graph;
+  capture_two_regions(graph, stream, buffer);
+  REQUIRE(graph.annotations().size() == 2);
+  CHECK(graph.annotations()[0].type == cudaGraphNodeTypeMemset);
+  CHECK(gc::detail::annotation_driver_gaps(gc::detail::driver_if_available()).empty());
+}
+
+TEST_CASE("annotations and liveness in one graph: a missing driver function fails only the "
+          "feature that needs it") {
+  using checked_graph = gc::graph_with<gc::annot::on, gc::liveness::check>;
+  cuda_double::reset();
+  const gctest::prefer_discovery walk{gc::node_discovery::graph_walk};
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> buffer(bytes);
+  checked_graph graph;
+  SECTION("liveness's cuPointerGetAttribute: the capture fails, as the liveness check's") {
+    const gctest::hidden_driver_function missing{"cuPointerGetAttribute"};
+    try {
+      capture_two_regions(graph, stream, buffer);
+      FAIL("the checked capture succeeded without cuPointerGetAttribute");
+    } catch (const gc::cuda_error& failure) {
+      CHECK(failure.code() == cudaErrorSymbolNotFound);
+      CHECK_THAT(std::string(failure.what()),
+                 gctest::contains("graphcap's liveness check needs cuPointerGetAttribute"));
+      CHECK_THAT(std::string(failure.what()), !gctest::contains("annotations"));
+    }
+    CHECK(graph.empty());
+    CHECK_FALSE(gctest::capturing(stream));
+    CHECK_FALSE(cuda_double::cupti_subscribed());
+    CHECK(cudaGetLastError() == cudaSuccess);
+  }
+  SECTION("annotations' cuStreamGetCaptureInfo and cuGraphNodeGetDependentNodes: both work") {
+    const gctest::hidden_driver_function capture_info{"cuStreamGetCaptureInfo"};
+    const gctest::hidden_driver_function dependents{"cuGraphNodeGetDependentNodes"};
+    capture_two_regions(graph, stream, buffer);
+    REQUIRE(graph.annotations().size() == 2);
+    CHECK(graph.annotations()[1].name() == "second");
+    CHECK(graph.liveness_policy().input_count() == 1);
+    graph.replay(stream);
+    CHECK(cuda_double::calls("cudaGraphLaunch") == 1);
   }
 }

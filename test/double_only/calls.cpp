@@ -7,8 +7,11 @@
 
 #include <cuda_double/control.hpp>
 
+#include <cstddef>
 #include <map>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace gc = graphcap;
 using call_map = std::map<std::string, std::size_t>;
@@ -185,4 +188,32 @@ TEST_CASE("a private pool's reset frees its slabs after its completion marker, n
   CHECK(calls.at("cudaFreeAsync") == 1);
   CHECK(calls.at("cudaStreamWaitEvent") == 1); // the pool's stream waits for the marker
   CHECK(calls.count("cudaStreamSynchronize") == 0);
+}
+
+TEST_CASE("a driver function is looked up at its first use, once, whichever threads race for it") {
+  cuda_double::reset();
+  const gc::detail::driver_api& driver = gc::detail::driver();
+  driver.forget();
+  cuda_double::clear_call_counts();
+  CHECK(driver.graph_get_nodes.cached() == nullptr); // nothing is looked up in advance
+  constexpr std::size_t racers = 8;
+  std::vector<PFN_cuGraphGetNodes_v10000> seen(racers, nullptr);
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < racers; ++i) {
+    threads.emplace_back([&seen, &driver, i] { seen[i] = driver.graph_get_nodes.find(); });
+  }
+  for (std::thread& thread : threads) {
+    thread.join();
+  }
+  REQUIRE(seen[0] != nullptr);
+  for (const PFN_cuGraphGetNodes_v10000 function : seen) {
+    CHECK(function == seen[0]);
+  }
+  const std::size_t lookups = cuda_double::calls("cudaGetDriverEntryPointByVersion");
+  CHECK(lookups >= 1);
+  CHECK(lookups <= racers);
+  CHECK(driver.graph_get_nodes.cached() == seen[0]);
+  CHECK(driver.graph_get_nodes.require(gc::detail::graphcap_needs) == seen[0]);
+  CHECK(cuda_double::calls("cudaGetDriverEntryPointByVersion") == lookups); // kept
+  CHECK(driver.graph_node_get_type.cached() == nullptr); // only the function used is resolved
 }

@@ -4,11 +4,13 @@
 
 #include "catch.hpp"
 #include "cuda_helpers.hpp"
+#include "hidden_driver_function.hpp"
 
 #include <cuda_double/control.hpp>
 
 #include <map>
 #include <string>
+#include <vector>
 
 namespace gc = graphcap;
 using call_map = std::map<std::string, std::size_t>;
@@ -162,8 +164,9 @@ TEST_CASE("a failed graph query at capture end: cuda_error, the graph empty, no 
 
 TEST_CASE("a driver function the driver lacks: a cuda_error that names it") {
   cuda_double::reset();
+  const gc::detail::driver_function<void (*)(), 12000> missing{"cuNoSuchFunction"};
   try {
-    static_cast<void>(gc::detail::load_driver_function<void (*)()>("cuNoSuchFunction"));
+    static_cast<void>(missing.require(gc::detail::liveness_needs));
     FAIL("a missing driver function was resolved");
   } catch (const gc::cuda_error& failure) {
     CHECK(failure.code() == cudaErrorSymbolNotFound);
@@ -175,9 +178,12 @@ TEST_CASE("a driver function the driver lacks: a cuda_error that names it") {
 TEST_CASE("the entry-point lookup failing: a cuda_error, the last error cleared") {
   cuda_double::reset();
   cuda_double::fail_call("cudaGetDriverEntryPointByVersion", cudaErrorInvalidValue);
-  CHECK_THROWS_AS(gc::detail::load_driver_function<void (*)()>("cuPointerGetAttribute"),
-                  gc::cuda_error);
+  const gc::detail::driver_function<PFN_cuPointerGetAttribute_v4000, 4000> query{
+      "cuPointerGetAttribute"}; // not resolved yet, unlike the process's
+  CHECK_THROWS_AS(query.require(gc::detail::liveness_needs), gc::cuda_error);
   gctest::require_no_last_error();
+  CHECK(query.cached() == nullptr); // a failed lookup is not kept: the next use asks again
+  CHECK(query.require(gc::detail::liveness_needs) != nullptr);
 }
 
 // ---- how a cuPointerGetAttribute failure is read ---------------------------------------------
@@ -318,4 +324,99 @@ TEST_CASE("replay: another query failure, in the check and its diagnosis, is a c
     t.graph.replay(t.stream); // the same graph replays once the driver answers
     CHECK(cuda_double::calls("cudaGraphLaunch") == 1);
   }
+}
+
+// ---- the driver functions it uses: each node's type once, a missing one fails only liveness --
+
+TEST_CASE("the scan at capture end asks each node's type once, through the driver") {
+  copy_setup t;
+  cuda_double::clear_call_counts();
+  t.graph.capture(t.stream, [&](cudaStream_t s) {
+    void* scratch = nullptr; // a memory allocation node (internal) and its free node
+    CUDA_REQUIRE(cudaMallocAsync(&scratch, 256, s));
+    CUDA_REQUIRE(cudaMemcpyAsync(scratch, t.a.get(), 256, cudaMemcpyDeviceToDevice, s));
+    CUDA_REQUIRE(cudaMemcpyAsync(t.b.get(), scratch, 256, cudaMemcpyDeviceToDevice, s));
+    CUDA_REQUIRE(cudaMemsetAsync(t.b.get(), 0, 16, s));
+    CUDA_REQUIRE(cudaFreeAsync(scratch, s));
+  });
+  REQUIRE(t.graph.node_count() == 5);
+  CHECK(t.graph.liveness_policy().input_count() == 2); // a and b; scratch is the graph's own
+  CHECK(cuda_double::calls("cuGraphNodeGetType") == 5);
+  CHECK(cuda_double::calls("cudaGraphNodeGetType") == 0);
+}
+
+TEST_CASE("a driver without cuPointerGetAttribute fails the checked capture before it begins, "
+          "naming the liveness check and the function") {
+  copy_setup t;
+  const gctest::hidden_driver_function missing{"cuPointerGetAttribute"};
+  cuda_double::clear_call_counts();
+  try {
+    t.capture();
+    FAIL("the capture succeeded without the driver function that checks replays");
+  } catch (const gc::cuda_error& failure) {
+    CHECK(failure.code() == cudaErrorSymbolNotFound);
+    CHECK(failure.call() == "cudaGetDriverEntryPointByVersion(cuPointerGetAttribute)");
+    CHECK_THAT(std::string(failure.what()),
+               gctest::contains("graphcap's liveness check needs cuPointerGetAttribute (CUDA "
+                                "4.0 driver or newer); the installed CUDA driver does not "
+                                "provide it"));
+  }
+  CHECK(cuda_double::calls("cudaStreamBeginCapture") == 0);
+  CHECK(t.graph.empty());
+  CHECK(cuda_double::live_graphs() == 0);
+  gctest::require_no_last_error();
+}
+
+TEST_CASE("a driver older than cuGraphNodeGetType fails the checked capture at its end, naming "
+          "the liveness check and the function") {
+  copy_setup t;
+  const gctest::hidden_driver_function missing{"cuGraphNodeGetType", true};
+  try {
+    t.capture();
+    FAIL("the capture succeeded without the driver function that reads node types");
+  } catch (const gc::cuda_error& failure) {
+    CHECK(failure.code() == cudaErrorSymbolNotFound);
+    CHECK_THAT(std::string(failure.what()),
+               gctest::contains("graphcap's liveness check needs cuGraphNodeGetType (CUDA 10.0 "
+                                "driver or newer); the installed CUDA driver is older"));
+  }
+  CHECK(t.graph.empty());
+  CHECK(t.graph.liveness_policy().input_count() == 0);
+  CHECK_FALSE(gctest::capturing(t.stream));
+  CHECK(cuda_double::live_graphs() == 0);
+  gctest::require_no_last_error();
+}
+
+TEST_CASE("the checked capture works again once the driver has the function") {
+  copy_setup t;
+  {
+    const gctest::hidden_driver_function missing{"cuPointerGetAttribute"};
+    CHECK_THROWS_AS(t.capture(), gc::cuda_error);
+  }
+  t.capture(); // looked up again: a failed lookup is not remembered
+  CHECK(t.graph.liveness_policy().input_count() == 2);
+  t.graph.replay(t.stream);
+  CHECK(cuda_double::calls("cudaGraphLaunch") == 1);
+}
+
+TEST_CASE("liveness works while a driver function it does not need here is missing") {
+  // Annotations' functions, cuFuncGetName (liveness names kernels with it where it can), and the
+  // kernel functions, looked up only for a graph with kernel nodes.
+  const char* const symbol =
+      GENERATE("cuStreamGetCaptureInfo", "cuGraphNodeGetDependentNodes", "cuGraphGetRootNodes",
+               "cuGraphGetNodes", "cuFuncGetName", "cuGraphKernelNodeGetParams",
+               "cuKernelGetFunction", "cuFuncGetParamInfo");
+  INFO("missing: " << symbol);
+  copy_setup t;
+  void* source = nullptr;
+  CUDA_REQUIRE(cudaMalloc(&source, 1024));
+  const gctest::hidden_driver_function missing{symbol};
+  capture_copy(t.graph, t.stream, t.b.get(), source);
+  CHECK(t.graph.liveness_policy().input_count() == 2);
+  t.graph.replay(t.stream);
+  CHECK(cuda_double::calls("cudaGraphLaunch") == 1);
+  CHECK(cuda_double::calls(symbol) == 0);
+  CUDA_REQUIRE(cudaFree(source)); // the copy's source is freed: the replay is refused
+  CHECK_THROWS_AS(t.graph.replay(t.stream), gc::liveness_error);
+  CHECK(cuda_double::calls("cudaGraphLaunch") == 1);
 }

@@ -37,7 +37,9 @@ FORBIDDEN_GRAPHCAP = [
     "graphcap::liveness::check", "graphcap::detail::pool_core", "graphcap::detail::slab_pool",
     "graphcap::pool::private_pool", "graphcap::pool::shared", "graphcap::pool::user",
     "graphcap::pool::graph_memory_nodes", "graphcap::annot::on", "graphcap::detail::driver",
-    "graphcap::detail::cupti", "graphcap::detail::nvtx",
+    "graphcap::detail::cupti", "graphcap::detail::nvtx", "graphcap::detail::liveness_",
+    "graphcap::detail::demangled", "graphcap::detail::look_up_driver_function",
+    "graphcap::detail::throw_missing_driver_function",
 ]
 
 

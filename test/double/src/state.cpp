@@ -75,6 +75,7 @@ void reset() {
   st.cond_handles.clear();
   st.calls.clear();
   st.faults.clear();
+  st.hidden_driver_functions.clear();
   st.device_count = 1;
   st.no_driver = false;
   ++st.generation;
@@ -88,6 +89,17 @@ void set_device_count(int count) {
 void simulate_no_driver(bool on) {
   std::lock_guard<std::recursive_mutex> lock(state().mu);
   state().no_driver = on;
+}
+
+void hide_driver_function(const char* symbol, bool older_driver) {
+  std::lock_guard<std::recursive_mutex> lock(state().mu);
+  state().hidden_driver_functions[symbol] =
+      older_driver ? cudaDriverEntryPointVersionNotSufficent : cudaDriverEntryPointSymbolNotFound;
+}
+
+void show_driver_functions() {
+  std::lock_guard<std::recursive_mutex> lock(state().mu);
+  state().hidden_driver_functions.clear();
 }
 
 void fail_call(const char* function_name, cudaError_t error, int nth) {

@@ -206,6 +206,8 @@ struct State {
 
   std::map<std::string, std::size_t> calls;
   std::map<std::string, std::vector<Fault>> faults;
+  // Driver functions the entry-point lookup reports missing, with the answer it gives.
+  std::map<std::string, cudaDriverEntryPointQueryResult> hidden_driver_functions;
 
   unsigned long long next_stream_id = 16;
   unsigned long long next_capture_id = 1;

@@ -223,3 +223,29 @@ TEST_CASE("driver entry points", "[runtime][driver]") {
   CHECK(cudaGetDriverEntryPointByVersion("cuFuncGetName", &fn, 99000, 0, &q) ==
         cudaErrorInvalidValue);
 }
+
+TEST_CASE("a hidden driver function is missing, until shown again or reset", "[runtime][driver]") {
+  Clean clean;
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult q{};
+  cuda_double::hide_driver_function("cuFuncGetName");
+  cuda_double::hide_driver_function("cuGraphNodeGetType", true);
+  CUDA_OK(cudaGetDriverEntryPointByVersion("cuFuncGetName", &fn, 12030, 0, &q));
+  CHECK(q == cudaDriverEntryPointSymbolNotFound);
+  CHECK(fn == nullptr);
+  CUDA_OK(cudaGetDriverEntryPointByVersion("cuGraphNodeGetType", &fn, 13000, 0, &q));
+  CHECK(q == cudaDriverEntryPointVersionNotSufficent);
+  CHECK(fn == nullptr);
+  CUDA_OK(cudaGetDriverEntryPointByVersion("cuGraphGetNodes", &fn, 10000, 0, &q)); // the others
+  CHECK(q == cudaDriverEntryPointSuccess);
+  CHECK(fn != nullptr);
+  CHECK(cudaGetLastError() == cudaSuccess); // a missing function is an answer, not an error
+  cuda_double::show_driver_functions();
+  CUDA_OK(cudaGetDriverEntryPointByVersion("cuFuncGetName", &fn, 12030, 0, &q));
+  CHECK(q == cudaDriverEntryPointSuccess);
+  CHECK(fn != nullptr);
+  cuda_double::hide_driver_function("cuFuncGetName");
+  cuda_double::reset();
+  CUDA_OK(cudaGetDriverEntryPointByVersion("cuFuncGetName", &fn, 12030, 0, &q));
+  CHECK(q == cudaDriverEntryPointSuccess);
+}

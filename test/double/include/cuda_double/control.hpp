@@ -28,6 +28,16 @@ void set_device_count(int count);
 // cudaRuntimeGetVersion with 13000, and the last error stays set).
 void simulate_no_driver(bool on);
 
+// cudaGetDriverEntryPoint and cudaGetDriverEntryPointByVersion answer for the driver function
+// `symbol` (e.g. "cuFuncGetName") as a driver without it would: found = false, and the query
+// result cudaDriverEntryPointSymbolNotFound, or with `older_driver`
+// cudaDriverEntryPointVersionNotSufficent (a driver older than the function). Until
+// show_driver_functions() or reset(). A function already looked up stays callable: code that
+// caches entry points must look them up again to see it missing.
+void hide_driver_function(const char* symbol, bool older_driver = false);
+// Undoes every hide_driver_function().
+void show_driver_functions();
+
 // The nth next call of `function_name` (counting from now) fails once with
 // `error`, without side effects. Works for every runtime entry point of the
 // double and for driver functions reached via cudaGetDriverEntryPoint (the

@@ -35,6 +35,7 @@
 
 #include <concepts>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -207,6 +208,9 @@ public:
   /// Nodes in the captured graph (0 for an empty capture, which is valid and replays as a
   /// no-op: it usually means the work went to another stream than the capture stream).
   [[nodiscard]] std::size_t node_count() const noexcept { return lifecycle_.core_.node_count; }
+  /// Changes at the end of every capture and recapture (it counts them, modulo 2^16): what a
+  /// cache built from the graph (replay_loop) compares to know it is stale.
+  [[nodiscard]] std::uint16_t generation() const noexcept { return lifecycle_.core_.generation; }
   /// The device that was current when the capture began (-1 before the first capture).
   [[nodiscard]] int device() const noexcept { return lifecycle_.core_.device; }
 

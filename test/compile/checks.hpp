@@ -33,6 +33,7 @@ struct hand_written_graph {
   std::uint32_t node_count;
   std::uint8_t state;
   bool keep_graph;
+  std::uint16_t generation; // captures so far: for caches built from the graph (replay_loop)
 };
 static_assert(sizeof(lean_graph) == sizeof(hand_written_graph));
 static_assert(sizeof(lean_graph) == 3 * sizeof(void*) + 2 * sizeof(std::uint32_t) + 8);

@@ -34,6 +34,7 @@ struct graph_core {
   std::uint32_t node_count = 0;
   graph_state state = graph_state::empty;
   bool keep_graph = false;
+  std::uint16_t generation = 0; // +1 at every capture's end: what caches of the graph check
 
   graph_core() noexcept = default;
   explicit graph_core(bool keep) noexcept : keep_graph(keep) {}
@@ -42,7 +43,8 @@ struct graph_core {
         side_stream(std::move(other.side_stream)), device(other.device),
         side_device(std::exchange(other.side_device, -1)),
         node_count(std::exchange(other.node_count, 0)),
-        state(std::exchange(other.state, graph_state::empty)), keep_graph(other.keep_graph) {}
+        state(std::exchange(other.state, graph_state::empty)), keep_graph(other.keep_graph),
+        generation(other.generation) {}
   graph_core& operator=(graph_core&& other) noexcept {
     if (this != &other) {
       graph = std::move(other.graph);
@@ -53,6 +55,7 @@ struct graph_core {
       node_count = std::exchange(other.node_count, 0);
       state = std::exchange(other.state, graph_state::empty);
       keep_graph = other.keep_graph;
+      generation = static_cast<std::uint16_t>(other.generation + 1); // another graph now
     }
     return *this;
   }
@@ -83,6 +86,7 @@ struct graph_core {
     std::size_t count = 0;
     check(cudaGraphGetNodes(graph.get(), nullptr, &count), "cudaGraphGetNodes");
     node_count = static_cast<std::uint32_t>(count - own_nodes);
+    ++generation;
   }
 
   /// Instantiates the template (any previous executable is destroyed first: a graph with memory

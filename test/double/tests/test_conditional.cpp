@@ -87,12 +87,6 @@ cudaGraphExec_t instantiate(cudaGraph_t g) {
   return e;
 }
 
-cudaStream_t make_stream() {
-  cudaStream_t s = nullptr;
-  CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  return s;
-}
-
 // The instantiation result and error node cudaGraphInstantiateWithParams reports.
 cudaGraphInstantiateParams try_instantiate(cudaGraph_t g, cudaError_t& err) {
   cudaGraphInstantiateParams ip{};

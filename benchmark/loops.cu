@@ -1,0 +1,178 @@
+// bench_loops: the cost of one loop iteration, for a body of K = 1, 8, 32 tiny kernels, run
+// 2000 times in a row: n replays of the body's graph, replay_loop (the body unrolled into copies
+// of it), a WHILE node captured with graphcap (a kernel counts down and clears the condition),
+// the same WHILE node written by hand against the runtime, and a host loop that replays the body
+// and copies a flag back each iteration (what a loop deciding on the host pays).
+//
+// Each sample is the wall time of the whole loop, device work included (the stream is drained
+// before and after), divided by the iterations. Arms interleave round by round.
+#include <graphcap/control_flow.hpp>
+#include <graphcap/graphcap.hpp>
+#include <graphcap/replay_loop.hpp>
+
+#include "harness.hpp"
+#include "workload.cuh"
+
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr int iterations = 2000;
+
+/// One thread: --*counter, and the condition says whether iterations are left.
+__global__ void count_down(int* counter, cudaGraphConditionalHandle more) {
+  const int left = --*counter;
+  cudaGraphSetConditional(more, left > 0 ? 1U : 0U);
+}
+
+__global__ void set_counter(int* counter, int value) {
+  *counter = value;
+}
+
+/// The time of `loop()` (which runs `iterations` iterations) per iteration, device work included.
+template <class Loop>
+double per_iteration(cudaStream_t stream, Loop&& loop) {
+  bench::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  const auto start = bench::steady::now();
+  loop();
+  bench::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  return bench::micros(start, bench::steady::now()) / iterations;
+}
+
+/// The WHILE node written by hand: capture info, handle, node, bodies captured to the graph.
+class raw_while {
+public:
+  raw_while(cudaStream_t stream, cudaStream_t body_stream, int kernels, int* sink, int* counter) {
+    bench::check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), "begin");
+    set_counter<<<1, 1, 0, stream>>>(counter, iterations);
+    cudaStreamCaptureStatus status{};
+    cudaGraph_t graph = nullptr;
+    const cudaGraphNode_t* deps = nullptr;
+    std::size_t count = 0;
+    bench::check(cudaStreamGetCaptureInfo(stream, &status, nullptr, &graph, &deps, nullptr, &count),
+                 "cudaStreamGetCaptureInfo");
+    cudaGraphConditionalHandle handle = 0;
+    bench::check(cudaGraphConditionalHandleCreate(&handle, graph, 1, cudaGraphCondAssignDefault),
+                 "cudaGraphConditionalHandleCreate");
+    cudaGraphNodeParams params{};
+    params.type = cudaGraphNodeTypeConditional;
+    params.conditional.handle = handle;
+    params.conditional.type = cudaGraphCondTypeWhile;
+    params.conditional.size = 1;
+    cudaGraphNode_t node = nullptr;
+    bench::check(cudaGraphAddNode(&node, graph, deps, nullptr, count, &params), "cudaGraphAddNode");
+    cudaGraph_t body = params.conditional.phGraph_out[0];
+    bench::check(cudaStreamUpdateCaptureDependencies(stream, &node, nullptr, 1,
+                                                     cudaStreamSetCaptureDependencies),
+                 "cudaStreamUpdateCaptureDependencies");
+    bench::check(cudaStreamBeginCaptureToGraph(body_stream, body, nullptr, nullptr, 0,
+                                               cudaStreamCaptureModeGlobal),
+                 "cudaStreamBeginCaptureToGraph");
+    bench::issue_tiny(body_stream, kernels, sink);
+    count_down<<<1, 1, 0, body_stream>>>(counter, handle);
+    cudaGraph_t ended = nullptr;
+    bench::check(cudaStreamEndCapture(body_stream, &ended), "end body");
+    cudaGraph_t captured = nullptr;
+    bench::check(cudaStreamEndCapture(stream, &captured), "end");
+    bench::check(cudaGraphInstantiateWithFlags(&exec_, captured, 0), "instantiate");
+    bench::check(cudaGraphDestroy(captured), "cudaGraphDestroy");
+  }
+  raw_while(const raw_while&) = delete;
+  raw_while& operator=(const raw_while&) = delete;
+  raw_while(raw_while&&) = delete;
+  raw_while& operator=(raw_while&&) = delete;
+  ~raw_while() { cudaGraphExecDestroy(exec_); }
+
+  void replay(cudaStream_t stream) const {
+    bench::check(cudaGraphLaunch(exec_, stream), "cudaGraphLaunch");
+  }
+
+private:
+  cudaGraphExec_t exec_ = nullptr;
+};
+
+} // namespace
+
+int main() {
+  if (!bench::device_present("bench_loops")) {
+    return 0;
+  }
+  const bench::owned_stream stream;
+  const bench::owned_stream capture_stream;
+  const bench::owned_stream body_stream;
+  const bench::device_array<int> sink(1);
+  const bench::device_array<int> counter(1);
+  const bench::device_array<int> flag(1);
+  int* host_flag = nullptr;
+  bench::check(cudaMallocHost(&host_flag, sizeof(int)), "cudaMallocHost");
+
+  bench::report report("bench_loops",
+                       "time per loop iteration (us), 2000 iterations of a body of K kernels");
+  for (const int kernels : {1, 8, 32}) {
+    graphcap::lean_graph body{graphcap::keep_graph};
+    body.capture(capture_stream, [&](cudaStream_t s) { bench::issue_tiny(s, kernels, sink); });
+    body.upload(stream);
+    graphcap::replay_loop loop{body};
+    graphcap::lean_graph looped;
+    looped.capture(capture_stream, [&](auto& cap) {
+      set_counter<<<1, 1, 0, cap.stream()>>>(counter, iterations);
+      const graphcap::condition more = cap.condition(1);
+      cap.while_(more, [&](cudaStream_t s) {
+        bench::issue_tiny(s, kernels, sink);
+        count_down<<<1, 1, 0, s>>>(counter, more.handle());
+      });
+    });
+    looped.upload(stream);
+    const raw_while hand_written(capture_stream, body_stream, kernels, sink, counter);
+    graphcap::lean_graph flagged{graphcap::keep_graph}; // the body plus the flag's update
+    flagged.capture(capture_stream, [&](cudaStream_t s) {
+      bench::issue_tiny(s, kernels, sink);
+      bench::check(cudaMemsetAsync(flag, 1, sizeof(int), s), "cudaMemsetAsync");
+    });
+    flagged.upload(stream);
+
+    std::vector<double> replays;
+    std::vector<double> unrolled;
+    std::vector<double> graphcap_while;
+    std::vector<double> raw_while_times;
+    std::vector<double> host_loop;
+    const auto arm = [&](std::vector<double>& samples, auto loop_body) {
+      return [&samples, loop_body, &stream](bool record) {
+        const double t = per_iteration(stream, loop_body);
+        if (record) {
+          samples.push_back(t);
+        }
+      };
+    };
+    bench::interleave(bench::scaled(15), 2,
+                      {arm(replays,
+                           [&] {
+                             for (int i = 0; i < iterations; ++i) {
+                               body.replay(stream);
+                             }
+                           }),
+                       arm(unrolled, [&] { loop.replay(stream, iterations); }),
+                       arm(graphcap_while, [&] { looped.replay(stream); }),
+                       arm(raw_while_times, [&] { hand_written.replay(stream); }),
+                       arm(host_loop, [&] {
+                         for (int i = 0; i < iterations; ++i) {
+                           flagged.replay(stream);
+                           bench::check(cudaMemcpyAsync(host_flag, flag, sizeof(int),
+                                                        cudaMemcpyDeviceToHost, stream),
+                                        "cudaMemcpyAsync");
+                           bench::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+                         }
+                       })});
+    report.add("loop iteration", kernels, "graphcap WHILE", "us", graphcap_while);
+    report.add("loop iteration", kernels, "hand-written WHILE", "us", raw_while_times);
+    report.add("loop iteration", kernels, "host flag loop", "us", host_loop);
+    report.add("loop iteration", kernels, "n x replay()", "us", replays);
+    report.add("loop iteration", kernels, "replay_loop", "us", unrolled);
+    report.note("K=" + std::to_string(kernels) + ": replay_loop unrolls " +
+                std::to_string(loop.copies()) + " copies per launch");
+  }
+  cudaFreeHost(host_flag);
+  report.finish();
+  return 0;
+}

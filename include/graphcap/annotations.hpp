@@ -1,7 +1,7 @@
 // graphcap/annotations.hpp - everything about annotations, in one include: annot::on (named
 // scopes that tag the nodes a capture adds), their export (annotations(), JSON), the registry of
-// instantiated graphs' annotations and the trace recorder that puts replayed kernels in lanes
-// named by them. Link graphcap::annotations (it adds CUPTI); the core never includes this.
+// live executables' annotations and the trace recorder that puts replayed kernels in lanes named
+// by them. Link graphcap::annotations (it adds CUPTI); the core never includes this.
 //
 //   using annotated = graphcap::graph_with<graphcap::annot::on>;
 //   annotated g;

@@ -1,6 +1,11 @@
 // graphcap/annotations/trace_recorder.hpp - trace_recorder: CUPTI's kernel activity, collected
 // from its construction to stop(), written as a Chrome trace in lanes named by annotations; and
 // the activity buffers CUPTI fills meanwhile (its callbacks and their one piece of state).
+//
+// While a recorder records, the registry keeps the annotations of executables that go away
+// (annotations/registry.hpp), so that a graph reset or destroyed during a recording still names
+// its kernels. At stop() the recorder takes the annotations of the executables its kernels ran
+// in, and the registry drops the rest of what it kept.
 #pragma once
 
 #include <graphcap/annotations/json.hpp>
@@ -121,6 +126,8 @@ public:
         target.callbacks_registered = true;
       }
     }
+    detail::registry().begin_recording(); // before the first kernel can be recorded
+    keeping_annotations_ = true;
     const CUptiResult enabled = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     if (enabled != CUPTI_SUCCESS) {
       unavailable(enabled);
@@ -149,7 +156,8 @@ public:
   [[nodiscard]] const std::string& reason() const noexcept { return reason_; }
 
   /// Waits for the device (cudaDeviceSynchronize: not during a capture), stops recording and
-  /// collects what CUPTI buffered. Idempotent.
+  /// collects what CUPTI buffered, with the annotations of the executables the kernels ran in
+  /// (annotations()); the registry drops what it kept for the recording. Idempotent.
   void stop() {
     if (!recording_) {
       return;
@@ -167,6 +175,12 @@ public:
     std::sort(kernels_.begin(), kernels_.end(), [](const kernel_record& a, const kernel_record& b) {
       return a.start_ns < b.start_ns;
     });
+    try {
+      keep_annotations_of_kernels();
+    } catch (...) { // out of memory: the recording ends all the same
+      release();
+      throw;
+    }
     release();
     detail::check(synced, "cudaDeviceSynchronize (trace_recorder::stop)");
   }
@@ -174,19 +188,43 @@ public:
   /// The kernels recorded (after stop()), by start time.
   [[nodiscard]] const std::vector<kernel_record>& kernels() const noexcept { return kernels_; }
 
-  /// Writes the recorded kernels as a Chrome trace, in lanes named by the annotations recorded
-  /// so far (recorded_annotations()). Stops first if still recording.
+  /// The annotations of the executables the recorded kernels ran in, by id, as stop() found them
+  /// (those of executables gone during the recording included): what write_chrome_trace uses.
+  [[nodiscard]] std::vector<node_annotation> annotations() const {
+    std::vector<node_annotation> all;
+    for (const detail::annotation_registry::list& executable : annotations_) {
+      all.insert(all.end(), executable->begin(), executable->end());
+    }
+    return all; // lists_of gave them by executable id, each sorted by id
+  }
+
+  /// Writes the recorded kernels as a Chrome trace, in lanes named by annotations(). Stops first
+  /// if still recording.
   void write_chrome_trace(const std::string& path) {
     stop();
     std::ofstream file;
     detail::open_for_writing(file, path, "the trace");
-    graphcap::write_chrome_trace(file, kernels_, recorded_annotations());
+    graphcap::write_chrome_trace(file, kernels_, annotations());
     if (!file.flush()) {
       throw error("graphcap: writing the trace to '" + path + "' failed (disk full?)");
     }
   }
 
 private:
+  /// Takes the registry's lists of the executables the kernels ran in (a replayed node's id holds
+  /// its executable's id in its upper half).
+  void keep_annotations_of_kernels() {
+    std::vector<std::uint32_t> exec_ids;
+    for (const kernel_record& kernel : kernels_) {
+      if (kernel.graph_node_id != 0) {
+        exec_ids.push_back(static_cast<std::uint32_t>(kernel.graph_node_id >> 32U));
+      }
+    }
+    std::sort(exec_ids.begin(), exec_ids.end());
+    exec_ids.erase(std::unique(exec_ids.begin(), exec_ids.end()), exec_ids.end());
+    annotations_ = detail::registry().lists_of(exec_ids);
+  }
+
   void unavailable(CUptiResult result) {
     release(); // first: building the reason may run out of memory
     reason_ = result == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
@@ -198,8 +236,12 @@ private:
     detail::notice_once(reason_);
   }
 
-  /// Gives the process's recorder slot back.
+  /// Ends what the constructor began: the registry's keeping, the process's recorder slot.
   void release() noexcept {
+    if (keeping_annotations_) {
+      keeping_annotations_ = false;
+      detail::registry().end_recording();
+    }
     if (owns_recording_) {
       owns_recording_ = false;
       detail::sink().recording.store(false);
@@ -207,9 +249,11 @@ private:
   }
 
   std::vector<kernel_record> kernels_;
+  std::vector<detail::annotation_registry::list> annotations_;
   std::string reason_;
   bool recording_ = false;
   bool owns_recording_ = false;
+  bool keeping_annotations_ = false;
 };
 
 } // namespace graphcap

@@ -41,11 +41,9 @@
 #include <cuda_runtime_api.h>
 #include <cupti.h>
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
-#include <memory>
 #include <span>
 #include <string_view>
 #include <utility>
@@ -55,10 +53,11 @@ namespace graphcap::annot {
 
 /// Annotations enabled: `mark` opens a scope that tags every node the capture adds while it
 /// lives; the graph's annotations() lists them after the capture, and each instantiation
-/// publishes them (by replayed node id) for traces. At capture: a
-/// CUPTI callback per node created (node_discovery::creation_callbacks), or one
-/// cudaStreamGetCaptureInfo per scope and a walk over the nodes it added (graph_walk); at capture
-/// end, each tagged node's type and kernel name; at replay: nothing.
+/// publishes them (by replayed node id) for traces, until that executable goes (the registry's
+/// rule: annotations/registry.hpp). At capture: a CUPTI callback per node created
+/// (node_discovery::creation_callbacks), or one cudaStreamGetCaptureInfo per scope and a walk
+/// over the nodes it added (graph_walk); at capture end, each tagged node's type and kernel name;
+/// at replay: nothing.
 ///
 /// What can fail: CUDA or CUPTI refusing a query never fails the capture (that scope tags
 /// nothing, or the capture has no ids, and the error is cleared). Memory can: mark() throws
@@ -120,13 +119,13 @@ public:
   on() = default;
   // Moving a graph while it captures invalidates its scope and markers, as moving a container
   // invalidates iterators; the creation log is on the heap, so CUPTI's callback never loses it.
-  /// Takes `other`'s annotations.
+  /// Takes `other`'s annotations and its place in the registry.
   on(on&&) noexcept = default;
-  /// Drops this graph's annotations, then takes `other`'s.
+  /// Withdraws this graph's annotations from the registry, then takes `other`'s.
   on& operator=(on&&) noexcept = default;
   on(const on&) = delete;
   on& operator=(const on&) = delete;
-  /// Drops the graph's annotations (the registry keeps what was published).
+  /// Withdraws the annotations from the registry.
   ~on() = default;
 
   /// Opens a scope named `name` ({"name": name}) on `stream`, a stream of this graph's capture.
@@ -244,34 +243,29 @@ public:
     watch_.stop(); // CUPTI's subscriber goes back once the last annotated capture has ended
   }
 
-  /// A new executable: re-key every node to the ids its replays carry, and publish them (a copy:
-  /// cheap, since values are shared and kernel names are views; it allocates, and may throw
-  /// std::bad_alloc).
+  /// A new executable: re-key every node to the ids its replays carry, and publish them in place
+  /// of the previous executable's (a copy: cheap, since values are shared and kernel names are
+  /// views; it allocates, and may throw std::bad_alloc).
   void after_instantiate(cudaGraphExec_t exec) {
+    published_.withdraw(); // the previous executable is gone, or was updated in place
     const std::uint32_t exec_id = detail::exec_graph_id(source_, exec);
-    if (!detail::rekey_to_executable(result_.annotations, exec_id)) {
-      return;
+    if (detail::rekey_to_executable(result_.annotations, exec_id)) {
+      published_ = detail::registry_entry{exec_id, result_.annotations};
     }
-    const auto by_id = [](const node_annotation& a, const node_annotation& b) {
-      return a.id < b.id;
-    };
-    auto published = std::make_shared<std::vector<node_annotation>>(result_.annotations);
-    if (!std::is_sorted(published->begin(), published->end(), by_id)) { // looked up by id
-      std::sort(published->begin(), published->end(), by_id);
-    }
-    detail::registry().publish(exec_id, std::move(published));
   }
 
-  /// The capture failed: it leaves no annotation behind.
+  /// The capture failed: it leaves no annotation behind, here or in the registry.
   void on_capture_abort() noexcept {
     capturing_ = false;
     release_scopes();
     result_.annotations.clear();
     result_.clear_nodes();
+    published_.withdraw();
     watch_.stop();
   }
 
-  /// The graph was reset or destroyed: its annotations go (the registry keeps what was published).
+  /// The graph was reset or destroyed: its annotations go, from the registry too (kept there
+  /// while a trace_recorder records).
   void on_reset() noexcept { on_capture_abort(); }
 
 private:
@@ -336,8 +330,9 @@ private:
     graph_ = nullptr;
   }
 
-  // What the user gets.
+  // What the user gets, and where it is published.
   detail::annotated_nodes result_; // annotations, and their template nodes until the capture end
+  detail::registry_entry published_;
   node_id_source source_ = node_id_source::none;
   node_discovery discovery_ = node_discovery::graph_walk;
   // The capture in progress.

@@ -24,9 +24,9 @@ namespace detail {
 
 /// The installed handler, and whether the notice was given since it was installed.
 struct annotation_notices {
-  std::mutex mutex;
-  annotation_notice_handler handler;
-  bool given = false;
+  std::mutex mutex;                  ///< guards the two below
+  annotation_notice_handler handler; ///< empty: std::clog
+  bool given = false;                ///< the notice went out since the handler was set
 };
 
 /// The process's notice state.

@@ -201,8 +201,8 @@ public:
     }
     return *this;
   }
-  registry_entry(const registry_entry&) = delete;
-  registry_entry& operator=(const registry_entry&) = delete;
+  registry_entry(const registry_entry&) = delete;            ///< one owner per entry
+  registry_entry& operator=(const registry_entry&) = delete; ///< one owner per entry
   /// Withdraws the entry.
   ~registry_entry() { withdraw(); }
 

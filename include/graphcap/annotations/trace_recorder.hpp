@@ -37,10 +37,10 @@ namespace detail {
 /// Where CUPTI's activity buffers land while a trace_recorder runs (CUPTI calls back on its own
 /// thread, into plain functions: this is their only state).
 struct activity_sink {
-  std::mutex mutex;
-  std::vector<kernel_record> records;
-  bool callbacks_registered = false;
-  std::atomic<bool> recording{false};
+  std::mutex mutex;                   ///< guards records and callbacks_registered
+  std::vector<kernel_record> records; ///< what the buffers held, since the recorder started
+  bool callbacks_registered = false;  ///< CUPTI has our buffer callbacks (once per process)
+  std::atomic<bool> recording{false}; ///< a recorder holds the process's one slot
 };
 
 /// The process's sink.
@@ -49,7 +49,9 @@ inline activity_sink& sink() {
   return instance;
 }
 
+/// The size of each activity buffer graphcap gives CUPTI.
 inline constexpr std::size_t activity_buffer_bytes = std::size_t{4} << 20U;
+/// The alignment CUPTI requires of activity buffers.
 inline constexpr std::size_t activity_buffer_alignment = 8;
 
 /// CUPTI asks for a buffer to fill with activity records.

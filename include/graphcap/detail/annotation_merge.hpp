@@ -21,9 +21,9 @@ namespace graphcap::detail {
 
 /// A capture's annotated nodes: what the user gets, and what finding their ids and types needs.
 struct annotated_nodes {
-  std::vector<node_annotation> annotations;
-  std::vector<cudaGraphNode_t> nodes;          // the template node of each annotation
-  std::vector<std::uint32_t> creation_indices; // of each node, where known
+  std::vector<node_annotation> annotations;    ///< what the graph's annotations() lists
+  std::vector<cudaGraphNode_t> nodes;          ///< the template node of each annotation
+  std::vector<std::uint32_t> creation_indices; ///< of each node, where known
 
   /// Forgets the nodes (the annotations stay); keeps the capacity.
   void clear_nodes() noexcept {

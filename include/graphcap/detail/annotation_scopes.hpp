@@ -22,22 +22,26 @@ namespace graphcap::detail {
 /// One mark(): its key/values, what the graph looked like at entry (graph_walk), then the nodes
 /// it tagged.
 struct scope_record {
-  std::uint32_t entries_begin = 0; // in capture_scopes::entries
-  std::uint32_t entries_end = 0;
-  std::uint32_t frontier_begin = 0; // graph_walk: the stream's frontier at entry, in the walk's
-  std::uint32_t frontier_end = 0;   // boundary
-  std::uint32_t known_end = 0;      // [frontier_end, known_end): the frontier's dependents, or the
-                                    // graph's roots when the frontier was empty, at entry
-  std::uint32_t nodes_begin = 0;    // graph_walk: in the walk's tagged nodes, set at exit;
-  std::uint32_t nodes_end = 0; // creation_callbacks: in the creation log, set at entry and exit
-  bool open = true;
+  std::uint32_t entries_begin = 0; ///< the first key/value, in capture_scopes::entries
+  std::uint32_t entries_end = 0;   ///< past the last key/value
+  /// graph_walk: the first node of the stream's frontier at entry, in the walk's boundary nodes
+  std::uint32_t frontier_begin = 0;
+  std::uint32_t frontier_end = 0; ///< past the frontier's last node
+  /// [frontier_end, known_end): the frontier's dependents, or the graph's roots when the frontier
+  /// was empty, at entry (graph_walk)
+  std::uint32_t known_end = 0;
+  /// The scope's first node: in the walk's tagged nodes (graph_walk, set at exit) or the creation
+  /// log (creation_callbacks, set at entry).
+  std::uint32_t nodes_begin = 0;
+  std::uint32_t nodes_end = 0; ///< past the scope's last node, set at exit
+  bool open = true;            ///< not closed yet
 };
 
 /// The scopes of the capture in progress.
 struct capture_scopes {
-  std::vector<scope_record> records;
-  std::vector<std::pair<std::string, std::string>> entries;
-  std::vector<std::uint32_t> closed; // indices of records, in the order the scopes closed
+  std::vector<scope_record> records;                        ///< every scope opened, in order
+  std::vector<std::pair<std::string, std::string>> entries; ///< every scope's key/values
+  std::vector<std::uint32_t> closed; ///< indices of records, in the order the scopes closed
 
   /// Adds a scope with `record`'s ranges and the key/values `pairs`; returns its index. Throws
   /// std::bad_alloc (having added nothing that a merge would read).

@@ -86,8 +86,8 @@ public:
       }
       return *this;
     }
-    marker(const marker&) = delete;
-    marker& operator=(const marker&) = delete;
+    marker(const marker&) = delete;            ///< one marker closes its scope
+    marker& operator=(const marker&) = delete; ///< one marker closes its scope
     /// Closes the scope.
     ~marker() {
       close();
@@ -123,8 +123,8 @@ public:
   on(on&&) noexcept = default;
   /// Withdraws this graph's annotations from the registry, then takes `other`'s.
   on& operator=(on&&) noexcept = default;
-  on(const on&) = delete;
-  on& operator=(const on&) = delete;
+  on(const on&) = delete;            ///< a graph's annotations are its own
+  on& operator=(const on&) = delete; ///< a graph's annotations are its own
   /// Withdraws the annotations from the registry.
   ~on() = default;
 

@@ -1,6 +1,6 @@
 // Tests of annot::on that need the CUDA test double's control API: CUPTI held by another tool or
-// its callback subscriber taken, the calls a scope and a replay make, and the trace writer on
-// records made up by the test.
+// its callback subscriber taken, the calls a scope and a replay make, and the trace writer and
+// the trace recorder on records made up by the test.
 #include <graphcap/annotations.hpp>
 #include <graphcap/graphcap.hpp>
 
@@ -14,6 +14,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <sstream>
 #include <string>
@@ -254,6 +257,59 @@ TEST_CASE("a trace recorder on the double records no kernel and writes an empty 
   CHECK(recorder.kernels().empty());
   const gc::trace_recorder next; // stop() released the process's recorder slot
   CHECK(next.available());
+}
+
+TEST_CASE("a trace recorder keeps the annotations its kernels need after their graph is gone") {
+  cuda_double::reset();
+  gc::clear_annotations();
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> buffer(bytes);
+  annotated_graph unrelated; // alive, but none of its nodes runs while the recorder records
+  capture_two_regions(unrelated, stream, buffer);
+  std::vector<gc::node_annotation> gone_annotations;
+  gc::trace_recorder recorder;
+  REQUIRE(recorder.available());
+  {
+    annotated_graph gone;
+    capture_two_regions(gone, stream, buffer);
+    gone.replay(stream);
+    gone_annotations = gone.annotations();
+    std::uint64_t start = 1000;
+    for (const gc::node_annotation& node : gone_annotations) { // as if its nodes were kernels
+      cuda_double::kernel_activity kernel;
+      kernel.name = "_Z4gemmPf";
+      kernel.start_ns = start;
+      kernel.end_ns = start + 500;
+      kernel.graph_node_id = node.id;
+      kernel.graph_id = static_cast<std::uint32_t>(node.id >> 32U);
+      REQUIRE(cuda_double::queue_kernel_activity(kernel));
+      start += 1000;
+    }
+  }
+  REQUIRE(gone_annotations.size() == 2);
+  CHECK(gc::find_annotation(gone_annotations[0].id).has_value()); // kept for the recording
+  CHECK(gc::detail::registry().kept_for_recording() == 1);
+  recorder.stop();
+  CHECK(gc::detail::registry().kept_for_recording() == 0); // dropped from the registry ...
+  CHECK_FALSE(gc::find_annotation(gone_annotations[0].id).has_value());
+  REQUIRE(recorder.kernels().size() == 2);
+  const std::vector<gc::node_annotation> kept = recorder.annotations(); // ... kept by the recorder
+  REQUIRE(kept.size() == 2);
+  CHECK(kept[0].id == gone_annotations[0].id);
+  CHECK(kept[0].name() == "first");
+  CHECK(kept[1].name() == "second");
+  CHECK(kept[1].value("layer") == "1");
+  CHECK(gc::find_annotation(unrelated.annotations()[0].id).has_value()); // alive: still there
+
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / "graphcap_double_trace.json";
+  recorder.write_chrome_trace(path.string());
+  std::ifstream file{path};
+  const std::string trace{std::istreambuf_iterator<char>{file}, {}};
+  std::filesystem::remove(path);
+  CHECK_THAT(trace, gctest::contains("\"tid\": 1, \"args\": {\"name\": \"first\"}"));
+  CHECK_THAT(trace, gctest::contains("\"tid\": 2, \"args\": {\"name\": \"second\"}"));
+  CHECK_THAT(trace, gctest::contains("{\"name\": \"gemm(float*)\", \"cat\": \"kernel\""));
 }
 
 TEST_CASE("the Chrome trace puts kernels in lanes named by their annotations") {

@@ -420,6 +420,10 @@ TEST_CASE("a failed capture leaves no annotations behind") {
 }
 
 TEST_CASE("annotations of several graphs accumulate until cleared") {
+  // Rewritten with the registry's lifetime rule (annotations/registry.hpp): a reset graph's
+  // annotations used to stay published; now they go with its executable, unless a trace recorder
+  // records, and then they stay until it stops (the second section asserts what the first
+  // version of this test did, under a recorder).
   const discovery_under_test discovery;
   gctest::stream stream;
   gctest::device_buffer<unsigned char> buffer(bytes);
@@ -438,13 +442,27 @@ TEST_CASE("annotations of several graphs accumulate until cleared") {
     CHECK(gc::recorded_annotations().empty()); // without ids nothing is published
     return;
   }
-  CHECK(gc::recorded_annotations().size() == 2);
-  first.reset(); // a graph's reset keeps what was published (traces may still need it)
-  CHECK(first.annotations().empty());
-  CHECK(gc::recorded_annotations().size() == 2);
-  capture_one(first, "first again");
-  const std::vector<gc::node_annotation> all = gc::recorded_annotations();
-  CHECK(all.size() == 3);
+  CHECK(gc::recorded_annotations().size() == 2); // both graphs are alive
+  SECTION("a graph's reset withdraws what it published") {
+    first.reset();
+    CHECK(first.annotations().empty());
+    CHECK(gc::recorded_annotations().size() == 1);
+    capture_one(first, "first again");
+    CHECK(gc::recorded_annotations().size() == 2);
+  }
+  SECTION("while a trace recorder records, a reset graph's annotations stay until it stops") {
+    gc::trace_recorder recorder;
+    // Traces need CUPTI; ids from the driver's tools id (CUPTI held by a tool) have no recorder.
+    const bool keeps = recorder.available();
+    CHECK(keeps == (first.annot_policy().id_source() == gc::node_id_source::cupti));
+    first.reset(); // traces may still need what it published
+    CHECK(first.annotations().empty());
+    CHECK(gc::recorded_annotations().size() == (keeps ? 2U : 1U));
+    capture_one(first, "first again");
+    CHECK(gc::recorded_annotations().size() == (keeps ? 3U : 2U));
+    recorder.stop(); // no kernel ran: the recorder needs none of what was kept
+    CHECK(gc::recorded_annotations().size() == 2);
+  }
   const std::uint64_t id = first.annotations().front().id;
   const auto found = gc::find_annotation(id);
   REQUIRE(found.has_value());
@@ -456,6 +474,8 @@ TEST_CASE("annotations of several graphs accumulate until cleared") {
 }
 
 TEST_CASE("instantiating again re-keys the ids to the new executable") {
+  // Rewritten with the registry's lifetime rule: the first executable's annotations used to stay
+  // findable after it was replaced; now only while a trace recorder records.
   const discovery_under_test discovery;
   gctest::stream stream;
   gctest::device_buffer<unsigned char> buffer(bytes);
@@ -473,12 +493,162 @@ TEST_CASE("instantiating again re-keys the ids to the new executable") {
   CHECK(graph.annotations().front().id == graph.annotations().front().template_id);
   graph.instantiate();
   const std::uint64_t first_id = graph.annotations().front().id;
-  graph.instantiate();
-  const std::uint64_t second_id = graph.annotations().front().id;
-  CHECK(first_id != second_id);
-  CHECK((first_id & 0xffffffffU) == (second_id & 0xffffffffU));
-  CHECK(gc::find_annotation(first_id).has_value()); // traces of the first executable
-  CHECK(gc::find_annotation(second_id).has_value());
+  SECTION("the replaced executable's annotations go with it") {
+    graph.instantiate();
+    const std::uint64_t second_id = graph.annotations().front().id;
+    CHECK(first_id != second_id);
+    CHECK((first_id & 0xffffffffU) == (second_id & 0xffffffffU));
+    CHECK_FALSE(gc::find_annotation(first_id).has_value());
+    CHECK(gc::find_annotation(second_id).has_value());
+  }
+  SECTION("while a trace recorder records, the replaced executable's stay until it stops") {
+    gc::trace_recorder recorder;
+    graph.instantiate();
+    const std::uint64_t second_id = graph.annotations().front().id;
+    CHECK(first_id != second_id);
+    CHECK((first_id & 0xffffffffU) == (second_id & 0xffffffffU));
+    CHECK(gc::find_annotation(first_id).has_value() == recorder.available()); // its traces
+    CHECK(gc::find_annotation(second_id).has_value());
+    recorder.stop();
+    CHECK_FALSE(gc::find_annotation(first_id).has_value());
+    CHECK(gc::find_annotation(second_id).has_value());
+  }
+}
+
+TEST_CASE("an executable's annotations leave the registry when the executable goes") {
+  const discovery_under_test discovery;
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> buffer(bytes);
+  gc::clear_annotations();
+  const auto memsets = [&buffer](int count) {
+    return [&buffer, count](auto& cap) {
+      auto region = cap.mark("memsets");
+      for (int i = 0; i < count; ++i) {
+        memset_on(cap.stream(), buffer, i);
+      }
+    };
+  };
+  const auto executables = [] { return gc::detail::registry().executables(); };
+  const auto published = [](std::uint64_t id) { return gc::find_annotation(id).has_value(); };
+  annotated_graph graph;
+  graph.capture(stream, memsets(2));
+  if (!has_ids(graph)) {
+    CHECK(executables() == 0); // without ids nothing is published
+    return;
+  }
+  const std::uint64_t id = graph.annotations().front().id;
+  REQUIRE(published(id));
+  REQUIRE(executables() == 1);
+
+  SECTION("reset") {
+    graph.reset();
+    CHECK_FALSE(published(id));
+    CHECK(executables() == 0);
+  }
+  SECTION("destruction, after a move that hands the entry on") {
+    {
+      annotated_graph moved = std::move(graph);
+      graph = annotated_graph{}; // the moved-from graph has nothing left to withdraw
+      CHECK(published(id));
+      CHECK(executables() == 1);
+    }
+    CHECK_FALSE(published(id));
+    CHECK(executables() == 0);
+  }
+  SECTION("another graph moved over it") {
+    annotated_graph other;
+    other.capture(stream, memsets(1));
+    const std::uint64_t other_id = other.annotations().front().id;
+    CHECK(executables() == 2);
+    graph = std::move(other);
+    CHECK_FALSE(published(id));
+    CHECK(published(other_id));
+    CHECK(executables() == 1);
+  }
+  SECTION("a recapture instantiated anew") {
+    const gc::update_result result = graph.recapture(stream, memsets(3)); // another topology
+    CHECK(result.outcome == gc::update_outcome::reinstantiated);
+    REQUIRE(graph.annotations().size() == 3);
+    CHECK_FALSE(published(id));
+    CHECK(published(graph.annotations().front().id));
+    CHECK(executables() == 1);
+  }
+  SECTION("a recapture updated in place publishes the new capture's under the same ids") {
+    const gc::update_result result = graph.recapture(stream, [&](auto& cap) {
+      auto region = cap.mark("updated");
+      memset_on(cap.stream(), buffer, 7);
+      memset_on(cap.stream(), buffer, 8);
+    });
+    CHECK(result.updated());
+    CHECK(graph.annotations().front().id == id); // the same executable, the same indices
+    const auto found = gc::find_annotation(id);
+    REQUIRE(found.has_value());
+    CHECK(found->name() == "updated");
+    CHECK(executables() == 1);
+  }
+  SECTION("a recapture that fails") {
+    CHECK_THROWS_AS(graph.recapture(stream,
+                                    [&](auto& cap) {
+                                      auto region = cap.mark("doomed");
+                                      memset_on(cap.stream(), buffer);
+                                      throw std::runtime_error("work failed");
+                                    }),
+                    std::runtime_error);
+    CHECK(graph.empty());
+    CHECK_FALSE(published(id));
+    CHECK(executables() == 0);
+  }
+}
+
+TEST_CASE("while a trace recorder records, annotations of executables gone stay until it stops") {
+  const discovery_under_test discovery;
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> buffer(bytes);
+  gc::clear_annotations();
+  const auto capture_one = [&](annotated_graph& graph, const char* name) {
+    graph.capture(stream, [&](annotated_scope& cap) {
+      auto region = cap.mark(name);
+      memset_on(cap.stream(), buffer);
+    });
+  };
+  gc::detail::annotation_registry& registry = gc::detail::registry();
+  annotated_graph alive;
+  capture_one(alive, "alive");
+  if (!has_ids(alive)) {
+    CHECK(registry.executables() == 0);
+    return;
+  }
+  const std::uint64_t alive_id = alive.annotations().front().id;
+  std::uint64_t gone_id = 0;
+  {
+    gc::trace_recorder recorder;
+    const bool records = recorder.available(); // not with ids from the driver's tools id
+    {
+      annotated_graph gone;
+      capture_one(gone, "gone");
+      gone.replay(stream);
+      gone_id = gone.annotations().front().id;
+    }
+    CHECK(gc::find_annotation(gone_id).has_value() == records);
+    CHECK(registry.kept_for_recording() == (records ? 1U : 0U));
+    CHECK(gc::recorded_annotations().size() == (records ? 2U : 1U));
+    alive.reset();
+    CHECK(gc::find_annotation(alive_id).has_value() == records);
+    capture_one(alive, "alive again"); // a new executable beside the kept one
+    CHECK(gc::recorded_annotations().size() == (records ? 3U : 2U));
+    recorder.stop();
+    // Memsets are no kernels: the recording needs none of what was kept, and the registry drops
+    // it at once.
+    CHECK(recorder.kernels().empty());
+    CHECK(recorder.annotations().empty());
+    CHECK(registry.kept_for_recording() == 0);
+    CHECK_FALSE(gc::find_annotation(gone_id).has_value());
+    CHECK_FALSE(gc::find_annotation(alive_id).has_value());
+    CHECK(gc::recorded_annotations().size() == 1);
+  }
+  CHECK(gc::find_annotation(alive.annotations().front().id).has_value());
+  alive.reset(); // no recorder records any more
+  CHECK(registry.executables() == 0);
 }
 
 TEST_CASE("annotations export as JSON") {

@@ -3,16 +3,20 @@
 // Ids follow what CUPTI does on the H200 (docs/annotations.md): node = graph id << 32 | creation
 // index; an executable has an id of its own, and its nodes keep their template's indices.
 // The callback API has the one subscriber CUPTI allows and one callback point,
-// RESOURCE / GRAPHNODE_CREATED.
+// RESOURCE / GRAPHNODE_CREATED. The activity API reports the kernel records a test queues
+// (cuda_double::queue_kernel_activity): the double runs no kernel of its own.
 #include "state.hpp"
 
 #include <cuda_double/cupti_control.hpp>
 
 #include <cupti.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -35,7 +39,55 @@ struct CuptiState {
   // The last one released, kept alive so that the next subscriber gets another address: the
   // handle just released stays refused.
   std::unique_ptr<CUpti_Subscriber_st> released;
+  std::set<CUpti_ActivityKind> enabled_activity;
+  // Queued by queue_kernel_activity while kernel activity was enabled, for the next flush. The
+  // names live here until the records naming them were delivered.
+  std::vector<std::pair<cuda_double::kernel_activity, std::string>> queued;
 };
+
+// What cuptiActivityRegisterCallbacks registered. For the life of the process, as in CUPTI:
+// reset() leaves it (graphcap registers once per process).
+struct ActivityCallbacks {
+  CUpti_BuffersCallbackRequestFunc requested = nullptr;
+  CUpti_BuffersCallbackCompleteFunc completed = nullptr;
+};
+
+ActivityCallbacks& activity_callbacks() {
+  static ActivityCallbacks callbacks;
+  return callbacks;
+}
+
+// Hands `due` to CUPTI's buffer callbacks as CONCURRENT_KERNEL records, a buffer at a time, as
+// CUPTI does at a flush; called without the double's lock, as CUPTI calls from its own thread.
+void deliver_activity(
+    const ActivityCallbacks& callbacks,
+    const std::vector<std::pair<cuda_double::kernel_activity, std::string>>& due) {
+  std::size_t next = 0;
+  while (next < due.size()) {
+    std::uint8_t* buffer = nullptr;
+    std::size_t size = 0;
+    std::size_t max_records = 0;
+    callbacks.requested(&buffer, &size, &max_records);
+    const std::size_t fits = size / sizeof(CUpti_ActivityKernel10);
+    if (buffer == nullptr || fits == 0)
+      return; // no buffer: CUPTI drops the records
+    std::size_t count = 0;
+    for (; next < due.size() && count < fits; ++next, ++count) {
+      const auto& [kernel, name] = due[next];
+      CUpti_ActivityKernel10 record{};
+      record.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+      record.name = name.c_str();
+      record.start = kernel.start_ns;
+      record.end = kernel.end_ns;
+      record.deviceId = kernel.device;
+      record.streamId = kernel.stream;
+      record.graphNodeId = kernel.graph_node_id;
+      record.graphId = kernel.graph_id;
+      std::memcpy(buffer + count * sizeof record, &record, sizeof record);
+    }
+    callbacks.completed(nullptr, 0, buffer, size, count * sizeof(CUpti_ActivityKernel10));
+  }
+}
 
 CuptiState& cupti_state() {
   // Leaked, like state(): CUDA may still be called from static destructors.
@@ -161,6 +213,16 @@ bool cupti_subscribed() {
   return cupti_state().subscriber != nullptr;
 }
 
+bool queue_kernel_activity(const kernel_activity& kernel) {
+  std::lock_guard<std::recursive_mutex> lock(state().mu);
+  CuptiState& s = cupti_state();
+  if (!s.enabled_activity.count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) &&
+      !s.enabled_activity.count(CUPTI_ACTIVITY_KIND_KERNEL))
+    return false;
+  s.queued.emplace_back(kernel, kernel.name != nullptr ? kernel.name : "");
+  return true;
+}
+
 } // namespace cuda_double
 
 extern "C" {
@@ -261,33 +323,59 @@ CUptiResult CUPTIAPI
 cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc funcBufferRequested,
                                CUpti_BuffersCallbackCompleteFunc funcBufferCompleted) {
   return cupti_api(__func__, [&] {
-    return funcBufferRequested && funcBufferCompleted ? CUPTI_SUCCESS
-                                                      : CUPTI_ERROR_INVALID_PARAMETER;
+    if (!funcBufferRequested || !funcBufferCompleted)
+      return CUPTI_ERROR_INVALID_PARAMETER;
+    activity_callbacks() = {funcBufferRequested, funcBufferCompleted};
+    return CUPTI_SUCCESS;
   });
 }
 
 CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind) {
   return cupti_api(__func__, [&] {
-    return kind == CUPTI_ACTIVITY_KIND_INVALID ? CUPTI_ERROR_INVALID_KIND : CUPTI_SUCCESS;
+    if (kind == CUPTI_ACTIVITY_KIND_INVALID)
+      return CUPTI_ERROR_INVALID_KIND;
+    cupti_state().enabled_activity.insert(kind);
+    return CUPTI_SUCCESS;
   });
 }
 
 CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind) {
   return cupti_api(__func__, [&] {
-    return kind == CUPTI_ACTIVITY_KIND_INVALID ? CUPTI_ERROR_INVALID_KIND : CUPTI_SUCCESS;
+    if (kind == CUPTI_ACTIVITY_KIND_INVALID)
+      return CUPTI_ERROR_INVALID_KIND;
+    cupti_state().enabled_activity.erase(kind);
+    return CUPTI_SUCCESS;
   });
 }
 
-// No kernel ever runs on the double, so there is never a record to deliver.
+// Delivers the records queued so far (queue_kernel_activity), whether or not their kind is still
+// enabled: CUPTI buffers records as kernels run and hands them over at a flush.
 CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t) {
-  return cupti_api(__func__, [] { return CUPTI_SUCCESS; });
+  std::vector<std::pair<cuda_double::kernel_activity, std::string>> due;
+  ActivityCallbacks callbacks;
+  const CUptiResult result = cupti_api(__func__, [&] {
+    due.swap(cupti_state().queued);
+    callbacks = activity_callbacks();
+    return CUPTI_SUCCESS;
+  });
+  if (result == CUPTI_SUCCESS && callbacks.requested && callbacks.completed)
+    deliver_activity(callbacks, due);
+  return result;
 }
 
-CUptiResult CUPTIAPI cuptiActivityGetNextRecord(uint8_t*, size_t, CUpti_Activity** record) {
+// The records of a buffer the double filled: CUpti_ActivityKernel10 after one another.
+CUptiResult CUPTIAPI cuptiActivityGetNextRecord(uint8_t* buffer, size_t validBufferSizeBytes,
+                                                CUpti_Activity** record) {
   return cupti_api(__func__, [&] {
     if (!record)
       return CUPTI_ERROR_INVALID_PARAMETER;
-    return CUPTI_ERROR_MAX_LIMIT_REACHED; // the end of a buffer
+    std::uint8_t* next = *record == nullptr ? buffer
+                                            : reinterpret_cast<std::uint8_t*>(*record) +
+                                                  sizeof(CUpti_ActivityKernel10);
+    if (buffer == nullptr || next + sizeof(CUpti_ActivityKernel10) > buffer + validBufferSizeBytes)
+      return CUPTI_ERROR_MAX_LIMIT_REACHED; // the end of a buffer
+    *record = reinterpret_cast<CUpti_Activity*>(next);
+    return CUPTI_SUCCESS;
   });
 }
 

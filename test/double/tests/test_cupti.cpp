@@ -1,5 +1,5 @@
 // CUPTI's callback API: the one subscriber, GRAPHNODE_CREATED callbacks, and the controls that
-// model other CUPTI users.
+// model other CUPTI users; the activity API's queued kernel records.
 #include <cuda_double/cupti_control.hpp>
 
 #include <cuda.h>
@@ -7,8 +7,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -500,4 +503,85 @@ TEST_CASE("reset releases the subscriber and clears the CUPTI controls", "[cupti
   empty_node(g);
   CHECK(r.seen.empty()); // nothing enabled
   CUDA_OK(cudaGraphDestroy(g));
+}
+
+namespace {
+
+// What the activity buffer callbacks were given: the kernel records, copied out of each buffer.
+struct ActivitySeen {
+  struct Kernel {
+    std::string name;
+    std::uint64_t start;
+    std::uint64_t end;
+    std::uint64_t node;
+    std::uint32_t graph;
+  };
+  std::vector<Kernel> kernels;
+  int buffers = 0;
+};
+ActivitySeen activity_seen;
+
+void CUPTIAPI give_buffer(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records) {
+  constexpr std::size_t bytes = 2 * sizeof(CUpti_ActivityKernel10); // two records per buffer
+  *buffer = static_cast<std::uint8_t*>(std::aligned_alloc(8, bytes));
+  *size = bytes;
+  *max_records = 0;
+}
+
+void CUPTIAPI take_buffer(CUcontext, std::uint32_t, std::uint8_t* buffer, std::size_t,
+                          std::size_t valid) {
+  ++activity_seen.buffers;
+  CUpti_Activity* record = nullptr;
+  while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
+    REQUIRE(record->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    const auto* kernel = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
+    activity_seen.kernels.push_back(
+        {kernel->name, kernel->start, kernel->end, kernel->graphNodeId, kernel->graphId});
+  }
+  std::free(buffer);
+}
+
+} // namespace
+
+TEST_CASE("queued kernel records are delivered at a flush, only while kernel activity is on",
+          "[cupti]") {
+  Clean clean;
+  activity_seen = {};
+  REQUIRE(cuptiActivityRegisterCallbacks(give_buffer, take_buffer) == CUPTI_SUCCESS);
+  cuda_double::kernel_activity kernel;
+  kernel.name = "before";
+  CHECK_FALSE(cuda_double::queue_kernel_activity(kernel)); // not enabled: nothing ran, for CUPTI
+  REQUIRE(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == CUPTI_SUCCESS);
+  for (std::uint32_t i = 0; i < 3; ++i) {
+    const std::string name = "k" + std::to_string(i); // copied: gone before the flush
+    kernel.name = name.c_str();
+    kernel.start_ns = 10 * i;
+    kernel.end_ns = 10 * i + 5;
+    kernel.graph_node_id = (std::uint64_t{7} << 32) | i;
+    kernel.graph_id = 7;
+    CHECK(cuda_double::queue_kernel_activity(kernel));
+  }
+  REQUIRE(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == CUPTI_SUCCESS);
+  kernel.name = "after";
+  CHECK_FALSE(cuda_double::queue_kernel_activity(kernel));
+  CHECK(activity_seen.kernels.empty()); // buffered until the flush
+  REQUIRE(cuptiActivityFlushAll(0) == CUPTI_SUCCESS);
+  REQUIRE(activity_seen.kernels.size() == 3);
+  CHECK(activity_seen.buffers == 2); // two records fit in one buffer
+  for (std::uint32_t i = 0; i < 3; ++i) {
+    CHECK(activity_seen.kernels[i].name == "k" + std::to_string(i));
+    CHECK(activity_seen.kernels[i].start == 10 * i);
+    CHECK(activity_seen.kernels[i].end == 10 * i + 5);
+    CHECK(activity_seen.kernels[i].node == ((std::uint64_t{7} << 32) | i));
+    CHECK(activity_seen.kernels[i].graph == 7);
+  }
+  REQUIRE(cuptiActivityFlushAll(0) == CUPTI_SUCCESS); // delivered once
+  CHECK(activity_seen.kernels.size() == 3);
+
+  REQUIRE(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == CUPTI_SUCCESS);
+  CHECK(cuda_double::queue_kernel_activity(kernel));
+  cuda_double::reset(); // drops what was not delivered, and turns the activity off
+  REQUIRE(cuptiActivityFlushAll(0) == CUPTI_SUCCESS);
+  CHECK(activity_seen.kernels.size() == 3);
+  CHECK_FALSE(cuda_double::queue_kernel_activity(kernel));
 }

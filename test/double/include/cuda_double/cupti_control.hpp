@@ -2,8 +2,8 @@
 //
 // The double's CUPTI gives graph, executable and node ids following what CUPTI does on the H200:
 // a node's id is (its graph's id << 32 | its creation index), an executable's id is its own
-// (cuda_double::graph_id / node_id give the same values). Its activity API accepts every call
-// and delivers no record: the double runs no kernel.
+// (cuda_double::graph_id / node_id give the same values). Its activity API delivers only the
+// kernel records a test queues (queue_kernel_activity): the double runs no kernel.
 //
 // Its callback API (cuptiSubscribe, cuptiUnsubscribe, cuptiEnableCallback) has one subscriber per
 // process, as CUPTI does, and one callback point: CUPTI_CB_DOMAIN_RESOURCE /
@@ -18,6 +18,8 @@
 // or CUPTI; a callback running on one thread may still be running when cuptiUnsubscribe returns
 // on another.
 #pragma once
+
+#include <cstdint>
 
 namespace cuda_double {
 
@@ -34,5 +36,23 @@ void set_cupti_subscriber_taken(bool taken);
 // True while a cuptiSubscribe handle has not been released with cuptiUnsubscribe (the subscriber
 // set_cupti_subscriber_taken simulates does not count). cuda_double::reset() releases it.
 bool cupti_subscribed();
+
+// A kernel execution as CUPTI's activity records report it (CUpti_ActivityKernel10's fields).
+struct kernel_activity {
+  const char* name = ""; // copied when queued
+  std::uint64_t start_ns = 0;
+  std::uint64_t end_ns = 0;
+  std::uint32_t device = 0;
+  std::uint32_t stream = 0;
+  std::uint64_t graph_node_id = 0;
+  std::uint32_t graph_id = 0;
+};
+
+// Records `kernel` as if it had run, if kernel activity (CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL or
+// KERNEL) is enabled now; false, recording nothing, if not. The next cuptiActivityFlushAll hands
+// the records to the callbacks of cuptiActivityRegisterCallbacks, as CONCURRENT_KERNEL records in
+// buffers from the request callback; cuptiActivityGetNextRecord walks them. cuda_double::reset()
+// drops what was not delivered (the registered callbacks stay, as in CUPTI).
+bool queue_kernel_activity(const kernel_activity& kernel);
 
 } // namespace cuda_double

@@ -85,7 +85,7 @@ namespace capture_kind {
 /// checks CUDA's body rules and ends only the body's capture, and its abandonment leaves the
 /// parent capture to the parent's scope.
 struct body {
-  static constexpr bool is_conditional_body = true;
+  static constexpr bool is_conditional_body = true; ///< what pool checks look for
 
   cudaGraph_t graph = nullptr;     ///< the body graph CUDA made for the node
   const char* construct = "";      ///< "while_", "if_", ... for messages

@@ -7,8 +7,10 @@
 
 #include <cuda_double/control.hpp>
 
+#include <limits>
 #include <map>
 #include <string>
+#include <type_traits>
 
 namespace gc = graphcap;
 using call_map = std::map<std::string, std::size_t>;
@@ -185,4 +187,28 @@ TEST_CASE("a private pool's reset frees its slabs after its completion marker, n
   CHECK(calls.at("cudaFreeAsync") == 1);
   CHECK(calls.at("cudaStreamWaitEvent") == 1); // the pool's stream waits for the marker
   CHECK(calls.count("cudaStreamSynchronize") == 0);
+}
+
+TEST_CASE("an allocation whose size overflows makes no CUDA call and leaves the capture going") {
+  cuda_double::reset();
+  gctest::stream stream;
+  const std::size_t overflows = std::numeric_limits<std::size_t>::max() / sizeof(double) + 1;
+  const auto refused_then_allocate = [&](auto& graph) {
+    using graph_type = std::remove_reference_t<decltype(graph)>;
+    graph.capture(stream, [&](typename graph_type::scope& cap) {
+      cuda_double::clear_call_counts();
+      CHECK_THROWS_AS(cap.template allocate<double>(overflows), gc::out_of_memory_error);
+      CHECK(cuda_double::call_counts().empty());       // refused before cudaMallocAsync
+      auto* block = cap.template allocate<double>(64); // the capture goes on
+      CUDA_REQUIRE(cudaMemsetAsync(block, 0, 64 * sizeof(double), cap.stream()));
+      cap.deallocate(block);
+    });
+    CHECK(graph.node_count() >= 1);
+  };
+  gc::graph pooled;
+  refused_then_allocate(pooled);
+  CHECK(pooled.pool_statistics().blocks_in_use == 1);
+  gc::graph_with<gc::pool::graph_memory_nodes> memory_nodes;
+  refused_then_allocate(memory_nodes);
+  CHECK(memory_nodes.node_count() == 3); // alloc, memset, free: nothing of the refused request
 }

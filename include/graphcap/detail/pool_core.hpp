@@ -52,11 +52,15 @@ namespace detail {
 /// gave it back. Shared by every block given back at once.
 using ready_event = std::shared_ptr<const event_handle>;
 
+/// Slabs of device memory and the blocks carved from them (see the top of this file).
 class pool_core {
 public:
+  /// The step of the small size classes.
   static constexpr std::size_t small_granule = 512;
-  static constexpr std::size_t small_limit = std::size_t{1} << 20; // 1 MiB
-  static constexpr std::size_t slab_size = std::size_t{2} << 20;   // 2 MiB
+  /// The largest small size class (1 MiB): larger requests get a slab of their own.
+  static constexpr std::size_t small_limit = std::size_t{1} << 20;
+  /// The size of a small slab (2 MiB), and the step of the large size classes.
+  static constexpr std::size_t slab_size = std::size_t{2} << 20;
 
   /// The size class of a request: what a block for `bytes` really occupies.
   static constexpr std::size_t size_class(std::size_t bytes) noexcept {
@@ -67,10 +71,12 @@ public:
 
   /// A core drawing slabs from `source` (nullptr: the current device's current memory pool).
   explicit pool_core(cudaMemPool_t source = nullptr) noexcept : source_(source) {}
+  /// Not copyable, not movable: shared through std::shared_ptr.
   pool_core(const pool_core&) = delete;
   pool_core& operator=(const pool_core&) = delete;
   pool_core(pool_core&&) = delete;
   pool_core& operator=(pool_core&&) = delete;
+  /// Frees every slab, pinned ones too (their buffers are gone: each holds the core).
   ~pool_core() {
     release_slabs();
     for (const auto& [base, slab] : slabs_) { // slabs pinned by buffers that are gone too
@@ -121,10 +127,12 @@ public:
   /// memory checkers keep it valid.
   void give_back(void* block, std::size_t bytes, ready_event ready = nullptr,
                  bool still_used = false) {
-    if (auto pinned = pinned_.find(block); pinned != pinned_.end()) {
-      pinned->second.returned = true;
-      pinned->second.ready = std::move(ready);
-      return;
+    if (!pinned_.empty()) { // no buffer alive (the usual case): no lookup per block
+      if (auto pinned = pinned_.find(block); pinned != pinned_.end()) {
+        pinned->second.returned = true;
+        pinned->second.ready = std::move(ready);
+        return;
+      }
     }
     const std::size_t size = size_class(bytes);
     const nvtx_regions::heap heap = slab_of(block).heap;
@@ -212,7 +220,9 @@ public:
 
   /// Owning buffers alive on this core (each holds a reference to it).
   [[nodiscard]] std::size_t buffers() const noexcept { return buffers_; }
+  /// A buffer of this core was made.
   void add_buffer() noexcept { ++buffers_; }
+  /// A buffer of this core is gone.
   void remove_buffer() noexcept { --buffers_; }
 
   /// Calls f(base, bytes) for each slab.
@@ -223,7 +233,9 @@ public:
     }
   }
 
+  /// What the core holds now.
   [[nodiscard]] const pool_statistics& statistics() const noexcept { return stats_; }
+  /// The user's memory pool the slabs come from (nullptr: the device's current pool).
   [[nodiscard]] cudaMemPool_t source() const noexcept { return source_; }
 
 private:

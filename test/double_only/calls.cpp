@@ -11,6 +11,7 @@
 #include <map>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 namespace gc = graphcap;
 using call_map = std::map<std::string, std::size_t>;
@@ -211,4 +212,31 @@ TEST_CASE("an allocation whose size overflows makes no CUDA call and leaves the 
   gc::graph_with<gc::pool::graph_memory_nodes> memory_nodes;
   refused_then_allocate(memory_nodes);
   CHECK(memory_nodes.node_count() == 3); // alloc, memset, free: nothing of the refused request
+}
+
+TEST_CASE("a recapture waits for the graph's last replay once, not once per block") {
+  cuda_double::reset();
+  gctest::stream stream;
+  gc::graph graph;
+  std::vector<float*> blocks;
+  const auto work = [&](gc::graph::scope& cap) {
+    blocks.clear();
+    for (int i = 0; i < 100; ++i) {
+      blocks.push_back(cap.allocate<float>(256));
+    }
+    CUDA_REQUIRE(cudaMemsetAsync(blocks.back(), 0, 256 * sizeof(float), cap.stream()));
+  };
+  graph.capture(stream, work);
+  const std::vector<float*> first = blocks;
+  for (int recapture = 0; recapture < 2; ++recapture) {
+    INFO("recapture " << recapture);
+    graph.replay(stream);
+    cuda_double::clear_call_counts();
+    graph.recapture(stream, work);
+    // The blocks came back together, marked with the graph's completion marker: one wait covers
+    // them all. Each recapture waits again: its blocks were given back after the last wait.
+    CHECK(cuda_double::call_counts().at("cudaEventSynchronize") == 1);
+    CHECK(blocks == first);
+  }
+  stream.synchronize();
 }

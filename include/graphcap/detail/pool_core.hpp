@@ -19,6 +19,11 @@
 //    released private pool once its last block is free);
 //  - memory comes from the device's current memory pool, or from a user's cudaMemPool_t.
 //
+// Cost per block: take() and give_back() are O(1) in the free blocks (a first-in first-out queue
+// per size class) and O(log) in the size classes that have free blocks and in the slabs (a
+// block's slab is found by address); pin() and unpin() are O(1) on average (a hash map by
+// address), and give_back() looks a block up there only while some buffer is alive.
+//
 // A core is shared (std::shared_ptr) by every graph of a shared pool, by every pool_handle and by
 // every buffer. It is not internally synchronized: graphs sharing a pool must not capture
 // concurrently, and a buffer must not be dropped while its pool's graph captures or resets on
@@ -36,6 +41,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <iterator>
 #include <map>
@@ -87,19 +93,22 @@ public:
   /// A block of size_class(bytes) bytes: a free block of that class if there is one (no CUDA
   /// call unless the graph that gave it back may still be replaying: then its event is awaited,
   /// once for all the blocks it gave back together), else carved from the current small slab,
-  /// else a new slab. O(log) in the free blocks.
+  /// else a new slab. O(log) in the size classes that have free blocks, O(1) in the blocks.
   [[nodiscard]] void* take(std::size_t bytes) {
     const std::size_t size = size_class(bytes);
-    // The first block given back of this class (lower_bound: equal keys keep insertion order),
-    // so that a recapture gets its previous blocks in the same order.
-    if (auto free = free_blocks_.lower_bound(size);
-        free != free_blocks_.end() && free->first == size) {
-      if (free->second.ready && free->second.ready != awaited_) {
-        wait_until_ready(*free->second.ready);
-        awaited_ = free->second.ready;
+    // The first block given back of this class, so that a recapture gets its previous blocks in
+    // the same order.
+    if (const auto free = free_blocks_.find(size); free != free_blocks_.end()) {
+      std::deque<free_block>& queue = free->second; // never empty: emptied queues are erased
+      if (queue.front().ready && queue.front().ready != awaited_) {
+        wait_until_ready(*queue.front().ready);
+        awaited_ = queue.front().ready;
       }
-      const free_block entry = std::move(free->second);
-      free_blocks_.erase(free);
+      const free_block entry = std::move(queue.front());
+      queue.pop_front();
+      if (queue.empty()) {
+        free_blocks_.erase(free);
+      }
       note_taken(entry.address, size, entry.heap, entry.registered);
       return entry.address;
     }
@@ -276,7 +285,15 @@ private:
     if (entry.ready && entry.ready == awaited_) {
       awaited_ = nullptr;
     }
-    free_blocks_.emplace(size, std::move(entry));
+    const auto queue = free_blocks_.try_emplace(size).first;
+    try {
+      queue->second.push_back(std::move(entry));
+    } catch (...) {
+      if (queue->second.empty()) { // keep every queue in the map non-empty
+        free_blocks_.erase(queue);
+      }
+      throw;
+    }
   }
 
   void note_taken(void* block, std::size_t size, nvtx_regions::heap heap,
@@ -363,9 +380,9 @@ private:
   }
 
   cudaMemPool_t source_ = nullptr;
-  stream_handle stream_;                               // never captures: slabs are taken on it
-  slab_map slabs_;                                     // base -> slab
-  std::multimap<std::size_t, free_block> free_blocks_; // size class -> free block, FIFO
+  stream_handle stream_; // never captures: slabs are taken on it
+  slab_map slabs_;       // base -> slab
+  std::map<std::size_t, std::deque<free_block>> free_blocks_; // per size class, first in first out
   // Blocks held by buffers: found by address (pin, unpin, and give_back while any exists),
   // never walked in order except to count them on release.
   std::unordered_map<void*, pinned_block> pinned_;

@@ -1,5 +1,5 @@
 // graphcap/detail/held_blocks.hpp - the blocks a graph's pool policy holds: in the order they
-// were taken, and found by address in constant time.
+// were taken, and found by address in expected constant time.
 //
 // A slab pool (policies/pool/slab.hpp) records every block its capture takes. A reset or a
 // recapture gives them back in that order, so that the same allocations in the next capture get
@@ -11,8 +11,8 @@
 // added or found in amortized O(1) (expected probes at half load: 1.5 to find a block, 2.5 to miss
 // one), so a capture of N allocations and deallocations costs O(N); a linear search made it
 // O(N^2), minutes for 100,000 allocations. Blocks are never removed one at a time (a deallocated
-// block keeps its entry, marked freed); they go all at once (clear) or by a filter after the
-// capture (erase_if), which rebuilds the index in place. Not internally synchronized.
+// block keeps its entry, marked freed); they go all at once (clear, release) or by a filter after
+// the capture (erase_if), which rebuilds the index in place. Not internally synchronized.
 #pragma once
 
 #include <algorithm>
@@ -100,10 +100,16 @@ public:
     rebuild_in_place();
   }
 
-  /// Forgets every block, keeping the memory for the next capture. O(size + slots).
+  /// Forgets every block, keeping the memory for the next capture (a recapture). O(size + slots).
   void clear() noexcept {
     blocks_.clear();
     std::fill(slots_.begin(), slots_.end(), empty_slot);
+  }
+
+  /// Forgets every block and frees the memory (a reset).
+  void release() noexcept {
+    std::vector<held_block>().swap(blocks_);
+    std::vector<std::size_t>().swap(slots_);
   }
 
   /// The blocks, in the order they were added.

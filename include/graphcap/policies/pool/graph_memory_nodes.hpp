@@ -75,7 +75,7 @@ struct graph_memory_nodes : detail::no_hooks<detail::pool_category> {
   /// One store: whether an allocation can exist (memory nodes allocate when the graph runs).
   void before_replay(cudaStream_t /*stream*/) noexcept { launched_ = true; }
   /// A capture that failed was never launched: nothing was allocated.
-  void on_capture_abort() noexcept { allocated_.clear(); }
+  void on_capture_abort() noexcept { allocated_.release(); }
 
   /// Frees what the capture allocated and did not free, if the graph was launched.
   void on_reset() noexcept {
@@ -88,7 +88,7 @@ struct graph_memory_nodes : detail::no_hooks<detail::pool_category> {
       }
       static_cast<void>(cudaGetLastError());
     }
-    allocated_.clear();
+    allocated_.release();
     launched_ = false;
   }
 

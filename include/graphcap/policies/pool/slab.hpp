@@ -207,7 +207,11 @@ private:
     for (const held_block& entry : held_) {
       core_->give_back(entry.address, entry.size, releasing ? nullptr : ready);
     }
-    held_.clear();
+    if (may_release) {
+      held_.release(); // a reset graph holds nothing
+    } else {
+      held_.clear(); // a recapture records as many blocks again
+    }
     if (releasing) {
       core_->release_slabs();
     }

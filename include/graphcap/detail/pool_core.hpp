@@ -19,8 +19,8 @@
 //    released private pool once its last block is free);
 //  - memory comes from the device's current memory pool, or from a user's cudaMemPool_t.
 //
-// Cost per block: take() and give_back() are O(1) in the free blocks (a first-in first-out queue
-// per size class) and O(log) in the size classes that have free blocks and in the slabs (a
+// Cost per block: take() and give_back() are O(1) in the free blocks (detail/free_blocks.hpp: a
+// queue per size class) and O(log) in the size classes that have free blocks and in the slabs (a
 // block's slab is found by address); pin() and unpin() are O(1) on average (a hash map by
 // address), and give_back() looks a block up there only while some buffer is alive.
 //
@@ -32,6 +32,7 @@
 
 #include <graphcap/detail/capture_mode_guard.hpp>
 #include <graphcap/detail/cuda_check.hpp>
+#include <graphcap/detail/free_blocks.hpp>
 #include <graphcap/detail/nvtx_regions.hpp>
 #include <graphcap/detail/unique_handle.hpp>
 #include <graphcap/error.hpp>
@@ -41,11 +42,10 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <functional>
-#include <iterator>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -53,10 +53,6 @@
 namespace graphcap {
 
 namespace detail {
-
-/// An event that says when the device is done with a block: the last replay of the graph that
-/// gave it back. Shared by every block given back at once.
-using ready_event = std::shared_ptr<const event_handle>;
 
 /// Slabs of device memory and the blocks carved from them (see the top of this file).
 class pool_core {
@@ -98,19 +94,9 @@ public:
     const std::size_t size = size_class(bytes);
     // The first block given back of this class, so that a recapture gets its previous blocks in
     // the same order.
-    if (const auto free = free_blocks_.find(size); free != free_blocks_.end()) {
-      std::deque<free_block>& queue = free->second; // never empty: emptied queues are erased
-      if (queue.front().ready && queue.front().ready != awaited_) {
-        wait_until_ready(*queue.front().ready);
-        awaited_ = queue.front().ready;
-      }
-      const free_block entry = std::move(queue.front());
-      queue.pop_front();
-      if (queue.empty()) {
-        free_blocks_.erase(free);
-      }
-      note_taken(entry.address, size, entry.heap, entry.registered);
-      return entry.address;
+    if (const std::optional<free_block> free = free_.take(size)) {
+      note_taken(free->address, size, free->heap, free->registered);
+      return free->address;
     }
     void* block = nullptr;
     nvtx_regions::heap heap = nullptr;
@@ -147,7 +133,7 @@ public:
     }
     const std::size_t size = size_class(bytes);
     const nvtx_regions::heap heap = slab_of(block).heap;
-    add_free(size, free_block{block, std::move(ready), heap, still_used});
+    free_.add(size, free_block{block, std::move(ready), heap, still_used});
     note_given_back(block, size, still_used ? nullptr : heap);
   }
 
@@ -182,7 +168,7 @@ public:
         slabs_.erase(slab);
       }
     } else if (pinned.returned) {
-      add_free(pinned.bytes, free_block{block, pinned.ready, pinned.heap, false});
+      free_.add(pinned.bytes, free_block{block, pinned.ready, pinned.heap, false});
       note_given_back(block, pinned.bytes, pinned.heap);
     }
   }
@@ -203,8 +189,7 @@ public:
         ++slab;
       }
     }
-    free_blocks_.clear();
-    awaited_ = nullptr;
+    free_.clear();
     bump_next_ = nullptr;
     bump_left_ = 0;
     bump_heap_ = nullptr;
@@ -257,12 +242,6 @@ private:
     std::size_t pins = 0;              // blocks of this slab held by buffers
     bool orphaned = false;             // released by its pool; kept only for its pinned blocks
   };
-  struct free_block {
-    void* address;
-    ready_event ready; // null: free for the device already
-    nvtx_regions::heap heap;
-    bool registered; // still a valid region for memory checkers (see give_back)
-  };
   struct pinned_block {
     std::size_t bytes;
     std::size_t refs = 0;
@@ -279,23 +258,6 @@ private:
   }
   slab_record& slab_of(const void* block) noexcept { return find_slab(block)->second; }
 
-  /// Enters a free block, last of its size class. A block given back with the event take()
-  /// waited for last was used after that wait: its take waits again.
-  void add_free(std::size_t size, free_block entry) {
-    if (entry.ready && entry.ready == awaited_) {
-      awaited_ = nullptr;
-    }
-    const auto queue = free_blocks_.try_emplace(size).first;
-    try {
-      queue->second.push_back(std::move(entry));
-    } catch (...) {
-      if (queue->second.empty()) { // keep every queue in the map non-empty
-        free_blocks_.erase(queue);
-      }
-      throw;
-    }
-  }
-
   void note_taken(void* block, std::size_t size, nvtx_regions::heap heap,
                   bool registered) noexcept {
     stats_.in_use_bytes += size;
@@ -308,11 +270,6 @@ private:
     stats_.in_use_bytes -= size;
     --stats_.blocks_in_use;
     nvtx_regions::mark_freed(heap, block);
-  }
-
-  static void wait_until_ready(const event_handle& ready) {
-    const relaxed_capture_mode_guard relaxed; // a global capture may be running on this thread
-    check(cudaEventSynchronize(ready.get()), "cudaEventSynchronize");
   }
 
   std::byte* new_slab(std::size_t size, std::size_t requested) {
@@ -382,11 +339,10 @@ private:
   cudaMemPool_t source_ = nullptr;
   stream_handle stream_; // never captures: slabs are taken on it
   slab_map slabs_;       // base -> slab
-  std::map<std::size_t, std::deque<free_block>> free_blocks_; // per size class, first in first out
+  free_blocks free_;     // first in first out per size class
   // Blocks held by buffers: found by address (pin, unpin, and give_back while any exists),
   // never walked in order except to count them on release.
   std::unordered_map<void*, pinned_block> pinned_;
-  ready_event awaited_; // the event take() waited for last: free blocks given back before it
   std::byte* bump_next_ = nullptr; // the current small slab's next byte
   std::size_t bump_left_ = 0;
   nvtx_regions::heap bump_heap_ = nullptr;

@@ -23,15 +23,18 @@ struct buffer_access;
 /// A pin on one block of a pool: keeps the block (and the pool's core) alive.
 class pool_lease {
 public:
+  /// Pins `block` (of size_class `bytes`) in `core`.
   pool_lease(std::shared_ptr<pool_core> core, void* block, std::size_t bytes)
       : core_(std::move(core)), block_(block) {
     core_->pin(block_, bytes);
     core_->add_buffer();
   }
+  /// Not copyable, not movable: shared through the buffer's std::shared_ptr.
   pool_lease(const pool_lease&) = delete;
   pool_lease& operator=(const pool_lease&) = delete;
   pool_lease(pool_lease&&) = delete;
   pool_lease& operator=(pool_lease&&) = delete;
+  /// Unpins the block (see pool_core::unpin).
   ~pool_lease() {
     core_->remove_buffer();
     core_->unpin(block_);
@@ -51,15 +54,21 @@ private:
 template <class T>
 class buffer {
 public:
+  /// The type of the elements.
   using element_type = T;
 
   /// An empty buffer (no memory).
   constexpr buffer() noexcept = default;
 
+  /// The first element, in device memory (nullptr when empty).
   [[nodiscard]] T* data() const noexcept { return data_.get(); }
+  /// The number of elements.
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  /// The number of bytes of the elements.
   [[nodiscard]] std::size_t size_bytes() const noexcept { return size_ * sizeof(T); }
+  /// Whether the buffer has no elements.
   [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
+  /// Whether the buffer holds memory.
   [[nodiscard]] explicit operator bool() const noexcept { return data_ != nullptr; }
   /// The elements, as a span of device memory (dereference it only in device code).
   [[nodiscard]] std::span<T> span() const noexcept { return {data_.get(), size_}; }
@@ -84,6 +93,7 @@ private:
 namespace detail {
 /// For the pool policies: a buffer over a block of `core`.
 struct buffer_access {
+  /// A buffer of `count` objects at `block`, a block of size class `bytes` of `core`.
   template <class T>
   static buffer<T> make(std::shared_ptr<pool_core> core, T* block, std::size_t count,
                         std::size_t bytes) {

@@ -94,7 +94,8 @@ struct body {
 
   /// Ends the body's capture and checks what it captured (the parent's capture goes on).
   template <class Lifecycle>
-  void end(Lifecycle& /*graph*/, cudaStream_t stream) {
+  void end(Lifecycle& lifecycle, cudaStream_t stream) {
+    forget(lifecycle, stream);
     detail::graph_handle ended;
     const cudaError_t status = detail::capture::end(stream, ended);
     if (status != cudaSuccess) [[unlikely]] {
@@ -112,8 +113,18 @@ struct body {
 
   /// Abandons the body's capture only: the parent scope discards the rest.
   template <class Lifecycle>
-  void abandon(Lifecycle& /*graph*/, cudaStream_t stream) noexcept {
+  void abandon(Lifecycle& lifecycle, cudaStream_t stream) noexcept {
+    forget(lifecycle, stream);
     detail::abandon_into_existing_graph(stream);
+  }
+
+private:
+  /// The pool reuses a block freed on the body's stream only within the body.
+  template <class Lifecycle>
+  static void forget(Lifecycle& lifecycle, cudaStream_t stream) noexcept {
+    if constexpr (requires { lifecycle.pool_.forget_stream(stream); }) {
+      lifecycle.pool_.forget_stream(stream);
+    }
   }
 };
 

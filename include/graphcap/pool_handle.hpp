@@ -19,6 +19,7 @@ namespace detail {
 struct pool_handle_access;
 } // namespace detail
 
+/// A shared reference to a pool: graphs given the same handle draw from the same slabs.
 class pool_handle {
 public:
   /// A handle to a new, empty pool.
@@ -27,6 +28,7 @@ public:
   /// What the pool holds now.
   [[nodiscard]] const pool_statistics& statistics() const noexcept { return core_->statistics(); }
 
+  /// Whether both handles refer to the same pool.
   friend bool operator==(const pool_handle&, const pool_handle&) = default;
 
 private:
@@ -44,9 +46,11 @@ namespace detail {
 
 /// For the pool policies: the core behind a handle, and a handle for a core.
 struct pool_handle_access {
+  /// The core behind `handle`.
   static const std::shared_ptr<detail::pool_core>& core(const pool_handle& handle) noexcept {
     return handle.core_;
   }
+  /// A handle for `core`.
   static pool_handle make(std::shared_ptr<detail::pool_core> core) noexcept {
     return pool_handle{std::move(core)};
   }

@@ -8,9 +8,11 @@
 #include <cuda_double/control.hpp>
 
 #include <cstddef>
+#include <limits>
 #include <map>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace gc = graphcap;
@@ -216,4 +218,55 @@ TEST_CASE("a driver function is looked up at its first use, once, whichever thre
   CHECK(driver.graph_get_nodes.require(gc::detail::graphcap_needs) == seen[0]);
   CHECK(cuda_double::calls("cudaGetDriverEntryPointByVersion") == lookups); // kept
   CHECK(driver.graph_node_get_type.cached() == nullptr); // only the function used is resolved
+}
+
+TEST_CASE("an allocation whose size overflows makes no CUDA call and leaves the capture going") {
+  cuda_double::reset();
+  gctest::stream stream;
+  const std::size_t overflows = std::numeric_limits<std::size_t>::max() / sizeof(double) + 1;
+  const auto refused_then_allocate = [&](auto& graph) {
+    using graph_type = std::remove_reference_t<decltype(graph)>;
+    graph.capture(stream, [&](typename graph_type::scope& cap) {
+      cuda_double::clear_call_counts();
+      CHECK_THROWS_AS(cap.template allocate<double>(overflows), gc::out_of_memory_error);
+      CHECK(cuda_double::call_counts().empty());       // refused before cudaMallocAsync
+      auto* block = cap.template allocate<double>(64); // the capture goes on
+      CUDA_REQUIRE(cudaMemsetAsync(block, 0, 64 * sizeof(double), cap.stream()));
+      cap.deallocate(block);
+    });
+    CHECK(graph.node_count() >= 1);
+  };
+  gc::graph pooled;
+  refused_then_allocate(pooled);
+  CHECK(pooled.pool_statistics().blocks_in_use == 1);
+  gc::graph_with<gc::pool::graph_memory_nodes> memory_nodes;
+  refused_then_allocate(memory_nodes);
+  CHECK(memory_nodes.node_count() == 3); // alloc, memset, free: nothing of the refused request
+}
+
+TEST_CASE("a recapture waits for the graph's last replay once, not once per block") {
+  cuda_double::reset();
+  gctest::stream stream;
+  gc::graph graph;
+  std::vector<float*> blocks;
+  const auto work = [&](gc::graph::scope& cap) {
+    blocks.clear();
+    for (int i = 0; i < 100; ++i) {
+      blocks.push_back(cap.allocate<float>(256));
+    }
+    CUDA_REQUIRE(cudaMemsetAsync(blocks.back(), 0, 256 * sizeof(float), cap.stream()));
+  };
+  graph.capture(stream, work);
+  const std::vector<float*> first = blocks;
+  for (int recapture = 0; recapture < 2; ++recapture) {
+    INFO("recapture " << recapture);
+    graph.replay(stream);
+    cuda_double::clear_call_counts();
+    graph.recapture(stream, work);
+    // The blocks came back together, marked with the graph's completion marker: one wait covers
+    // them all. Each recapture waits again: its blocks were given back after the last wait.
+    CHECK(cuda_double::call_counts().at("cudaEventSynchronize") == 1);
+    CHECK(blocks == first);
+  }
+  stream.synchronize();
 }

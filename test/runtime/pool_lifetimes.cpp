@@ -310,3 +310,32 @@ TEST_CASE(
     CHECK(result == filled(2)); // private pools: any order is right
   }
 }
+
+TEST_CASE("a buffer made from a block freed earlier in the capture pins that block") {
+  gctest::stream stream;
+  gc::graph graph;
+  gc::buffer<unsigned char> kept;
+  unsigned char* temporary = nullptr;
+  graph.capture([&](gc::graph::scope& cap) {
+    temporary = cap.allocate<unsigned char>(bytes);
+    CUDA_REQUIRE(cudaMemsetAsync(temporary, 1, bytes, cap.stream()));
+    cap.deallocate(temporary);
+    kept = cap.make_buffer<unsigned char>(bytes); // the freed block, reused on this stream
+    REQUIRE(kept.data() == temporary);
+    CUDA_REQUIRE(cudaMemsetAsync(kept.data(), 4, bytes, cap.stream()));
+    CHECK_THROWS_AS(cap.deallocate(kept.data()), gc::error); // pinned now
+    auto* other = cap.allocate<unsigned char>(bytes);        // not the buffer's block again
+    CHECK(other != kept.data());
+    CUDA_REQUIRE(cudaMemsetAsync(other, 0, bytes, cap.stream()));
+  });
+  CHECK(graph.pool_statistics().blocks_in_use == 2);
+  graph.replay(stream);
+  stream.synchronize();
+  graph.reset();
+  const gc::pool_statistics after_reset = graph.pool_statistics();
+  CHECK(after_reset.blocks_in_use == 1); // the buffer's block outlives the graph's reset
+  CHECK(after_reset.in_use_bytes == bytes);
+  CHECK(read_back(kept.data()) == filled(4));
+  kept.reset();
+  CHECK(graph.pool_statistics().reserved_bytes == 0);
+}

@@ -5,6 +5,9 @@
 #include "catch.hpp"
 #include "cuda_helpers.hpp"
 
+#include <cstdint>
+#include <limits>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -247,4 +250,205 @@ TEST_CASE("deallocate() of a pointer the capture did not allocate is an error") 
   int local = 0;
   CHECK_THROWS_AS(graph.capture([&](gc::graph::scope& cap) { cap.deallocate(&local); }), gc::error);
   CHECK(graph.empty());
+}
+
+TEST_CASE("a hundred thousand allocations and deallocations in one capture: reuse, recapture") {
+  // Every deallocate() looks its block up among all the blocks the capture holds. With a lookup
+  // linear in them this capture took minutes (about 10^10 comparisons) and CTest's timeout
+  // failed it; with the index it takes well under a second. No time is asserted: the checks are
+  // the pool's behaviour at this scale.
+  constexpr std::size_t count = 100'000;
+  constexpr std::size_t floats = 128; // 512 bytes: the smallest size class
+  gctest::stream stream;
+  gc::graph graph;
+  const auto work = [&](std::vector<float*>& first, std::vector<float*>& again) {
+    return [&first, &again](gc::graph::scope& cap) {
+      first.assign(count, nullptr);
+      again.assign(count, nullptr);
+      for (float*& block : first) {
+        block = cap.allocate<float>(floats);
+      }
+      for (std::size_t i = count; i-- > 0;) { // the last block first: the stack of freed blocks
+        cap.deallocate(first[i]);             // then hands out first[0] first
+      }
+      for (float*& block : again) {
+        block = cap.allocate<float>(floats); // a freed block of this stream and size class
+      }
+    };
+  };
+  std::vector<float*> first;
+  std::vector<float*> again;
+  graph.capture(stream, work(first, again));
+  CHECK(again == first);
+  CHECK(std::set<float*>(first.begin(), first.end()).size() == count);
+  const gc::pool_statistics held = graph.pool_statistics();
+  CHECK(held.blocks_in_use == count);
+  CHECK(held.in_use_bytes == count * 512);
+  CHECK(held.slabs == (count * 512 + (std::size_t{2} << 20) - 1) / (std::size_t{2} << 20));
+  // A recapture gives every block back in allocation order: the same sequence gets the same
+  // addresses, and the pool does not grow.
+  std::vector<float*> first_again;
+  std::vector<float*> again_again;
+  graph.recapture(stream, work(first_again, again_again));
+  CHECK(first_again == first);
+  CHECK(again_again == again);
+  CHECK(graph.pool_statistics().slabs == held.slabs);
+  CHECK(graph.pool_statistics().blocks_in_use == count);
+  graph.replay(stream);
+  stream.synchronize();
+  graph.reset();
+  CHECK(graph.pool_statistics().reserved_bytes == 0);
+}
+
+TEST_CASE("a hundred thousand graph memory nodes allocated and freed in one capture") {
+  // deallocate() finds the block among those the capture allocated (to free on reset what it
+  // did not free): with a linear search (std::erase over them) this capture was quadratic too.
+  constexpr std::size_t count = 100'000;
+  gctest::stream stream;
+  gc::graph_with<gc::pool::graph_memory_nodes> graph{gc::keep_graph};
+  std::vector<float*> blocks(count);
+  graph.capture(stream, [&](auto& cap) {
+    for (float*& block : blocks) {
+      block = cap.template allocate<float>(64);
+    }
+    for (std::size_t i = count; i-- > 0;) {
+      cap.deallocate(blocks[i]);
+    }
+  });
+  CHECK(graph.node_count() == 2 * count);
+  CHECK(std::set<float*>(blocks.begin(), blocks.end()).size() == count);
+}
+
+TEST_CASE("the held-block index finds each of 100000 pool-like blocks in a few probes") {
+  // The index behind deallocate() (detail/held_blocks.hpp): what makes a capture of N
+  // allocations cost O(N) is that a block is found in a constant number of probes. Blocks like a
+  // pool's: 512-byte blocks of 2 MiB slabs at scattered bases, and 2 MiB blocks, all aligned, which
+  // a hash of the low address bits would pile onto a few slots.
+  gc::detail::held_blocks held;
+  std::vector<void*> addresses;
+  const std::uintptr_t base = std::uintptr_t{0x7f3a} << 32;
+  const std::size_t slab = std::size_t{2} << 20;
+  for (std::size_t s = 0; addresses.size() < 90'000; ++s) {
+    const std::uintptr_t slab_base = base + s * 3 * slab + (s % 5) * 64 * slab;
+    for (std::size_t offset = 0; offset < slab && addresses.size() < 90'000; offset += 512) {
+      addresses.push_back(reinterpret_cast<void*>(slab_base + offset));
+    }
+  }
+  for (std::size_t i = 0; i < 10'000; ++i) { // large blocks, each a slab of its own
+    addresses.push_back(reinterpret_cast<void*>(base + (std::uintptr_t{1} << 40) + i * slab));
+  }
+  std::size_t misplaced = 0; // blocks added, found or kept at another position than their own
+  for (std::size_t i = 0; i < addresses.size(); ++i) {
+    held.reserve_one();
+    misplaced += held.add(addresses[i], i) != i ? 1 : 0;
+  }
+  REQUIRE(held.size() == 100'000);
+  for (std::size_t i = 0; i < addresses.size(); ++i) {
+    misplaced += held.find(addresses[i]) != i || held[i].size != i ? 1 : 0;
+  }
+  CHECK(misplaced == 0);
+  CHECK(held.find(static_cast<char*>(addresses[7]) + 256) == gc::detail::held_blocks::npos);
+  CHECK(held.find(nullptr) == gc::detail::held_blocks::npos);
+  const auto index = held.statistics();
+  INFO("slots " << index.slots << ", longest probe " << index.longest << ", total displacement "
+                << index.displacement);
+  CHECK(index.slots >= 2 * held.size());    // at most half full
+  CHECK(index.slots <= 8 * held.size());    // and not much larger
+  CHECK(index.displacement <= held.size()); // on average at most one slot past the home slot
+  CHECK(index.longest <= 64);
+
+  // Removing by a filter keeps the order of the rest and rebuilds the index.
+  held.erase_if([](const gc::detail::held_block& block) { return block.size % 2 == 1; });
+  REQUIRE(held.size() == 50'000);
+  for (std::size_t i = 0; i < addresses.size(); ++i) {
+    const std::size_t expected = i % 2 == 0 ? i / 2 : gc::detail::held_blocks::npos;
+    misplaced += held.find(addresses[i]) != expected ? 1 : 0;
+  }
+  CHECK(misplaced == 0);
+  held.clear();
+  CHECK(held.empty());
+  CHECK(held.find(addresses[0]) == gc::detail::held_blocks::npos);
+}
+
+namespace {
+
+/// Captures into `graph` a block of 16 floats, then a request of `count` floats; the request must
+/// fail with out_of_memory_error saying that its size overflows size_t, and the capture must be
+/// abandoned cleanly: no stream capturing, no CUDA error left, the block given back, the graph
+/// empty and able to capture and replay again.
+template <class Graph, class Request>
+void require_overflow_refused(const char* name, Graph& graph, cudaStream_t stream,
+                              std::size_t count, Request request) {
+  INFO(name << ", a request of " << count << " floats");
+  bool requested = false;
+  try {
+    graph.capture(stream, [&](typename Graph::scope& cap) {
+      float* first = cap.template allocate<float>(16);
+      CUDA_REQUIRE(cudaMemsetAsync(first, 0, 16 * sizeof(float), cap.stream()));
+      requested = true;
+      request(cap, count);
+      FAIL("a request of " << count << " floats was granted");
+    });
+  } catch (const gc::out_of_memory_error& failure) {
+    INFO(failure.what());
+    CHECK(requested);
+    CHECK(failure.code() == cudaErrorMemoryAllocation);
+    CHECK_THAT(std::string(failure.what()), gctest::contains("overflows size_t"));
+  }
+  CHECK(graph.empty());
+  CHECK_FALSE(gctest::capturing(stream));
+  gctest::require_no_last_error();
+  if constexpr (Graph::pool_type::has_handle) {
+    CHECK(graph.pool_statistics().blocks_in_use == 0);
+  }
+  // The same graph captures and replays again.
+  std::vector<unsigned char> host(bytes, 0);
+  graph.capture(stream, [&](typename Graph::scope& cap) {
+    auto* block = cap.template allocate<unsigned char>(bytes);
+    CUDA_REQUIRE(cudaMemsetAsync(block, 5, bytes, cap.stream()));
+    CUDA_REQUIRE(cudaMemcpyAsync(host.data(), block, bytes, cudaMemcpyDeviceToHost, cap.stream()));
+    cap.deallocate(block);
+  });
+  graph.replay(stream);
+  CUDA_REQUIRE(cudaStreamSynchronize(stream));
+  CHECK(host == std::vector<unsigned char>(bytes, 5));
+  graph.reset();
+}
+
+} // namespace
+
+TEST_CASE("an element count whose size overflows size_t is refused, and the graph recovers") {
+  // (max / 4 + 2) floats are 2^64 + 4 bytes: unchecked, the product wraps to a 4-byte request
+  // that would succeed. A negative count converted to size_t overflows too.
+  const std::size_t wraps_to_four = std::numeric_limits<std::size_t>::max() / sizeof(float) + 2;
+  const std::size_t negative = static_cast<std::size_t>(-1);
+  const auto allocate = [](auto& cap, std::size_t count) {
+    static_cast<void>(cap.template allocate<float>(count));
+  };
+  const auto make_buffer = [](auto& cap, std::size_t count) {
+    static_cast<void>(cap.template make_buffer<float>(count));
+  };
+  gctest::stream stream;
+  gctest::memory_pool memory_pool;
+  {
+    const auto pool = gc::graph_pool_handle();
+    gc::graph private_graph;
+    gc::graph_with<gc::pool::shared> shared_graph{pool};
+    gc::graph_with<gc::pool::user> user_graph{memory_pool};
+    gc::graph_with<gc::pool::graph_memory_nodes> nodes_graph;
+    for (const std::size_t count : {wraps_to_four, negative}) {
+      require_overflow_refused("private_pool, allocate", private_graph, stream, count, allocate);
+      require_overflow_refused("private_pool, make_buffer", private_graph, stream, count,
+                               make_buffer);
+      require_overflow_refused("shared, allocate", shared_graph, stream, count, allocate);
+      require_overflow_refused("shared, make_buffer", shared_graph, stream, count, make_buffer);
+      CHECK(pool.statistics().blocks_in_use == 0);
+      require_overflow_refused("user, allocate", user_graph, stream, count, allocate);
+      require_overflow_refused("user, make_buffer", user_graph, stream, count, make_buffer);
+      require_overflow_refused("graph_memory_nodes, allocate", nodes_graph, stream, count,
+                               allocate);
+    }
+  }
+  CUDA_REQUIRE(cudaStreamSynchronize(stream));
+  memory_pool.destroy();
 }

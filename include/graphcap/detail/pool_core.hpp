@@ -19,6 +19,11 @@
 //    released private pool once its last block is free);
 //  - memory comes from the device's current memory pool, or from a user's cudaMemPool_t.
 //
+// Cost per block: take() and give_back() are O(1) in the free blocks (detail/free_blocks.hpp: a
+// queue per size class) and O(log) in the size classes that have free blocks and in the slabs (a
+// block's slab is found by address); pin() and unpin() are O(1) on average (a hash map by
+// address), and give_back() looks a block up there only while some buffer is alive.
+//
 // A core is shared (std::shared_ptr) by every graph of a shared pool, by every pool_handle and by
 // every buffer. It is not internally synchronized: graphs sharing a pool must not capture
 // concurrently, and a buffer must not be dropped while its pool's graph captures or resets on
@@ -27,6 +32,7 @@
 
 #include <graphcap/detail/capture_mode_guard.hpp>
 #include <graphcap/detail/cuda_check.hpp>
+#include <graphcap/detail/free_blocks.hpp>
 #include <graphcap/detail/nvtx_regions.hpp>
 #include <graphcap/detail/unique_handle.hpp>
 #include <graphcap/error.hpp>
@@ -37,9 +43,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <iterator>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -48,15 +54,15 @@ namespace graphcap {
 
 namespace detail {
 
-/// An event that says when the device is done with a block: the last replay of the graph that
-/// gave it back. Shared by every block given back at once.
-using ready_event = std::shared_ptr<const event_handle>;
-
+/// Slabs of device memory and the blocks carved from them (see the top of this file).
 class pool_core {
 public:
+  /// The step of the small size classes.
   static constexpr std::size_t small_granule = 512;
-  static constexpr std::size_t small_limit = std::size_t{1} << 20; // 1 MiB
-  static constexpr std::size_t slab_size = std::size_t{2} << 20;   // 2 MiB
+  /// The largest small size class (1 MiB): larger requests get a slab of their own.
+  static constexpr std::size_t small_limit = std::size_t{1} << 20;
+  /// The size of a small slab (2 MiB), and the step of the large size classes.
+  static constexpr std::size_t slab_size = std::size_t{2} << 20;
 
   /// The size class of a request: what a block for `bytes` really occupies.
   static constexpr std::size_t size_class(std::size_t bytes) noexcept {
@@ -67,10 +73,12 @@ public:
 
   /// A core drawing slabs from `source` (nullptr: the current device's current memory pool).
   explicit pool_core(cudaMemPool_t source = nullptr) noexcept : source_(source) {}
+  /// Not copyable, not movable: shared through std::shared_ptr.
   pool_core(const pool_core&) = delete;
   pool_core& operator=(const pool_core&) = delete;
   pool_core(pool_core&&) = delete;
   pool_core& operator=(pool_core&&) = delete;
+  /// Frees every slab, pinned ones too (their buffers are gone: each holds the core).
   ~pool_core() {
     release_slabs();
     for (const auto& [base, slab] : slabs_) { // slabs pinned by buffers that are gone too
@@ -79,21 +87,16 @@ public:
   }
 
   /// A block of size_class(bytes) bytes: a free block of that class if there is one (no CUDA
-  /// call unless the graph that gave it back may still be replaying: then its event is awaited),
-  /// else carved from the current small slab, else a new slab.
+  /// call unless the graph that gave it back may still be replaying: then its event is awaited,
+  /// once for all the blocks it gave back together), else carved from the current small slab,
+  /// else a new slab. O(log) in the size classes that have free blocks, O(1) in the blocks.
   [[nodiscard]] void* take(std::size_t bytes) {
     const std::size_t size = size_class(bytes);
-    // The first block given back of this class (lower_bound: equal keys keep insertion order),
-    // so that a recapture gets its previous blocks in the same order.
-    if (auto free = free_blocks_.lower_bound(size);
-        free != free_blocks_.end() && free->first == size) {
-      if (free->second.ready) {
-        wait_until_ready(*free->second.ready);
-      }
-      const free_block entry = std::move(free->second);
-      free_blocks_.erase(free);
-      note_taken(entry.address, size, entry.heap, entry.registered);
-      return entry.address;
+    // The first block given back of this class, so that a recapture gets its previous blocks in
+    // the same order.
+    if (const std::optional<free_block> free = free_.take(size)) {
+      note_taken(free->address, size, free->heap, free->registered);
+      return free->address;
     }
     void* block = nullptr;
     nvtx_regions::heap heap = nullptr;
@@ -121,14 +124,16 @@ public:
   /// memory checkers keep it valid.
   void give_back(void* block, std::size_t bytes, ready_event ready = nullptr,
                  bool still_used = false) {
-    if (auto pinned = pinned_.find(block); pinned != pinned_.end()) {
-      pinned->second.returned = true;
-      pinned->second.ready = std::move(ready);
-      return;
+    if (!pinned_.empty()) { // no buffer alive (the usual case): no lookup per block
+      if (auto pinned = pinned_.find(block); pinned != pinned_.end()) {
+        pinned->second.returned = true;
+        pinned->second.ready = std::move(ready);
+        return;
+      }
     }
     const std::size_t size = size_class(bytes);
     const nvtx_regions::heap heap = slab_of(block).heap;
-    free_blocks_.emplace(size, free_block{block, std::move(ready), heap, still_used});
+    free_.add(size, free_block{block, std::move(ready), heap, still_used});
     note_given_back(block, size, still_used ? nullptr : heap);
   }
 
@@ -163,7 +168,7 @@ public:
         slabs_.erase(slab);
       }
     } else if (pinned.returned) {
-      free_blocks_.emplace(pinned.bytes, free_block{block, pinned.ready, pinned.heap, false});
+      free_.add(pinned.bytes, free_block{block, pinned.ready, pinned.heap, false});
       note_given_back(block, pinned.bytes, pinned.heap);
     }
   }
@@ -184,7 +189,7 @@ public:
         ++slab;
       }
     }
-    free_blocks_.clear();
+    free_.clear();
     bump_next_ = nullptr;
     bump_left_ = 0;
     bump_heap_ = nullptr;
@@ -212,7 +217,9 @@ public:
 
   /// Owning buffers alive on this core (each holds a reference to it).
   [[nodiscard]] std::size_t buffers() const noexcept { return buffers_; }
+  /// A buffer of this core was made.
   void add_buffer() noexcept { ++buffers_; }
+  /// A buffer of this core is gone.
   void remove_buffer() noexcept { --buffers_; }
 
   /// Calls f(base, bytes) for each slab.
@@ -223,7 +230,9 @@ public:
     }
   }
 
+  /// What the core holds now.
   [[nodiscard]] const pool_statistics& statistics() const noexcept { return stats_; }
+  /// The user's memory pool the slabs come from (nullptr: the device's current pool).
   [[nodiscard]] cudaMemPool_t source() const noexcept { return source_; }
 
 private:
@@ -232,12 +241,6 @@ private:
     nvtx_regions::heap heap = nullptr; // null when no memory checker is attached
     std::size_t pins = 0;              // blocks of this slab held by buffers
     bool orphaned = false;             // released by its pool; kept only for its pinned blocks
-  };
-  struct free_block {
-    void* address;
-    ready_event ready; // null: free for the device already
-    nvtx_regions::heap heap;
-    bool registered; // still a valid region for memory checkers (see give_back)
   };
   struct pinned_block {
     std::size_t bytes;
@@ -267,11 +270,6 @@ private:
     stats_.in_use_bytes -= size;
     --stats_.blocks_in_use;
     nvtx_regions::mark_freed(heap, block);
-  }
-
-  static void wait_until_ready(const event_handle& ready) {
-    const relaxed_capture_mode_guard relaxed; // a global capture may be running on this thread
-    check(cudaEventSynchronize(ready.get()), "cudaEventSynchronize");
   }
 
   std::byte* new_slab(std::size_t size, std::size_t requested) {
@@ -339,11 +337,13 @@ private:
   }
 
   cudaMemPool_t source_ = nullptr;
-  stream_handle stream_;                               // never captures: slabs are taken on it
-  slab_map slabs_;                                     // base -> slab
-  std::multimap<std::size_t, free_block> free_blocks_; // size class -> free block
-  std::unordered_map<void*, pinned_block> pinned_;     // blocks held by buffers
-  std::byte* bump_next_ = nullptr;                     // the current small slab's next byte
+  stream_handle stream_; // never captures: slabs are taken on it
+  slab_map slabs_;       // base -> slab
+  free_blocks free_;     // first in first out per size class
+  // Blocks held by buffers: found by address (pin, unpin, and give_back while any exists),
+  // never walked in order except to count them on release.
+  std::unordered_map<void*, pinned_block> pinned_;
+  std::byte* bump_next_ = nullptr; // the current small slab's next byte
   std::size_t bump_left_ = 0;
   nvtx_regions::heap bump_heap_ = nullptr;
   std::size_t buffers_ = 0;

@@ -12,12 +12,12 @@
 #include <graphcap/detail/allocation_size.hpp>
 #include <graphcap/detail/capture_mode_guard.hpp>
 #include <graphcap/detail/cuda_check.hpp>
+#include <graphcap/detail/held_blocks.hpp>
 #include <graphcap/detail/hooks.hpp>
 #include <graphcap/detail/pool_core.hpp>
 #include <graphcap/error.hpp>
 #include <graphcap/pool_handle.hpp>
 
-#include <algorithm>
 #include <cstddef>
 #include <map>
 #include <memory>
@@ -33,18 +33,26 @@ namespace detail {
 template <bool Shared>
 class slab_pool : public no_hooks<pool_category> {
 public:
+  /// scope::allocate() and make_buffer() exist.
   static constexpr bool can_allocate = true;
+  /// pool() hands out a pool_handle.
   static constexpr bool has_handle = true;
+  /// No flag: the graph's memory is the pool's, not memory nodes.
   static constexpr unsigned long long instantiate_flags = 0;
   /// Nodes the policy adds to each capture (the completion marker), not counted by node_count().
   static constexpr std::size_t marker_nodes = 1;
 
+  /// A pool of its own, made at the first allocation or handle().
   slab_pool() noexcept = default;
+  /// The pool behind `handle`.
   explicit slab_pool(const pool_handle& handle) noexcept
       : core_(pool_handle_access::core(handle)) {}
+  /// A pool of its own whose slabs come from `source`.
   explicit slab_pool(cudaMemPool_t source) : core_(std::make_shared<pool_core>(source)) {}
 
+  /// Takes over the other policy's pool and blocks.
   slab_pool(slab_pool&& other) noexcept = default;
+  /// Gives its own blocks back (on_reset), then takes over the other policy's.
   slab_pool& operator=(slab_pool&& other) noexcept {
     if (this != &other) {
       on_reset();
@@ -58,28 +66,26 @@ public:
   }
   slab_pool(const slab_pool&) = delete;
   slab_pool& operator=(const slab_pool&) = delete;
+  /// Gives every block back (on_reset).
   ~slab_pool() { on_reset(); }
 
   /// `count` objects of T on `stream`. A block freed earlier in this capture on the same stream
   /// is reused (stream order makes that safe); otherwise the core hands out a block.
   template <class T>
   [[nodiscard]] T* allocate(std::size_t count, cudaStream_t stream) {
-    return static_cast<T*>(take(allocation_bytes<T>(count), stream));
+    return static_cast<T*>(held_[take(allocation_bytes<T>(count), stream)].address);
   }
 
   /// `count` objects of T on `stream` in a block that an owning buffer holds: it outlives the
   /// graph for as long as a copy of the buffer lives.
   template <class T>
   [[nodiscard]] buffer<T> make_buffer(std::size_t count, cudaStream_t stream) {
-    T* block = allocate<T>(count, stream);
-    const auto held = std::find_if(held_.begin(), held_.end(), [&](const held_block& entry) {
-      return entry.address == block && !entry.freed;
-    });
-    held->pinned = true;
+    held_block& held = held_[take(allocation_bytes<T>(count), stream)];
+    held.pinned = true;
     try {
-      return buffer_access::make<T>(core_, block, count, held->size);
+      return buffer_access::make<T>(core_, static_cast<T*>(held.address), count, held.size);
     } catch (...) {
-      held->pinned = false; // the block stays the graph's, like allocate()'s
+      held.pinned = false; // the block stays the graph's, like allocate()'s
       throw;
     }
   }
@@ -87,23 +93,30 @@ public:
   /// Gives back a block allocated in this capture. Later allocations of the same size class on
   /// the same stream in this capture reuse it; the graph keeps it until reset.
   void deallocate(const void* block, cudaStream_t stream) {
-    const auto held = std::find_if(held_.begin(), held_.end(), [&](const held_block& entry) {
-      return entry.address == block && !entry.freed;
-    });
-    if (held == held_.end()) {
+    const std::size_t position = held_.find(block);
+    if (position == held_blocks::npos || held_[position].freed) {
       throw error("graphcap: deallocate() was given a pointer that this capture did not "
                   "allocate (or that was already deallocated)");
     }
-    if (held->pinned) {
+    held_block& held = held_[position];
+    if (held.pinned) {
       throw error("graphcap: deallocate() was given the memory of a graphcap::buffer; a buffer "
                   "gives its memory back when its last copy is dropped (buffer::reset())");
     }
-    held->freed = true;
-    freed_[{stream, held->size}].push_back(held->address);
+    freed_[{stream, held.size}].push_back(position); // may throw: the block is not freed yet
+    held.freed = true;
+  }
+
+  /// A stream whose capture has ended (a conditional body's own stream, destroyed next): what
+  /// was freed on it is not handed to later work on a stream that gets the same handle, which
+  /// stream order would not protect. The blocks stay the graph's until reset.
+  void forget_stream(cudaStream_t stream) noexcept {
+    std::erase_if(freed_, [stream](const auto& entry) { return entry.first.first == stream; });
   }
 
   // -- hooks ---------------------------------------------------------------------------------
 
+  /// The capture succeeded: a shared pool's blocks freed during it go back to the pool.
   void after_capture_end(cudaGraph_t /*graph*/) noexcept {
     freed_.clear();
     if constexpr (Shared) {
@@ -111,7 +124,7 @@ public:
       // (replay in capture order, never concurrently) makes that safe.
       marker_recorded_ = false;
       // This graph's replays still use the block, so memory checkers keep it valid.
-      std::erase_if(held_, [this](const held_block& entry) {
+      held_.erase_if([this](const held_block& entry) {
         if (entry.freed) {
           core_->give_back(entry.address, entry.size, nullptr, /*still_used=*/true);
         }
@@ -150,6 +163,7 @@ public:
     }
   }
 
+  /// The capture failed: every block goes back, as on reset.
   void on_capture_abort() noexcept { on_reset(); }
 
   /// Gives every block back, after this graph's last replay (its completion marker): a pool no
@@ -177,18 +191,12 @@ public:
       core_->for_each_slab(std::forward<F>(f));
     }
   }
+  /// What the pool holds (all graphs of a shared pool together).
   [[nodiscard]] pool_statistics statistics() const noexcept {
     return core_ ? core_->statistics() : pool_statistics{};
   }
 
 private:
-  struct held_block {
-    void* address;
-    std::size_t size;
-    bool freed;
-    bool pinned; // held by a buffer too
-  };
-
   void give_back_all(bool may_release) noexcept {
     freed_.clear();
     marker_recorded_ = false;
@@ -206,7 +214,11 @@ private:
     for (const held_block& entry : held_) {
       core_->give_back(entry.address, entry.size, releasing ? nullptr : ready);
     }
-    held_.clear();
+    if (may_release) {
+      held_.release(); // a reset graph holds nothing
+    } else {
+      held_.clear(); // a recapture records as many blocks again
+    }
     if (releasing) {
       core_->release_slabs();
     }
@@ -218,28 +230,27 @@ private:
     }
   }
 
-  void* take(std::size_t bytes, cudaStream_t stream) {
+  /// The position in held_ of a block for `bytes` on `stream`: the block this capture freed
+  /// last on that stream in that size class, or a new one from the core. O(log) in the
+  /// (stream, size class) pairs freed from, amortized O(1) in the blocks held.
+  std::size_t take(std::size_t bytes, cudaStream_t stream) {
     const std::size_t size = pool_core::size_class(bytes);
     if (auto reusable = freed_.find({stream, size});
         reusable != freed_.end() && !reusable->second.empty()) {
-      void* block = reusable->second.back();
+      const std::size_t position = reusable->second.back();
       reusable->second.pop_back();
-      const auto held = std::find_if(held_.begin(), held_.end(), [&](const held_block& entry) {
-        return entry.address == block;
-      });
-      held->freed = false;
-      return block;
+      held_[position].freed = false;
+      return position;
     }
     ensure_core();
-    held_.reserve(held_.size() + 1); // so that the push_back below cannot throw
-    void* block = core_->take(bytes);
-    held_.push_back({block, size, false, false});
-    return block;
+    held_.reserve_one(); // so that add() below cannot throw once the core handed out a block
+    return held_.add(core_->take(bytes), size);
   }
 
   std::shared_ptr<pool_core> core_;
-  std::vector<held_block> held_; // blocks this graph holds until reset
-  std::map<std::pair<cudaStream_t, std::size_t>, std::vector<void*>> freed_; // this capture's
+  held_blocks held_; // blocks this graph holds until reset, in allocation order, by address
+  // This capture's freed blocks (positions in held_) by stream and size class, last freed last.
+  std::map<std::pair<cudaStream_t, std::size_t>, std::vector<std::size_t>> freed_;
   ready_event done_;             // recorded by every replay as it finishes (completion marker)
   bool marker_recorded_ = false; // in the capture in progress
 };

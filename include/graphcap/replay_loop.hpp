@@ -89,6 +89,9 @@ public:
 private:
   /// Builds the unrolled executable for the graph's current executable, once.
   void prepare() {
+    if (graph_->state() == graph_state::captured) {
+      graph_->instantiate(); // keep_graph: instantiated lazily, as its first replay would
+    }
     static_cast<void>(graph_->raw_exec()); // state_error before a capture
     if (built_ && graph_->generation() == built_for_) {
       return;

@@ -533,7 +533,8 @@ void CUPTIAPI take_buffer(CUcontext, std::uint32_t, std::uint8_t* buffer, std::s
   ++activity_seen.buffers;
   CUpti_Activity* record = nullptr;
   while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
-    REQUIRE(record->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    const CUpti_ActivityKind kind = record->kind; // a packed field: Catch cannot bind it
+    REQUIRE(kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     const auto* kernel = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
     activity_seen.kernels.push_back(
         {kernel->name, kernel->start, kernel->end, kernel->graphNodeId, kernel->graphId});

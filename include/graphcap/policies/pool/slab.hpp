@@ -276,6 +276,7 @@ struct shared : detail::slab_pool<true> {
 /// Like private_pool, with slabs drawn from your cudaMemPool_t (`graph_with<pool::user> g{mp};`)
 /// and given back to it on reset. The memory pool must outlive the graph.
 struct user : detail::slab_pool<false> {
+  /// Slabs from `source`, which must outlive the graph.
   explicit user(cudaMemPool_t source) : slab_pool(source) {}
 };
 

@@ -59,7 +59,8 @@ TEST_CASE("replay_loop follows a recapture and keeps the order of iterations") {
   capture_logging(graph, stream, log);
   gc::replay_loop loop{graph, {.max_copies = 3}};
   loop.replay(stream, 7);
-  log.tag = 2; // what the next iterations log: the same host function, the tag read at run time
+  stream.synchronize(); // the host functions read the tag when they run
+  log.tag = 2;          // what the next iterations log: the same host function, another tag
   loop.replay(stream, 2);
   stream.synchronize();
   CHECK(log.entries == std::vector<int>{1, 1, 1, 1, 1, 1, 1, 2, 2});

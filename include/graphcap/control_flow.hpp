@@ -221,6 +221,9 @@ private:
   template <class Body>
   static void capture_body(Scope& cap, cudaGraph_t graph, const char* construct, unsigned index,
                            Body&& body) {
+    if constexpr (requires { cap.lifecycle_of().liveness_.add_body(graph); }) {
+      cap.lifecycle_of().liveness_.add_body(graph); // liveness::check scans the body too
+    }
     body_stream_lease lease = body_stream_lease::take();
     const cudaStream_t stream = lease.stream();
     check_in_capture(cudaStreamBeginCaptureToGraph(stream, graph, nullptr, nullptr, 0, mode),

@@ -246,3 +246,22 @@ TEST_CASE("a condition no conditional node uses: the instantiation error says so
   CHECK(graph.empty());
   CHECK_FALSE(gctest::capturing(stream));
 }
+
+TEST_CASE("liveness::check sees the inputs a conditional body reads") {
+  gctest::stream stream;
+  void* input = nullptr;
+  CUDA_REQUIRE(cudaMalloc(&input, bytes));
+  const gctest::device_buffer<unsigned char> output(bytes);
+  gc::graph_with<gc::liveness::check> graph;
+  graph.capture(stream, [&](auto& cap) {
+    const gc::condition flag = cap.condition(1);
+    cap.if_(flag, [&](cudaStream_t body) {
+      CUDA_REQUIRE(cudaMemcpyAsync(output.get(), input, bytes, cudaMemcpyDeviceToDevice, body));
+    });
+  });
+  CHECK(graph.liveness_policy().input_count() == 2); // the body's source and destination
+  replay_and_wait(graph, stream);
+  CUDA_REQUIRE(cudaFree(input));
+  CHECK_THROWS_WITH(graph.replay(stream), gctest::contains("memcpy source"));
+  stream.synchronize();
+}

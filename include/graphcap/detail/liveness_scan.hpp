@@ -228,12 +228,17 @@ private:
   std::unordered_map<CUfunction, kernel_layout> layouts_;
 };
 
-/// The one pass over a captured graph: its memory allocation nodes become internal ranges (and
-/// inputs declared inside them are dropped), then every node's addresses are recorded.
-inline void liveness_scan_graph(cudaGraph_t graph, liveness_tracking& tracking,
-                                liveness_pointer_query query) {
+/// The one pass over a captured graph and its conditional bodies: its memory allocation nodes
+/// become internal ranges (and inputs declared inside them are dropped), then every node's
+/// addresses are recorded.
+inline void liveness_scan_graph(cudaGraph_t graph, const std::vector<cudaGraph_t>& bodies,
+                                liveness_tracking& tracking, liveness_pointer_query query) {
   std::vector<liveness_node> nodes;
-  liveness_collect_nodes(graph, driver().graph_node_get_type.require(liveness_needs), nodes);
+  const auto node_type = driver().graph_node_get_type.require(liveness_needs);
+  liveness_collect_nodes(graph, node_type, nodes);
+  for (const cudaGraph_t body : bodies) { // conditional bodies: not among the graph's nodes
+    liveness_collect_nodes(body, node_type, nodes);
+  }
   for (const liveness_node& node : nodes) {
     if (node.type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
       cudaMemAllocNodeParams params{};

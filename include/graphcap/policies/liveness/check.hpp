@@ -88,7 +88,7 @@ public:
   /// The one pass over the captured graph (detail::liveness_scan_graph), then the declared
   /// inputs are checked and the replay's watch list is built.
   void after_capture_end(cudaGraph_t graph) {
-    detail::liveness_scan_graph(graph, tracking_, query_);
+    detail::liveness_scan_graph(graph, bodies_, tracking_, query_);
     resolve_declared_inputs();
     captured_ = true;
     rebuild_watch_list();
@@ -113,6 +113,10 @@ public:
       }
     }
   }
+
+  /// A conditional body of the capture in progress (<graphcap/control_flow.hpp> tells): its nodes
+  /// are scanned with the graph's, since CUDA lists no body among the graph's nodes.
+  void add_body(cudaGraph_t body) { bodies_.push_back(body); }
 
   /// A failed or abandoned capture: drops its tracking (the resolved query stays).
   void on_capture_abort() noexcept { clear(); }
@@ -201,6 +205,7 @@ private:
   }
 
   void clear() noexcept {
+    bodies_.clear();
     tracking_.clear();
     watched_.clear();
     tokens_.clear();
@@ -213,6 +218,7 @@ private:
   detail::liveness_pointer_query query_ = nullptr;
   // The tracking behind them, for the error message and for exclude()/add_input() updates.
   detail::liveness_tracking tracking_;
+  std::vector<cudaGraph_t> bodies_; // the capture's conditional bodies, until its end
   bool captured_ = false;
 };
 

@@ -162,7 +162,7 @@ TEST_CASE("a node a body may not hold ends the capture with a capture_error nami
                         CUDA_REQUIRE(
                             cudaEventRecordWithFlags(timing, body, cudaEventRecordExternal));
                       }),
-                      gctest::contains("body 0 of while_() holds an event record node"));
+                      gctest::contains("body 0 of while_() holds an event_record node"));
   }
   SECTION("a graph memory node (cudaMallocAsync in the body)") {
     CHECK_THROWS_WITH(capture_with_body([&](cudaStream_t body) {
@@ -170,7 +170,7 @@ TEST_CASE("a node a body may not hold ends the capture with a capture_error nami
                         CUDA_REQUIRE(cudaMallocAsync(&block, bytes, body));
                         CUDA_REQUIRE(cudaFreeAsync(block, body));
                       }),
-                      gctest::contains("memory allocation node") &&
+                      gctest::contains("holds a mem_alloc node") &&
                           gctest::contains("allocate from a slab pool"));
   }
   REQUIRE(graph.empty());

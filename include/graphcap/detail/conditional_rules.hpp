@@ -3,6 +3,7 @@
 // abandoned without destroying the body graph, and CUDA's rule for what a body may hold.
 #pragma once
 
+#include <graphcap/annotations/node_type.hpp>
 #include <graphcap/config.hpp>
 #include <graphcap/detail/cuda_check.hpp>
 #include <graphcap/error.hpp>
@@ -69,40 +70,6 @@ inline void abandon_into_existing_graph(cudaStream_t stream) noexcept {
   static_cast<void>(cudaGetLastError());
 }
 
-/// A node type's name, for messages.
-[[nodiscard]] constexpr std::string_view node_type_name(cudaGraphNodeType type) noexcept {
-  switch (type) {
-  case cudaGraphNodeTypeKernel:
-    return "kernel";
-  case cudaGraphNodeTypeMemcpy:
-    return "memcpy";
-  case cudaGraphNodeTypeMemset:
-    return "memset";
-  case cudaGraphNodeTypeHost:
-    return "host";
-  case cudaGraphNodeTypeGraph:
-    return "child graph";
-  case cudaGraphNodeTypeEmpty:
-    return "empty";
-  case cudaGraphNodeTypeWaitEvent:
-    return "event wait";
-  case cudaGraphNodeTypeEventRecord:
-    return "event record";
-  case cudaGraphNodeTypeExtSemaphoreSignal:
-    return "external semaphore signal";
-  case cudaGraphNodeTypeExtSemaphoreWait:
-    return "external semaphore wait";
-  case cudaGraphNodeTypeMemAlloc:
-    return "memory allocation";
-  case cudaGraphNodeTypeMemFree:
-    return "memory free";
-  case cudaGraphNodeTypeConditional:
-    return "conditional";
-  default:
-    return "unknown";
-  }
-}
-
 /// Whether CUDA allows a node of `type` in a conditional body.
 [[nodiscard]] constexpr bool allowed_in_body(cudaGraphNodeType type) noexcept {
   return type == cudaGraphNodeTypeKernel || type == cudaGraphNodeTypeMemcpy ||
@@ -126,7 +93,7 @@ GRAPHCAP_COLD [[noreturn]] inline void refuse_body_node(cudaGraphNodeType type,
   message += std::to_string(index);
   message += " of ";
   message += construct;
-  const std::string_view name = node_type_name(type);
+  const std::string_view name = to_string(type); // the names annotations and traces use
   message += name.front() == 'e' || name.front() == 'u' ? "() holds an " : "() holds a ";
   message.append(name);
   message += " node";

@@ -268,7 +268,47 @@ def goal_lines(rows):
     if worst_marks:
         add("all off <= 1.02x raw: cap.mark() with annot::off, capture",
             f"worst {worst_marks[0]:.3f}x (at {worst_marks[1]} scopes)", worst_marks[0] <= 1.02)
+    step = ratio(rows, "bench_step", "step", "200", "graphcap graph", "raw graph")
+    if step:
+        add("step of 200 kernels: graphcap graph <= 1.02x raw graph",
+            f"{step[0]:.3f}x{interval_text((step[0], '200', step[1], step[2]))}", step[0] <= 1.02)
+    loop_goals(rows, add, worst_ratio, interval_text)
     return lines
+
+
+def loop_goals(rows, add, worst_ratio, interval_text):
+    """The control-flow issue's goals (bench_loops, and PyTorch's loop where it was measured)."""
+    metric = "loop iteration"
+    worst = worst_ratio("bench_loops", metric, "hand-written WHILE", "graphcap WHILE")
+    if worst:
+        add("loops: graphcap WHILE <= 1.02x a hand-written WHILE node (K = 1, 8, 32)",
+            f"worst {worst[0]:.3f}x (at K={worst[1]}){interval_text(worst)}", worst[0] <= 1.02)
+    else:
+        add("loops: graphcap WHILE <= 1.02x a hand-written WHILE node", "not measured", None)
+    for label, slower, faster, goal in [
+        ("loops: WHILE >= 2x faster per iteration than the host flag loop (K=1)",
+         "host flag loop", "graphcap WHILE", 2.0),
+        ("loops: replay(stream, n) >= 1.5x cheaper per iteration than n replays (K=1)",
+         "n x replay()", "replay_loop", 1.5),
+    ]:
+        found = ratio(rows, "bench_loops", metric, "1", slower, faster)
+        if found:
+            add(label, f"{found[0]:.2f}x{interval_text((found[0], '1', found[1], found[2]))}",
+                found[0] >= goal)
+        else:
+            add(label, "not measured", None)
+    ours = value(rows, "bench_loops", metric, "1", "replay_loop")
+    torch_rows = [r for r in rows if r["case"].startswith("bench_pytorch")
+                  and r["metric"] == metric and r["param"] == "1"]
+    if ours and torch_rows:
+        torch_us = torch_rows[0]["median"]
+        add("loops: replay(stream, n) >= 3x cheaper per iteration than PyTorch's "
+            "`for _ in range(n): g.replay()` (K=1)",
+            f"{torch_us / ours:.2f}x ({torch_rows[0]['arm']}: {torch_us:.2f} us)",
+            torch_us / ours >= 3.0)
+    else:
+        add("loops: replay(stream, n) >= 3x cheaper than PyTorch's loop (K=1)", "not measured",
+            None)
 
 
 def metadata(results_dir):

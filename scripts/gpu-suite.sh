@@ -37,6 +37,15 @@ status=$?
 echo "ctest: status $status after ${SECONDS}s"
 grep -E "Failed|Timeout|Exception|\*\*\*" "$out/ctest.log" | head -40
 grep -E "tests passed" "$out/ctest.log"
+# The soak in full (docs/reliability.md): a million replays and 100,000 capture/replay/destroy
+# cycles per configuration; SOAK=0 skips it.
+if [ "${SOAK:-1}" = 1 ] && [ -x "$build/test/soak_tests" ]; then
+  GRAPHCAP_SOAK_SCALE=1 timeout 300 "$build/test/soak_tests" >"$out/soak.log" 2>&1
+  soak=$?
+  grep -E "^soak|passed|failed" "$out/soak.log"
+  echo "soak: status $soak"
+  [ $soak -eq 0 ] || status=1
+fi
 for example in "$build"/examples/example_*; do
   timeout 60 "$example" 2>&1 | tee -a "$out/examples.log"
 done

@@ -13,30 +13,13 @@
 #include "annotation_helpers.hpp"
 #include "catch.hpp"
 #include "cuda_helpers.hpp"
-
-#include <unistd.h>
+#include "host_memory.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdlib>
-#include <fstream>
 #include <string>
-
-#if defined(__SANITIZE_ADDRESS__)
-#define GRAPHCAP_STRESS_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define GRAPHCAP_STRESS_ASAN 1
-#endif
-#endif
-#ifdef GRAPHCAP_STRESS_ASAN
-#if __has_include(<sanitizer/allocator_interface.h>)
-#include <sanitizer/allocator_interface.h>
-#else // GCC installs the runtime without its interface headers
-extern "C" std::size_t __sanitizer_get_current_allocated_bytes();
-#endif
-#endif
 
 namespace gc = graphcap;
 
@@ -48,21 +31,6 @@ double scale() {
   const char* text = std::getenv("GRAPHCAP_STRESS_SCALE");
   const double value = text != nullptr ? std::strtod(text, nullptr) : 1.0;
   return value > 0.0 ? value : 1.0;
-}
-
-/// The process's host memory: the heap bytes in use under AddressSanitizer, else the resident
-/// memory from /proc/self/statm (its second field, in pages).
-std::size_t host_memory_bytes() {
-#ifdef GRAPHCAP_STRESS_ASAN
-  return __sanitizer_get_current_allocated_bytes();
-#else
-  std::ifstream statm{"/proc/self/statm"};
-  std::size_t size_pages = 0;
-  std::size_t resident_pages = 0;
-  statm >> size_pages >> resident_pages;
-  REQUIRE(statm);
-  return resident_pages * static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-#endif
 }
 
 } // namespace
@@ -110,7 +78,7 @@ TEST_CASE("annotated graphs captured, replayed and destroyed leave the registry 
     cycle(i);
   }
   CUDA_REQUIRE(cudaStreamSynchronize(stream));
-  const std::size_t memory_before = host_memory_bytes();
+  const std::size_t memory_before = gcstress::host_memory_bytes();
   for (int i = 0; i < cycles; ++i) {
     cycle(i);
     if (registry.executables() != executables_before) {
@@ -119,7 +87,7 @@ TEST_CASE("annotated graphs captured, replayed and destroyed leave the registry 
     }
   }
   CUDA_REQUIRE(cudaStreamSynchronize(stream));
-  const std::size_t memory_after = host_memory_bytes();
+  const std::size_t memory_after = gcstress::host_memory_bytes();
   const std::size_t grown = memory_after > memory_before ? memory_after - memory_before : 0;
   INFO(cycles << " cycles: host memory grew by " << grown << " bytes");
   CHECK(grown < std::size_t{1} << 20);

@@ -2,7 +2,8 @@
 // graph, for each policy switched on alone, and for all of them together,
 //  - one graph replayed one million times, and
 //  - 100,000 cycles of capture, replay and destruction of a new graph,
-// after which the process's host memory (resident set) and the device's memory in use may have
+// after which the process's host memory (its resident set; under AddressSanitizer the heap in
+// use) and the device's memory in use may have
 // grown by less than 1 MiB since the end of a warm-up. GRAPHCAP_SOAK_SCALE multiplies both
 // counts: 1 is the full run (the H200's, scripts/gpu-suite.sh); CTest's default is 0.002 (2,000
 // replays and 200 cycles per configuration), which keeps CI fast and still runs every path.
@@ -15,16 +16,14 @@
 
 #include "catch.hpp"
 #include "cuda_helpers.hpp"
+#include "host_memory.hpp"
 #include "stress_work.hpp"
-
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -46,16 +45,6 @@ long long scaled(long long count, long long least) {
                   static_cast<long long>(std::llround(static_cast<double>(count) * scale())));
 }
 
-/// The process's resident memory, from /proc/self/statm (its second field, in pages).
-std::size_t resident_bytes() {
-  std::ifstream statm{"/proc/self/statm"};
-  std::size_t size_pages = 0;
-  std::size_t resident_pages = 0;
-  statm >> size_pages >> resident_pages;
-  REQUIRE(statm);
-  return resident_pages * static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-}
-
 /// Device memory in use (total minus free), once every stream-ordered free has landed.
 std::size_t device_bytes_in_use() {
   CUDA_REQUIRE(cudaDeviceSynchronize());
@@ -66,7 +55,7 @@ std::size_t device_bytes_in_use() {
 }
 
 struct footprint {
-  std::size_t host = resident_bytes();
+  std::size_t host = gcstress::host_memory_bytes();
   std::size_t device = device_bytes_in_use();
 };
 

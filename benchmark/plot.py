@@ -472,6 +472,28 @@ def plot_all(rows, plots_dir, subtitle):
             line_panel(ax, subset, arms_of(subset), f"case 5: {metric}", "us per node")
         save(figure, "update.png", "update path")
 
+    generic_panels = [
+        ("bench_loops", "loops.png", "loops: cost per iteration (bench_loops)",
+         "body kernels (K)", "us per iteration"),
+        ("bench_pools", "pools.png", "pools: cost per operation by capture size (bench_pools)",
+         "operations per capture", "ns per operation"),
+        ("bench_families", "families.png", "shape families (bench_families)", "param", None),
+    ]
+    for case, name, title, xlabel, unit in generic_panels:
+        subset = select(rows, case=case)
+        metrics = arms_of([{"arm": r["metric"]} for r in subset])
+        numeric_metrics = [m for m in metrics
+                           if all(numeric(r["param"]) is not None for r in select(subset, metric=m))]
+        if not numeric_metrics:
+            continue
+        figure, axes = plt.subplots(1, len(numeric_metrics),
+                                    figsize=(6 * len(numeric_metrics), 4.5), squeeze=False)
+        for ax, metric in zip(axes.flat, numeric_metrics):
+            panel = select(subset, metric=metric)
+            line_panel(ax, panel, arms_of(panel), metric, unit or panel[0]["unit"], logy=False)
+            ax.set_xlabel(xlabel)
+        save(figure, name, title)
+
     step = [r for r in rows if r["metric"] == "step"]
     if step:
         figure, ax = plt.subplots(figsize=(8, 4))

@@ -20,6 +20,7 @@
 #include <graphcap/detail/dot_writer.hpp>
 #include <graphcap/detail/graph_layout.hpp>
 #include <graphcap/error.hpp>
+#include <graphcap/fwd.hpp>
 
 #include <cuda_runtime_api.h>
 
@@ -40,6 +41,15 @@ struct dot_options {
 /// state_error without a template (keep_graph), cuda_error if CUDA refuses a query.
 template <class Graph>
 void write_dot(const Graph& graph, std::ostream& out, const dot_options& options = {}) {
+  if (!graph.keeps_graph()) {
+    throw state_error("graphcap: write_dot() needs the graph's template, which CUDA drops after "
+                      "instantiation: construct the graph with graphcap::keep_graph");
+  }
+  if (graph.state() != graph_state::captured && graph.state() != graph_state::instantiated) {
+    std::string text{"graphcap: cannot write_dot() while the graph is "};
+    text.append(to_string(graph.state()));
+    throw state_error(text + ": capture first");
+  }
   const cudaGraph_t raw = graph.raw_graph();
   const detail::graph_layout* layout = nullptr;
   if constexpr (requires { graph.annot_policy().layout(); }) {

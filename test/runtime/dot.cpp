@@ -143,7 +143,7 @@ TEST_CASE("write_dot: a conditional node's bodies are clusters, inside the node'
   // Each conditional node points at its bodies' clusters; the empty else gets a placeholder.
   std::vector<std::string> conditionals;
   for (const auto& [id, label] : dot.label_of) {
-    if (label == "conditional") {
+    if (label == "conditional\nwhile_" || label == "conditional\nif_else") {
       conditionals.push_back(id);
       CHECK(dot.clusters.at(id) == path{"loop"});
     }
@@ -173,8 +173,12 @@ TEST_CASE("write_dot: needs the template, and a writable path") {
   gc::lean_graph plain;
   plain.capture(stream,
                 [&](cudaStream_t s) { CUDA_REQUIRE(cudaMemsetAsync(memory.get(), 1, 16, s)); });
-  CHECK_THROWS_AS(gc::dot_text(plain), gc::state_error);
+  CHECK_THROWS_WITH(gc::dot_text(plain), gctest::contains("write_dot() needs the graph's "
+                                                          "template") &&
+                                             gctest::contains("graphcap::keep_graph"));
   gc::lean_graph kept{gc::keep_graph};
+  CHECK_THROWS_WITH(gc::dot_text(kept),
+                    "graphcap: cannot write_dot() while the graph is empty: capture first");
   kept.capture(stream,
                [&](cudaStream_t s) { CUDA_REQUIRE(cudaMemsetAsync(memory.get(), 1, 16, s)); });
   const std::filesystem::path file = std::filesystem::temp_directory_path() / "graphcap_dot.dot";

@@ -133,23 +133,19 @@ private:
     cudaGraphNodeType type = cudaGraphNodeTypeCount;
     check(cudaGraphNodeGetType(node, &type), "cudaGraphNodeGetType");
     const std::string& id = ids_.at(node);
-    out_ << indent << id << " [label=\"" << dot_escaped(label(node, type)) << "\"" << shape(type)
-         << "];\n";
-    if (type != cudaGraphNodeTypeConditional || layout_ == nullptr) {
-      return;
-    }
-    for (const graph_layout::conditional& conditional : layout_->conditionals) {
-      if (conditional.node != node) {
-        continue;
-      }
-      for (std::size_t i = 0; i < conditional.bodies.size(); ++i) {
+    const graph_layout::conditional* conditional = conditional_of(node, type);
+    const std::string text =
+        conditional != nullptr ? "conditional\n" + conditional->construct : label(node, type);
+    out_ << indent << id << " [label=\"" << dot_escaped(text) << "\"" << shape(type) << "];\n";
+    if (conditional != nullptr) {
+      for (std::size_t i = 0; i < conditional->bodies.size(); ++i) {
         const std::size_t cluster = clusters_++;
         const std::size_t first_id = ids_.size();
         out_ << indent << "subgraph cluster_" << cluster << " {\n"
-             << indent << "  label=\"" << conditional.construct << " body"
-             << (conditional.bodies.size() > 1 ? " " + std::to_string(i) : std::string{})
+             << indent << "  label=\"" << conditional->construct << " body"
+             << (conditional->bodies.size() > 1 ? " " + std::to_string(i) : std::string{})
              << "\"; style=dashed; color=\"#a05a2c\";\n";
-        write_level(conditional.bodies[i], scope, indent + "  ");
+        write_level(conditional->bodies[i], scope, indent + "  ");
         std::string target = "n" + std::to_string(first_id);
         if (ids_.size() == first_id) { // an empty body: a point to draw the edge to
           target = id + "_body" + std::to_string(i);
@@ -160,6 +156,20 @@ private:
                          ", style=dashed, color=\"#a05a2c\"]");
       }
     }
+  }
+
+  /// What control flow recorded of conditional node `node` (null: not one, or not recorded).
+  [[nodiscard]] const graph_layout::conditional* conditional_of(cudaGraphNode_t node,
+                                                                cudaGraphNodeType type) const {
+    if (type != cudaGraphNodeTypeConditional || layout_ == nullptr) {
+      return nullptr;
+    }
+    for (const graph_layout::conditional& conditional : layout_->conditionals) {
+      if (conditional.node == node) {
+        return &conditional;
+      }
+    }
+    return nullptr;
   }
 
   /// The graph's edges, "a -> b" (edge data fetched too: CUDA refuses a lossy query).

@@ -152,8 +152,13 @@ private:
           out_ << indent << "  " << target << " [label=\"(empty)\", shape=plaintext];\n";
         }
         out_ << indent << "}\n";
-        edges_.push_back(id + " -> " + target + " [lhead=cluster_" + std::to_string(cluster) +
-                         ", style=dashed, color=\"#a05a2c\"]");
+        std::string edge = id;
+        edge += " -> ";
+        edge += target;
+        edge += " [lhead=cluster_";
+        edge += std::to_string(cluster);
+        edge += ", style=dashed, color=\"#a05a2c\"]";
+        edges_.push_back(std::move(edge));
       }
     }
   }

@@ -36,6 +36,23 @@ struct parsed_dot {
     }
     return found;
   }
+  /// The id of the one node whose label contains `part` ("" if none or several).
+  [[nodiscard]] std::string id_containing(const std::string& part) const {
+    std::string found;
+    for (const auto& [id, text] : label_of) {
+      if (text.find(part) != std::string::npos) {
+        if (!found.empty()) {
+          return {};
+        }
+        found = id;
+      }
+    }
+    return found;
+  }
+  /// Whether an edge joins the nodes with ids `from` and `to`.
+  [[nodiscard]] bool has_edge_between(const std::string& from, const std::string& to) const {
+    return std::find(edges.begin(), edges.end(), std::pair{from, to}) != edges.end();
+  }
   /// Whether an edge joins the nodes labelled `from` and `to`.
   [[nodiscard]] bool has_edge(const std::string& from, const std::string& to) const {
     return std::find(edges.begin(), edges.end(), std::pair{id_of(from), id_of(to)}) != edges.end();

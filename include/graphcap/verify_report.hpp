@@ -45,6 +45,9 @@ struct output_report {
   [[nodiscard]] const std::string& replay_value() const noexcept { return result.replay_value; }
   /// Mismatched elements that still hold the poison pattern: the replay did not write them.
   [[nodiscard]] std::size_t poisoned() const noexcept { return result.poisoned; }
+  /// Elements the eager run itself left equal to the poison pattern: a match there does not
+  /// show that the replay wrote them.
+  [[nodiscard]] std::size_t eager_poison() const noexcept { return result.eager_poison; }
   /// The largest |replay - eager| (floating-point outputs; infinite where one side is NaN).
   [[nodiscard]] double max_abs_diff() const noexcept { return result.max_abs_diff; }
   /// The largest |replay - eager| / |eager| (floating-point outputs).
@@ -73,6 +76,11 @@ struct output_report {
         line += "; " + std::to_string(result.poisoned) +
                 " of them still hold the poison pattern (not written by the replay)";
       }
+    }
+    if (result.eager_poison > 0) {
+      line += "; " + std::to_string(result.eager_poison) +
+              " elements of the eager result are the poison pattern itself: the replay may not "
+              "have written them (verify again with another options.poison)";
     }
     if (floating && !bit_identical()) {
       line += "; max abs diff " + number(result.max_abs_diff) + ", max rel diff " +

@@ -219,6 +219,28 @@ TEST_CASE("verify: a chosen poison pattern, and work that takes no stream") {
   CHECK(contains(report.text(), "poison 0xab"));
 }
 
+TEST_CASE("verify: an eager result equal to the poison is flagged, and another poison decides") {
+  gctest::device_buffer<unsigned char> out(8);
+  const auto all_ones = [&](cudaStream_t s) {
+    CUDA_REQUIRE(cudaMemsetAsync(out.get(), 0xFF, out.bytes(), s));
+  };
+  gc::lean_graph graph;
+  graph.capture([](cudaStream_t) {}); // writes nothing, which the default poison cannot show
+  const gc::verify_report blind = gc::verify(graph, all_ones, gc::output(out.get(), 8, "out"));
+  INFO(blind.text());
+  CHECK(blind.ok());
+  CHECK(blind[0].eager_poison() == 8);
+  CHECK(contains(blind.text(), "8 elements of the eager result are the poison pattern itself"));
+  gc::verify_options options;
+  options.poison = 0x00;
+  const gc::verify_report seen =
+      gc::verify(graph, all_ones, options, gc::output(out.get(), 8, "out"));
+  INFO(seen.text());
+  CHECK_FALSE(seen.ok());
+  CHECK(seen[0].poisoned() == 8);
+  CHECK(seen[0].eager_poison() == 0);
+}
+
 TEST_CASE("verify: wrong arguments are clear errors") {
   gctest::device_buffer<int> out(4);
   const auto work = [&](cudaStream_t s) {

@@ -29,6 +29,7 @@ struct comparison {
   std::size_t mismatches = 0;     // elements outside the tolerance (not bit-equal: other types)
   std::size_t not_identical = 0;  // elements whose bits differ
   std::size_t poisoned = 0;       // mismatched elements that still hold the poison pattern
+  std::size_t eager_poison = 0;   // elements the eager run left equal to the poison pattern
   std::size_t first_mismatch = 0; // valid when mismatches > 0
   std::string eager_value;        // the first mismatched element, eager and replayed
   std::string replay_value;
@@ -118,6 +119,7 @@ void compare_elements(const std::byte* eager, const std::byte* replay, std::size
       out.max_rel_diff = std::max(out.max_rel_diff, relative);
     }
     out.not_identical += identical ? 0U : 1U;
+    out.eager_poison += holds_pattern(expected_bytes, sizeof(T), settings.poison) ? 1U : 0U;
     if (good) {
       continue;
     }

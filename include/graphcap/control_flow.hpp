@@ -202,6 +202,11 @@ private:
     for (std::size_t i = 0; i < body_graphs.size(); ++i) {
       body_graphs[i] = params.conditional.phGraph_out[i];
     }
+    if constexpr (requires {
+                    cap.lifecycle_of().annot_.note_conditional(node, construct, body_graphs);
+                  }) {
+      cap.lifecycle_of().annot_.note_conditional(node, construct, body_graphs); // for write_dot
+    }
     check_in_capture(cudaStreamUpdateCaptureDependencies(cap.stream(), &node, nullptr, 1,
                                                          cudaStreamSetCaptureDependencies),
                      "cudaStreamUpdateCaptureDependencies");

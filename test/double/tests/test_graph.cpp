@@ -188,3 +188,33 @@ TEST_CASE("cudaGraphDebugDotPrint writes nodes and edges", "[graph]") {
   std::remove(path.c_str());
   CHECK(cudaGraphDebugDotPrint(g, "/nonexistent-dir/x.dot", 0) == cudaErrorOperatingSystem);
 }
+
+TEST_CASE("cudaGraphGetEdges with edge data: what write_dot asks", "[graph]") {
+  Clean clean;
+  cudaGraph_t g = nullptr;
+  CUDA_OK(cudaGraphCreate(&g, 0));
+  int counter = 0;
+  cudaGraphNode_t a = host_node(g, {}, add_one, &counter);
+  cudaGraphNode_t b = host_node(g, {a}, add_one, &counter);
+  cudaGraphNode_t c = host_node(g, {a, b}, add_one, &counter);
+  std::size_t n = 0;
+  CUDA_OK(cudaGraphGetEdges(g, nullptr, nullptr, nullptr, &n));
+  REQUIRE(n == 3);
+  cudaGraphNode_t from[3]{};
+  cudaGraphNode_t to[3]{};
+  cudaGraphEdgeData data[3]{};
+  data[0].type = 0xFF; // overwritten: every edge made here is a default one
+  CUDA_OK(cudaGraphGetEdges(g, from, to, data, &n));
+  CHECK(n == 3);
+  int into_c = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    CHECK(data[i].type == cudaGraphDependencyTypeDefault);
+    into_c += to[i] == c ? 1 : 0;
+    CHECK((from[i] == a || from[i] == b));
+  }
+  CHECK(into_c == 2);
+  cudaGraphNodeType type = cudaGraphNodeTypeCount;
+  CUDA_OK(cudaGraphNodeGetType(c, &type));
+  CHECK(type == cudaGraphNodeTypeHost);
+  CUDA_OK(cudaGraphDestroy(g));
+}

@@ -27,12 +27,14 @@
 #include <graphcap/annotations/settings.hpp>
 #include <graphcap/annotations/values.hpp>
 #include <graphcap/detail/annotation_ids.hpp>
+#include <graphcap/detail/annotation_layout.hpp>
 #include <graphcap/detail/annotation_merge.hpp>
 #include <graphcap/detail/annotation_scopes.hpp>
 #include <graphcap/detail/annotation_walk.hpp>
 #include <graphcap/detail/creation_callbacks.hpp>
 #include <graphcap/detail/cupti.hpp>
 #include <graphcap/detail/driver.hpp>
+#include <graphcap/detail/graph_layout.hpp>
 #include <graphcap/detail/graph_queries.hpp>
 #include <graphcap/detail/hooks.hpp>
 #include <graphcap/fwd.hpp>
@@ -145,6 +147,9 @@ public:
     return result_.annotations;
   }
 
+  /// The last capture's scopes and conditional bodies, for write_dot (<graphcap/dot.hpp>).
+  [[nodiscard]] const detail::graph_layout& layout() const noexcept { return layout_; }
+
   /// Where this graph's node ids came from.
   [[nodiscard]] node_id_source id_source() const noexcept { return source_; }
 
@@ -210,10 +215,12 @@ public:
           logged() ? std::span<const cudaGraphNode_t>{watch_.log().nodes}
                    : std::span<const cudaGraphNode_t>{walk_.tagged()};
       merge_.merge(scopes_, tagged, logged(), result_);
+      detail::record_scope_layout(scopes_, tagged, layout_);
       source_ = ids_.resolve(source_, logged(), queries_, graph_, result_);
     } catch (...) { // out of memory: the capture goes on, unannotated
       result_.annotations.clear();
       result_.clear_nodes();
+      layout_.clear();
     }
     release_scopes();
   }
@@ -262,6 +269,13 @@ public:
     result_.clear_nodes();
     published_.withdraw();
     watch_.stop();
+    layout_.clear();
+  }
+
+  /// Control flow made conditional node `node` with `bodies` (CUDA 13.0 cannot list them later).
+  void note_conditional(cudaGraphNode_t node, const char* construct,
+                        std::span<const cudaGraph_t> bodies) {
+    layout_.conditionals.push_back({node, construct, {bodies.begin(), bodies.end()}});
   }
 
   /// The graph was reset or destroyed: its annotations go, from the registry too (kept there
@@ -347,6 +361,7 @@ private:
   detail::scope_walk walk_;       // graph_walk
   detail::scope_merge merge_;
   detail::template_id_resolver ids_;
+  detail::graph_layout layout_; // scopes and conditional bodies, for pictures
 };
 
 static_assert(annotation_policy<on>);

@@ -1,0 +1,294 @@
+// Runtime tests of graphcap::verify (<graphcap/verify.hpp>): the replay compared with eager work,
+// on work the host can execute (memsets and copies), so that both backends run them.
+#include <graphcap/graphcap.hpp>
+#include <graphcap/verify.hpp>
+
+#include "catch.hpp"
+#include "cuda_helpers.hpp"
+
+#include <cstddef>
+#include <cstring>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace gc = graphcap;
+
+namespace {
+
+/// The elements of `device` (count objects of T), copied to the host.
+template <class T>
+std::vector<T> read(const T* device, std::size_t count) {
+  std::vector<T> host(count);
+  CUDA_REQUIRE(cudaMemcpy(host.data(), device, count * sizeof(T), cudaMemcpyDeviceToHost));
+  return host;
+}
+
+template <class T>
+void write(T* device, const std::vector<T>& host) {
+  CUDA_REQUIRE(cudaMemcpy(device, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+} // namespace
+
+TEST_CASE("verify: a memset graph that writes every output matches its eager run") {
+  gctest::device_buffer<int> counts(64);
+  gctest::device_buffer<float> zeros(16);
+  gc::graph graph;
+  gc::buffer<unsigned char> bytes;
+  const auto work = [&](cudaStream_t s) {
+    CUDA_REQUIRE(cudaMemsetAsync(counts.get(), 7, counts.bytes(), s));
+    CUDA_REQUIRE(cudaMemsetAsync(zeros.get(), 0, zeros.bytes(), s));
+    if (bytes) {
+      CUDA_REQUIRE(cudaMemsetAsync(bytes.data(), 3, bytes.size_bytes(), s));
+    }
+  };
+  graph.capture([&](gc::graph::scope& cap) {
+    bytes = cap.make_buffer<unsigned char>(100);
+    work(cap.stream());
+  });
+  const std::size_t nodes = graph.node_count();
+  const gc::verify_report report =
+      gc::verify(graph, work, gc::output(counts.get(), counts.size(), "counts"),
+                 std::span<float>{zeros.get(), zeros.size()}, bytes);
+  INFO(report.text());
+  CHECK(report.ok());
+  CHECK(static_cast<bool>(report));
+  REQUIRE(report.outputs().size() == 3);
+  CHECK(report[0].name == "counts");
+  CHECK(report[0].type == "int");
+  CHECK(report[0].count == 64);
+  CHECK(report[1].floating);
+  CHECK(report[1].bit_identical());
+  CHECK(report[2].type == "unsigned char");
+  CHECK(contains(report.text(), "output 0 'counts' (int[64]): equal (bit-identical)"));
+  CHECK_NOTHROW(report.require());
+  CHECK(graph.node_count() == nodes); // the graph is not changed
+  CHECK(graph.state() == gc::graph_state::instantiated);
+  CHECK(read(counts.get(), 1)[0] == 0x07070707);
+  gctest::require_no_last_error();
+}
+
+TEST_CASE("verify: an output the graph does not write keeps the poison and is named") {
+  gctest::device_buffer<int> written(8);
+  gctest::device_buffer<float> missed(4);
+  gc::lean_graph graph;
+  graph.capture([&](cudaStream_t s) { // the capture missed `missed`
+    CUDA_REQUIRE(cudaMemsetAsync(written.get(), 1, written.bytes(), s));
+  });
+  const auto eager = [&](cudaStream_t s) {
+    CUDA_REQUIRE(cudaMemsetAsync(written.get(), 1, written.bytes(), s));
+    CUDA_REQUIRE(cudaMemsetAsync(missed.get(), 0, missed.bytes(), s));
+  };
+  const gc::verify_report report = gc::verify(graph, eager, gc::output(written.get(), 8, "written"),
+                                              gc::output(missed.get(), 4, "missed"));
+  INFO(report.text());
+  CHECK_FALSE(report.ok());
+  CHECK(report[0].ok());
+  const gc::output_report& out = report[1];
+  CHECK_FALSE(out.ok());
+  CHECK(out.mismatches() == 4);
+  CHECK(out.poisoned() == 4);
+  CHECK(out.first_mismatch() == 0);
+  CHECK(out.eager_value() == "0");
+  CHECK(out.replay_value() == "nan (0xffffffff)");
+  CHECK(contains(report.text(), "1 of 2 outputs differ"));
+  CHECK(contains(out.text(), "output 1 'missed' (float[4]): differs at 4 of 4 elements; first at "
+                             "index 0: eager 0, replay nan (0xffffffff)"));
+  CHECK(contains(out.text(), "still holds the poison pattern"));
+  // Left as the replay wrote it: the poison, untouched.
+  const std::vector<float> after = read(missed.get(), 4);
+  unsigned char first[sizeof(float)];
+  std::memcpy(first, after.data(), sizeof(float));
+  CHECK(first[0] == 0xFF);
+  CHECK(first[3] == 0xFF);
+  CHECK_THROWS_AS(report.require(), gc::verify_error);
+  try {
+    report.require();
+  } catch (const gc::verify_error& error) {
+    CHECK(std::string{error.what()} == report.text());
+  }
+  gctest::require_no_last_error();
+}
+
+TEST_CASE("verify: a pointer baked into the graph and changed since on the host is caught") {
+  gctest::device_buffer<int> first(32);
+  gctest::device_buffer<int> second(32);
+  gctest::device_buffer<int> result(32);
+  std::vector<int> first_values(32);
+  std::vector<int> second_values(32);
+  for (int i = 0; i < 32; ++i) {
+    first_values[static_cast<std::size_t>(i)] = i;
+    second_values[static_cast<std::size_t>(i)] = i < 5 ? i : 100 + i; // differs from index 5 on
+  }
+  write(first.get(), first_values);
+  write(second.get(), second_values);
+  const int* source = first.get();
+  const auto copy = [&](cudaStream_t s) {
+    CUDA_REQUIRE(
+        cudaMemcpyAsync(result.get(), source, result.bytes(), cudaMemcpyDeviceToDevice, s));
+  };
+  gc::lean_graph graph;
+  graph.capture(copy);
+  source = second.get(); // the graph still reads `first`
+  gctest::stream stream;
+  gc::verify_options options;
+  options.stream = stream;
+  const gc::verify_report report =
+      gc::verify(graph, copy, options, gc::output(result.get(), result.size(), "result"));
+  INFO(report.text());
+  CHECK_FALSE(report.ok());
+  CHECK(report[0].mismatches() == 27);
+  CHECK(report[0].first_mismatch() == 5);
+  CHECK(report[0].eager_value() == "105");
+  CHECK(report[0].replay_value() == "5");
+  CHECK(report[0].poisoned() == 0);
+  CHECK(read(result.get(), 32) == first_values); // as the replay wrote it
+  source = first.get();
+  CHECK(gc::verify(graph, copy, options, gc::output(result.get(), 32)).ok());
+  gctest::require_no_last_error();
+}
+
+TEST_CASE("verify: floating-point outputs within and outside a tolerance") {
+  gctest::device_buffer<float> captured_values(4);
+  gctest::device_buffer<float> eager_values(4);
+  gctest::device_buffer<float> out(4);
+  write(captured_values.get(), std::vector<float>{1.0F, 2.0F, 3.0F, -4.0F});
+  write(eager_values.get(), std::vector<float>{1.0F, 2.0F + 2e-6F, 3.0F, -4.0F - 1e-5F});
+  const float* source = captured_values.get();
+  const auto copy = [&](cudaStream_t s) {
+    CUDA_REQUIRE(cudaMemcpyAsync(out.get(), source, out.bytes(), cudaMemcpyDeviceToDevice, s));
+  };
+  gc::lean_graph graph;
+  graph.capture(copy);
+  source = eager_values.get(); // eager and replay now differ by what an atomic order could give
+
+  SECTION("bit equality by default: index 1 is named with both values") {
+    const gc::verify_report report = gc::verify(graph, copy, gc::output(out.get(), 4, "sum"));
+    INFO(report.text());
+    CHECK_FALSE(report.ok());
+    const gc::output_report& sum = report[0];
+    CHECK(sum.mismatches() == 2);
+    CHECK(sum.first_mismatch() == 1);
+    CHECK(sum.eager_value() == "2.00000191");
+    CHECK(sum.replay_value() == "2");
+    CHECK(sum.max_abs_diff() > 0.9e-5); // -4 - 1e-5 in float: 21 ulps of 4 below -4
+    CHECK(sum.max_abs_diff() < 1.1e-5);
+    CHECK(sum.max_rel_diff() > 2.4e-6);
+    CHECK(sum.max_rel_diff() < 2.6e-6);
+    CHECK(contains(sum.text(), "'sum' (float[4]): differs at 2 of 4 elements; first at index 1: "
+                               "eager 2.00000191, replay 2"));
+    CHECK(contains(sum.text(), "max abs diff 1"));
+  }
+  SECTION("a relative tolerance accepts them, not bit-identical") {
+    gc::verify_options options;
+    options.rtol = 1e-5;
+    const gc::verify_report report = gc::verify(graph, copy, options, gc::output(out.get(), 4));
+    INFO(report.text());
+    CHECK(report.ok());
+    CHECK_FALSE(report[0].bit_identical());
+    CHECK(contains(report.text(), "equal within the tolerance (2 elements not bit-identical)"));
+  }
+  SECTION("an absolute tolerance between the two differences rejects only the larger") {
+    gc::verify_options options;
+    options.atol = 5e-6;
+    const gc::verify_report report = gc::verify(graph, copy, options, gc::output(out.get(), 4));
+    INFO(report.text());
+    CHECK(report[0].mismatches() == 1);
+    CHECK(report[0].first_mismatch() == 3);
+  }
+}
+
+TEST_CASE("verify: a chosen poison pattern, and work that takes no stream") {
+  gctest::device_buffer<unsigned char> out(16);
+  gc::lean_graph graph;
+  graph.capture([](cudaStream_t) {}); // writes nothing
+  gc::verify_options options;
+  options.poison = 0xAB;
+  const gc::verify_report report = gc::verify(
+      graph, [&] { CUDA_REQUIRE(cudaMemset(out.get(), 1, out.bytes())); }, options,
+      gc::output(out.get(), out.size()));
+  INFO(report.text());
+  CHECK(report[0].poisoned() == 16);
+  CHECK(report[0].replay_value() == "171");
+  CHECK(contains(report.text(), "poison 0xab"));
+}
+
+TEST_CASE("verify: an eager result equal to the poison is flagged, and another poison decides") {
+  gctest::device_buffer<unsigned char> out(8);
+  const auto all_ones = [&](cudaStream_t s) {
+    CUDA_REQUIRE(cudaMemsetAsync(out.get(), 0xFF, out.bytes(), s));
+  };
+  gc::lean_graph graph;
+  graph.capture([](cudaStream_t) {}); // writes nothing, which the default poison cannot show
+  const gc::verify_report blind = gc::verify(graph, all_ones, gc::output(out.get(), 8, "out"));
+  INFO(blind.text());
+  CHECK(blind.ok());
+  CHECK(blind[0].eager_poison() == 8);
+  CHECK(contains(blind.text(), "8 elements of the eager result are the poison pattern itself"));
+  gc::verify_options options;
+  options.poison = 0x00;
+  const gc::verify_report seen =
+      gc::verify(graph, all_ones, options, gc::output(out.get(), 8, "out"));
+  INFO(seen.text());
+  CHECK_FALSE(seen.ok());
+  CHECK(seen[0].poisoned() == 8);
+  CHECK(seen[0].eager_poison() == 0);
+}
+
+TEST_CASE("verify: wrong arguments are clear errors") {
+  gctest::device_buffer<int> out(4);
+  const auto work = [&](cudaStream_t s) {
+    CUDA_REQUIRE(cudaMemsetAsync(out.get(), 0, out.bytes(), s));
+  };
+  gc::lean_graph graph;
+
+  SECTION("a graph without a capture: state_error") {
+    CHECK_THROWS_AS(gc::verify(graph, work, gc::output(out.get(), 4)), gc::state_error);
+    try {
+      static_cast<void>(gc::verify(graph, work, gc::output(out.get(), 4)));
+    } catch (const gc::state_error& error) {
+      CHECK(contains(error.what(), "cannot verify() a graph that is empty: capture it first"));
+    }
+  }
+  graph.capture(work);
+  SECTION("host memory: invalid_argument naming the output") {
+    std::vector<int> host(4);
+    try {
+      static_cast<void>(gc::verify(graph, work, gc::output(out.get(), 4),
+                                   gc::output(host.data(), host.size(), "host")));
+      FAIL("verify() accepted host memory");
+    } catch (const std::invalid_argument& error) {
+      INFO(error.what());
+      CHECK(contains(error.what(), "verify(): output 1 ('host') is not CUDA memory, not device "
+                                   "memory"));
+    }
+  }
+  SECTION("pinned host memory: invalid_argument") {
+    void* pinned = nullptr;
+    CUDA_REQUIRE(cudaMallocHost(&pinned, 16));
+    CHECK_THROWS_AS(gc::verify(graph, work, gc::output(static_cast<int*>(pinned), 4)),
+                    std::invalid_argument);
+    CUDA_REQUIRE(cudaFreeHost(pinned));
+  }
+  SECTION("a null pointer with elements: invalid_argument") {
+    CHECK_THROWS_AS(gc::verify(graph, work, gc::output(static_cast<int*>(nullptr), 4)),
+                    std::invalid_argument);
+  }
+  SECTION("a capturing stream: state_error, and the capture goes on") {
+    gctest::stream stream;
+    gc::lean_graph other;
+    auto cap = other.begin_capture(stream);
+    gc::verify_options options;
+    options.stream = stream;
+    CHECK_THROWS_AS(gc::verify(graph, work, options, gc::output(out.get(), 4)), gc::state_error);
+    CHECK(gctest::capturing(stream));
+    cap.end();
+  }
+  gctest::require_no_last_error();
+}

@@ -478,6 +478,8 @@ def plot_all(rows, plots_dir, subtitle):
         ("bench_pools", "pools.png", "pools: cost per operation by capture size (bench_pools)",
          "operations per capture", "ns per operation"),
         ("bench_families", "families.png", "shape families (bench_families)", "param", None),
+        ("bench_verify", "verify.png", "graphcap::verify against the same check by hand",
+         "output elements (floats)", "us per check"),
     ]
     for case, name, title, xlabel, unit in generic_panels:
         subset = select(rows, case=case)

@@ -26,6 +26,7 @@
 #include <graphcap/annotations/registry.hpp>
 #include <graphcap/annotations/settings.hpp>
 #include <graphcap/annotations/values.hpp>
+#include <graphcap/detail/annotation_bodies.hpp>
 #include <graphcap/detail/annotation_ids.hpp>
 #include <graphcap/detail/annotation_merge.hpp>
 #include <graphcap/detail/annotation_scopes.hpp>
@@ -145,6 +146,17 @@ public:
     return result_.annotations;
   }
 
+  /// A conditional body of the capture, captured on `stream` (<graphcap/control_flow.hpp>
+  /// tells): its scopes and the parent's tag its nodes (detail/annotation_bodies.hpp).
+  void add_body(cudaGraphNode_t conditional, cudaGraph_t body, cudaStream_t stream) noexcept {
+    try {
+      if (capturing_) {
+        bodies_.add(queries_, conditional, body, stream);
+      }
+    } catch (...) { // out of memory: the body's scopes tag nothing
+    }
+  }
+
   /// Where this graph's node ids came from.
   [[nodiscard]] node_id_source id_source() const noexcept { return source_; }
 
@@ -197,6 +209,7 @@ public:
     }
     capturing_ = false;
     try {
+      bodies_.close_all(queries_);
       for (std::size_t i = scopes_.records.size(); i-- > 0;) { // innermost first
         if (scopes_.records[i].open) {
           close_scope(static_cast<std::uint32_t>(i), generation_);
@@ -211,6 +224,7 @@ public:
                    : std::span<const cudaGraphNode_t>{walk_.tagged()};
       merge_.merge(scopes_, tagged, logged(), result_);
       source_ = ids_.resolve(source_, logged(), queries_, graph_, result_);
+      bodies_.annotate(source_, queries_, graph_, result_);
     } catch (...) { // out of memory: the capture goes on, unannotated
       result_.annotations.clear();
       result_.clear_nodes();
@@ -249,7 +263,7 @@ public:
   void after_instantiate(cudaGraphExec_t exec) {
     published_.withdraw(); // the previous executable is gone, or was updated in place
     const std::uint32_t exec_id = detail::exec_graph_id(source_, exec);
-    if (detail::rekey_to_executable(result_.annotations, exec_id)) {
+    if (detail::rekey_to_executable(result_.annotations, exec_id, result_.graph_id)) {
       published_ = detail::registry_entry{exec_id, result_.annotations};
     }
   }
@@ -278,9 +292,14 @@ private:
     if (!capturing_) {
       return {};
     }
+    if (stream != capture_stream_) {
+      if (const auto body = bodies_.open(queries_, stream, entries)) {
+        return {this, *body, generation_};
+      }
+    }
     detail::scope_record record;
     if (logged()) {
-      if (stream != capture_stream_ && !in_this_capture(stream)) {
+      if (stream != capture_stream_ && queries_.active_capture_id(stream) != capture_id_) {
         return {}; // the capture's own stream (what cap.mark gives) needs no query
       }
       record.nodes_begin = watch_.position(); // what is created from now on, on any stream
@@ -290,19 +309,13 @@ private:
     return {this, scopes_.open(record, entries), generation_};
   }
 
-  /// Whether `stream` is capturing into this graph's capture.
-  [[nodiscard]] bool in_this_capture(cudaStream_t stream) const noexcept {
-    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-    unsigned long long id = 0;
-    const cudaGraphNode_t* frontier = nullptr;
-    std::size_t count = 0;
-    return queries_.capture_info(stream, status, id, frontier, count) &&
-           status == cudaStreamCaptureStatusActive && id == capture_id_;
-  }
-
   /// Ends a scope: where the creation log stands now, or the walk of what it added. Never
   /// throws: a scope that cannot be walked, or recorded as closed, tags nothing.
   void close_scope(std::uint32_t index, std::uint64_t generation) noexcept {
+    if (generation == generation_ && (index & detail::body_annotations::body_scope_bit) != 0) {
+      bodies_.close(queries_, index);
+      return;
+    }
     if (generation != generation_ || index >= scopes_.records.size() ||
         !scopes_.records[index].open) {
       return;
@@ -326,6 +339,7 @@ private:
     ++generation_;
     scopes_.clear();
     walk_.clear();
+    bodies_.clear();
     ids_.clear();
     graph_ = nullptr;
   }
@@ -347,6 +361,7 @@ private:
   detail::scope_walk walk_;       // graph_walk
   detail::scope_merge merge_;
   detail::template_id_resolver ids_;
+  detail::body_annotations bodies_; // conditional bodies: their scopes, their nodes
 };
 
 static_assert(annotation_policy<on>);

@@ -1,0 +1,103 @@
+// GPU test of annot::on inside a conditional body with real kernels and real CUPTI (a WHILE
+// loop, three trips): the body's kernels are tagged by the body's scope and the parent's, CUPTI
+// reports each trip, and the test prints what the activity records carry next to the template
+// ids, to establish the rule of body nodes' replayed ids (detail/annotation_bodies.hpp). Under
+// compute-sanitizer CUPTI is held by the tool: the test then checks the scopes only.
+#include <graphcap/annotations.hpp>
+#include <graphcap/control_flow.hpp>
+#include <graphcap/graphcap.hpp>
+
+#include "annotation_helpers.hpp"
+#include "catch.hpp"
+#include "control_flow_kernels.cuh"
+#include "cuda_helpers.hpp"
+
+#include <cstdint>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace gc = graphcap;
+
+namespace {
+
+using annotated_graph = gc::graph_with<gc::annot::on>;
+
+std::string describe(const std::vector<gc::kernel_record>& kernels) {
+  std::ostringstream out;
+  for (const gc::kernel_record& kernel : kernels) {
+    out << kernel.name << " graph " << kernel.graph_id << " node 0x" << std::hex
+        << kernel.graph_node_id << std::dec << "\n";
+  }
+  return out.str();
+}
+
+} // namespace
+
+TEST_CASE("annotated kernels of a WHILE body carry the ids of their replays' activity records") {
+  const auto discovery =
+      GENERATE(gc::node_discovery::creation_callbacks, gc::node_discovery::graph_walk);
+  const gctest::prefer_discovery preferred{discovery};
+  constexpr int trips = 3;
+  gctest::stream stream;
+  gctest::device_buffer<int> counter(1);
+  gctest::device_buffer<int> iterations(1);
+  gc::clear_annotations();
+  annotated_graph graph{gc::keep_graph};
+  graph.capture(stream, [&](annotated_graph::scope& cap) {
+    auto loop = cap.mark({{"name", "loop"}, {"phase", "decode"}});
+    const gc::condition more = cap.condition(1, gc::reset_each_launch);
+    cap.while_(more, [&](auto& body) {
+      auto step = body.mark("step");
+      gctest::launch_count_iteration(body.stream(), iterations.get());
+      gctest::launch_count_down(body.stream(), counter.get(), more);
+    });
+  });
+  const std::vector<gc::node_annotation>& annotations = graph.annotations();
+  std::vector<gc::node_annotation> kernels;
+  for (const gc::node_annotation& node : annotations) {
+    if (node.type == cudaGraphNodeTypeKernel) {
+      kernels.push_back(node);
+      CHECK(node.name() == "step");
+      CHECK(node.value("phase") == "decode");
+    }
+  }
+  REQUIRE(kernels.size() == 2);
+  if (graph.annot_policy().id_source() != gc::node_id_source::cupti) {
+    WARN("CUPTI is held by another tool or unavailable: the ids are not checked");
+    return;
+  }
+  graph.instantiate();
+  gc::trace_recorder recorder;
+  REQUIRE(recorder.available());
+  const int host_trips = trips;
+  CUDA_REQUIRE(cudaMemcpy(counter.get(), &host_trips, sizeof host_trips, cudaMemcpyHostToDevice));
+  CUDA_REQUIRE(cudaMemset(iterations.get(), 0, sizeof(int)));
+  graph.replay(stream);
+  stream.synchronize();
+  recorder.stop();
+  int ran = 0;
+  CUDA_REQUIRE(cudaMemcpy(&ran, iterations.get(), sizeof ran, cudaMemcpyDeviceToHost));
+  REQUIRE(ran == trips);
+  // Each trip ran each body kernel once: CUPTI reports them.
+  std::map<std::string, int> by_kernel;
+  for (const gc::kernel_record& kernel : recorder.kernels()) {
+    ++by_kernel[kernel.name];
+  }
+  for (const gc::node_annotation& node : kernels) {
+    INFO("annotated " << node.kernel << ": template id 0x" << std::hex << node.template_id);
+    CHECK(by_kernel[std::string{node.kernel}] == trips);
+    CHECK(node.id == 0); // the replayed ids of body nodes are not established yet
+  }
+  // What the records carry, for the rule still to be established (detail/annotation_bodies.hpp):
+  // printed with the template ids, so that a run shows it.
+  std::ostringstream observed;
+  for (const gc::node_annotation& node : kernels) {
+    observed << node.kernel << " template 0x" << std::hex << node.template_id << std::dec << "\n";
+  }
+  WARN("body kernels' template ids:\n"
+       << observed.str() << "their activity records:\n"
+       << describe(recorder.kernels()));
+  gctest::require_no_last_error();
+}

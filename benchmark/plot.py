@@ -185,6 +185,15 @@ def goal_lines(rows):
     if worst_marks:
         add("all off <= 1.02x raw: cap.mark() with annot::off, capture",
             f"worst {worst_marks[0]:.3f}x (at {worst_marks[1]} scopes)", worst_marks[0] <= 1.02)
+    unrolled = value(rows, "bench_loops", "loop iteration", 1, "replay_loop")
+    torch_loop = value(rows, "bench_pytorch_loops", "loop iteration", 1,
+                       "pytorch for-loop of replay()")
+    if unrolled and torch_loop:
+        add("replay_loop >= 3x cheaper per iteration than PyTorch's replay loop (K=1)",
+            f"{torch_loop / unrolled:.2f}x", torch_loop / unrolled >= 3.0)
+    else:
+        add("replay_loop >= 3x cheaper per iteration than PyTorch's replay loop (K=1)",
+            "not measured", None)
     return lines
 
 

@@ -166,7 +166,7 @@ TEST_CASE("scopes inside a body tag its nodes, and a scope around the conditiona
   CHECK(own == 1); // the conditional node
 }
 
-TEST_CASE("a body's scopes alone tag its nodes; the parent's nodes stay untagged") {
+TEST_CASE("a body's scopes alone tag its nodes, and the parent's nodes stay untagged") {
   gctest::stream stream;
   gctest::device_buffer<unsigned char> buffer(bytes);
   annotated_graph graph;

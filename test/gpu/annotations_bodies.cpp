@@ -7,6 +7,8 @@
 #include <graphcap/control_flow.hpp>
 #include <graphcap/graphcap.hpp>
 
+#include <cupti.h>
+
 #include "annotation_helpers.hpp"
 #include "catch.hpp"
 #include "control_flow_kernels.cuh"
@@ -98,13 +100,31 @@ TEST_CASE("annotated kernels of a WHILE body carry the ids of their replays' act
     CHECK(node.template_id != 0);
   }
   // What the records carry, for the rule still to be established (detail/annotation_bodies.hpp):
-  // printed with the template ids, so that a run shows it.
+  // printed with the template ids and the rules a run may confirm, so that one run shows it.
+  std::uint32_t exec_id = 0;
+  REQUIRE(cuptiGetGraphExecId(graph.raw_exec(), &exec_id) == CUPTI_SUCCESS);
   std::ostringstream observed;
+  observed << "executable id " << exec_id << "\n";
   for (const gc::node_annotation& node : kernels) {
-    observed << node.kernel << " template 0x" << std::hex << node.template_id << std::dec << "\n";
+    int as_exec_rule = 0;   // (executable id << 32 | index in the body)
+    int as_template_id = 0; // the body node's template id itself
+    int same_index = 0;     // the body's index, whatever the upper half
+    for (const gc::kernel_record& kernel : recorder.kernels()) {
+      as_exec_rule +=
+          kernel.graph_node_id == gc::detail::replayed_node_id(exec_id, node.template_id) ? 1 : 0;
+      as_template_id += kernel.graph_node_id == node.template_id ? 1 : 0;
+      same_index += (kernel.graph_node_id & 0xffffffffULL) == (node.template_id & 0xffffffffULL) &&
+                            std::string{node.kernel} == kernel.name
+                        ? 1
+                        : 0;
+    }
+    observed << node.kernel << " template 0x" << std::hex << node.template_id << std::dec
+             << ": records matching (exec id << 32 | index) " << as_exec_rule
+             << ", the template id " << as_template_id << ", the index with the same name "
+             << same_index << "\n";
   }
-  WARN("body kernels' template ids:\n"
-       << observed.str() << "their activity records:\n"
+  WARN("body kernels:\n"
+       << observed.str() << "activity records:\n"
        << describe(recorder.kernels()));
   gctest::require_no_last_error();
 }

@@ -8,7 +8,9 @@
 //    memory, axpy reads alpha there), and a tiny kernel computes alpha, beta and the loop's
 //    condition from them; cuSPARSE's SpMV takes host constants (1 and 0, captured by value);
 //  - no library allocates inside the capture: cuBLAS gets its workspace (cublasSetWorkspace) and
-//    SpMV its external buffer, both from the graph's pool, and the handles are made before;
+//    SpMV its external buffer, both from the graph's pool, and the handles are made before
+//    (without a workspace of its own, cuBLAS 12.2+ takes one with cudaMallocAsync in a capture:
+//    a graph memory node, which a body may not hold);
 //  - the handles are pointed at the body's stream inside the body (cublasSetStream resets the
 //    workspace, so it is set again after), and back at the host loop's stream after the capture.
 // A library that records an event or launches a host function inside the body ends the capture

@@ -1,13 +1,15 @@
 // bench_loops: the cost of one loop iteration, for a body of K = 1, 8, 32 tiny kernels, run
 // 2000 times in a row: n replays of the body's graph, replay_loop (the body unrolled into copies
 // of it), a WHILE node captured with graphcap (a kernel counts down and clears the condition),
-// the same WHILE node written by hand against the runtime, and a host loop that replays the body
-// and copies a flag back each iteration (what a loop deciding on the host pays).
+// the same WHILE node written by hand against the runtime, graphcap::repeat (the same structure:
+// a start kernel sets the counter, a step kernel ends each iteration), and a host loop that
+// replays the body and copies a flag back each iteration (what a loop deciding on the host pays).
 //
 // Each sample is the wall time of the whole loop, device work included (the stream is drained
 // before and after), divided by the iterations. Arms interleave round by round.
 #include <graphcap/control_flow.hpp>
 #include <graphcap/graphcap.hpp>
+#include <graphcap/repeat.cuh>
 #include <graphcap/replay_loop.hpp>
 
 #include "harness.hpp"
@@ -124,6 +126,12 @@ int main() {
       });
     });
     looped.upload(stream);
+    graphcap::graph repeated; // repeat() takes its counter from the graph's pool
+    repeated.capture(capture_stream, [&](graphcap::graph::scope& cap) {
+      graphcap::repeat(cap, iterations,
+                       [&](cudaStream_t s) { bench::issue_tiny(s, kernels, sink); });
+    });
+    repeated.upload(stream);
     const raw_while hand_written(capture_stream, body_stream, kernels, sink, counter);
     graphcap::lean_graph flagged{graphcap::keep_graph}; // the body plus the flag's update
     flagged.capture(capture_stream, [&](cudaStream_t s) {
@@ -136,6 +144,7 @@ int main() {
     std::vector<double> unrolled;
     std::vector<double> graphcap_while;
     std::vector<double> raw_while_times;
+    std::vector<double> repeat_times;
     std::vector<double> host_loop;
     const auto arm = [&](std::vector<double>& samples, auto loop_body) {
       return [&samples, loop_body, &stream](bool record) {
@@ -155,7 +164,7 @@ int main() {
                        arm(unrolled, [&] { loop.replay(stream, iterations); }),
                        arm(graphcap_while, [&] { looped.replay(stream); }),
                        arm(raw_while_times, [&] { hand_written.replay(stream); }),
-                       arm(host_loop, [&] {
+                       arm(repeat_times, [&] { repeated.replay(stream); }), arm(host_loop, [&] {
                          for (int i = 0; i < iterations; ++i) {
                            flagged.replay(stream);
                            bench::check(cudaMemcpyAsync(host_flag, flag, sizeof(int),
@@ -166,6 +175,7 @@ int main() {
                        })});
     report.add("loop iteration", kernels, "graphcap WHILE", "us", graphcap_while);
     report.add("loop iteration", kernels, "hand-written WHILE", "us", raw_while_times);
+    report.add("loop iteration", kernels, "graphcap repeat()", "us", repeat_times);
     report.add("loop iteration", kernels, "host flag loop", "us", host_loop);
     report.add("loop iteration", kernels, "n x replay()", "us", replays);
     report.add("loop iteration", kernels, "replay_loop", "us", unrolled);

@@ -6,8 +6,11 @@ kernels (x.add_(1) on a one-element tensor), interleaved with a raw cuGraphLaunc
 executable graph through ctypes, so both arms pay the same Python loop.
 Case 6: a step of 200 small kernels (x.add_(1.0) on 1024 floats) x 1000 steps, eager and as a
 graph replay, each step synchronized.
+Loops: the time per iteration of `for _ in range(n): g.replay()`, n = 2000, for graphs of K = 1, 8,
+32 tiny kernels (x.add_(1) on a one-element tensor), device work included: the same work and
+measure as bench_loops (benchmark/loops.cu), whose replay_loop arm it is compared with.
 
-Writes bench_pytorch_replay.csv/.json and bench_pytorch_step.csv/.json into $OUT (or the current
+Writes bench_pytorch_replay, bench_pytorch_step and bench_pytorch_loops (.csv/.json) into $OUT (or the current
 directory), in the same columns as the C++ cases. Exits 0 with a message when torch or a GPU is
 missing. BENCH_SCALE scales the repetitions, as for the C++ cases.
 """
@@ -244,6 +247,39 @@ def step_case(torch, out_dir):
     report.finish(out_dir)
 
 
+def loops_case(torch, out_dir):
+    report = Report("bench_pytorch_loops",
+                    "time per loop iteration (us), 2000 iterations of a body of K kernels", torch)
+    iterations = 2000
+    stream = torch.cuda.Stream()
+    x = torch.zeros(1, device="cuda", dtype=torch.int32)
+    with torch.cuda.stream(stream):
+        for kernels in (1, 8, 32):
+            def body(kernels=kernels):
+                for _ in range(kernels):
+                    x.add_(1)
+
+            graph = capture(torch, stream, body)
+            times = []
+
+            def loop_arm(record, graph=graph, samples=times):
+                # As bench_loops' per_iteration: drained before, timed up to the last one's end.
+                stream.synchronize()
+                start = time.perf_counter()
+                for _ in range(iterations):
+                    graph.replay()
+                stream.synchronize()
+                if record:
+                    samples.append((time.perf_counter() - start) * 1e6 / iterations)
+
+            interleave(scaled(21), 2, [loop_arm])
+            report.add("loop iteration", kernels, "pytorch for-loop of replay()", "us", times)
+            del graph
+    report.note("compare with bench_loops' \"replay_loop\" and \"n x replay()\" arms (same "
+                "metric and param): the goal is replay_loop >= 3x cheaper at K=1")
+    report.finish(out_dir)
+
+
 def main():
     try:
         import torch
@@ -258,6 +294,7 @@ def main():
     driver = load_driver()
     replay_case(torch, driver, out_dir)
     step_case(torch, out_dir)
+    loops_case(torch, out_dir)
     return 0
 
 

@@ -91,11 +91,12 @@ struct body {
   const char* construct = "";      ///< "while_", "if_", ... for messages
   unsigned index = 0;              ///< which body of the node
   detail::body_stream_lease lease; ///< the stream it is captured on
+  cudaStream_t parent = nullptr;   ///< the stream of the scope that added the node
 
   /// Ends the body's capture and checks what it captured (the parent's capture goes on).
   template <class Lifecycle>
   void end(Lifecycle& lifecycle, cudaStream_t stream) {
-    forget(lifecycle, stream);
+    hand_over(lifecycle, stream, parent);
     detail::graph_handle ended;
     const cudaError_t status = detail::capture::end(stream, ended);
     if (status != cudaSuccess) [[unlikely]] {
@@ -119,7 +120,17 @@ struct body {
   }
 
 private:
-  /// The pool reuses a block freed on the body's stream only within the body.
+  /// Blocks freed on the body's stream become the parent stream's to reuse: what the parent's
+  /// stream captures next (later work, the next conditional's bodies) depends on the node, so
+  /// runs after the body, every iteration of it.
+  template <class Lifecycle>
+  static void hand_over(Lifecycle& lifecycle, cudaStream_t stream, cudaStream_t to) noexcept {
+    if constexpr (requires { lifecycle.pool_.hand_over_stream(stream, to); }) {
+      lifecycle.pool_.hand_over_stream(stream, to);
+    }
+  }
+
+  /// An abandoned body: nothing freed on its stream is reused (the capture is being discarded).
   template <class Lifecycle>
   static void forget(Lifecycle& lifecycle, cudaStream_t stream) noexcept {
     if constexpr (requires { lifecycle.pool_.forget_stream(stream); }) {
@@ -210,22 +221,22 @@ private:
     check_in_capture(cudaStreamUpdateCaptureDependencies(cap.stream(), &node, nullptr, 1,
                                                          cudaStreamSetCaptureDependencies),
                      "cudaStreamUpdateCaptureDependencies");
-    capture_bodies(cap, body_graphs, construct, std::index_sequence_for<Bodies...>{},
+    capture_bodies(cap, node, body_graphs, construct, std::index_sequence_for<Bodies...>{},
                    std::forward<Bodies>(bodies)...);
   }
 
   template <std::size_t Count, std::size_t... Index, class... Bodies>
-  static void capture_bodies(Scope& cap, const std::array<cudaGraph_t, Count>& graphs,
-                             const char* construct, std::index_sequence<Index...> /*indices*/,
-                             Bodies&&... bodies) {
-    (capture_body(cap, graphs[Index], construct, static_cast<unsigned>(Index),
+  static void capture_bodies(Scope& cap, cudaGraphNode_t node,
+                             const std::array<cudaGraph_t, Count>& graphs, const char* construct,
+                             std::index_sequence<Index...> /*indices*/, Bodies&&... bodies) {
+    (capture_body(cap, node, graphs[Index], construct, static_cast<unsigned>(Index),
                   std::forward<Bodies>(bodies)),
      ...);
   }
 
   template <class Body>
-  static void capture_body(Scope& cap, cudaGraph_t graph, const char* construct, unsigned index,
-                           Body&& body) {
+  static void capture_body(Scope& cap, cudaGraphNode_t node, cudaGraph_t graph,
+                           const char* construct, unsigned index, Body&& body) {
     if constexpr (requires { cap.lifecycle_of().liveness_.add_body(graph); }) {
       cap.lifecycle_of().liveness_.add_body(graph); // liveness::check scans the body too
     }
@@ -233,8 +244,16 @@ private:
     const cudaStream_t stream = lease.stream();
     check_in_capture(cudaStreamBeginCaptureToGraph(stream, graph, nullptr, nullptr, 0, mode),
                      "cudaStreamBeginCaptureToGraph");
+    if constexpr (requires { cap.lifecycle_of().pool_.hand_over_stream(cap.stream(), stream); }) {
+      // What the parent's stream freed so far ran before the node: the body may reuse it (the
+      // body's end hands it back, with what the body freed).
+      cap.lifecycle_of().pool_.hand_over_stream(cap.stream(), stream);
+    }
+    if constexpr (requires { cap.lifecycle_of().annot_.add_body(node, graph, stream); }) {
+      cap.lifecycle_of().annot_.add_body(node, graph, stream); // annot::on tags body nodes
+    }
     body_scope scope{cap.lifecycle_of(), stream,
-                     capture_kind::body{graph, construct, index, std::move(lease)}};
+                     capture_kind::body{graph, construct, index, std::move(lease), cap.stream()}};
     body_scope::run(std::move(scope), std::forward<Body>(body));
   }
 

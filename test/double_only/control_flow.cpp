@@ -3,6 +3,7 @@
 // branch, the value each launch starts from.
 #include <graphcap/control_flow.hpp>
 #include <graphcap/graphcap.hpp>
+#include <graphcap/repeat.hpp>
 
 #include "catch.hpp"
 #include "cuda_helpers.hpp"
@@ -121,4 +122,103 @@ TEST_CASE("control flow leaves nothing behind: body streams are reused, graphs a
   CHECK(cuda_double::live_graphs() == graphs);
   CHECK(cuda_double::live_execs() == execs);
   CHECK(cuda_double::live_conditional_bodies() == 0);
+}
+
+// repeat() (<graphcap/repeat.hpp>): its structure, with stand-ins for the two kernels (the
+// double runs none): memsets on the streams the kernels would be launched on. The real kernels
+// and iteration counts: test/gpu/repeat_kernels.cpp.
+namespace {
+
+struct stand_in_kernels {
+  static inline int starts = 0;
+  static inline int steps = 0;
+  static inline const unsigned* trips_seen = nullptr;
+  static inline unsigned n_seen = 0;
+
+  static void start(cudaStream_t stream, const gc::loop_counter& counter, const unsigned* trips,
+                    unsigned n) {
+    ++starts;
+    trips_seen = trips;
+    n_seen = n;
+    CUDA_REQUIRE(cudaMemsetAsync(counter.remaining, static_cast<int>(n), 1, stream));
+  }
+  static void step(cudaStream_t stream, const gc::loop_counter& counter) {
+    ++steps;
+    CUDA_REQUIRE(cudaMemsetAsync(counter.remaining, 0, 1, stream));
+  }
+  static constexpr gc::detail::repeat_kernels kernels{&start, &step};
+};
+
+std::size_t node_count(cudaGraph_t graph) {
+  std::size_t count = 0;
+  CUDA_REQUIRE(cudaGraphGetNodes(graph, nullptr, &count));
+  return count;
+}
+
+} // namespace
+
+TEST_CASE("repeat(): a start node, then a WHILE node whose body ends with the step") {
+  cuda_double::reset();
+  stand_in_kernels::starts = 0;
+  stand_in_kernels::steps = 0;
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> target(bytes);
+  gc::graph graph{gc::keep_graph}; // a private pool: the counter comes from it; the template kept
+  using builder = gc::detail::repeat_builder<gc::graph::scope>;
+  gc::loop_counter loop;
+  cudaGraph_t body_graph = nullptr;
+  graph.capture(stream, [&](gc::graph::scope& cap) {
+    loop = builder::build(
+        cap, builder::allocate_counter(cap), nullptr, 7,
+        [&](auto& body) {
+          cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+          CUDA_REQUIRE(cudaStreamGetCaptureInfo(body.stream(), &status, nullptr, &body_graph));
+          CUDA_REQUIRE(cudaMemsetAsync(target.get(), 5, bytes, body.stream()));
+        },
+        stand_in_kernels::kernels);
+  });
+  CHECK(stand_in_kernels::starts == 1);
+  CHECK(stand_in_kernels::steps == 1); // captured once, in the body
+  CHECK(stand_in_kernels::n_seen == 7);
+  CHECK(stand_in_kernels::trips_seen == nullptr);
+  CHECK(graph.node_count() == 2); // the start, the WHILE node
+  REQUIRE(body_graph != nullptr);
+  CHECK(node_count(body_graph) == 2);                // the body's work, then the step
+  CHECK(graph.pool_statistics().blocks_in_use == 1); // the counter
+  CHECK(loop.remaining != nullptr);
+  // A replay: the start runs first, then as many iterations as the condition allows (scripted
+  // here: on a GPU the step clears it).
+  cuda_double::script_conditional(loop.flag.handle(), {1, 1, 0});
+  graph.replay(stream);
+  stream.synchronize();
+  CHECK(cuda_double::conditional_evaluations(loop.flag.handle()) == 3);
+  CHECK(first_byte(target) == 5);
+}
+
+TEST_CASE("repeat(): a device trip count, a caller's counter, and what is refused") {
+  cuda_double::reset();
+  stand_in_kernels::starts = 0;
+  gctest::stream stream;
+  gctest::device_buffer<unsigned> trips(1);
+  gctest::device_buffer<unsigned> counter(1);
+  gc::lean_graph graph; // no pool: the caller gives the counter
+  using builder = gc::detail::repeat_builder<gc::lean_graph::scope>;
+  graph.capture(stream, [&](gc::lean_graph::scope& cap) {
+    const gc::loop_counter loop = builder::build(
+        cap, counter.get(), trips.get(), 0, [](cudaStream_t) {}, stand_in_kernels::kernels);
+    CHECK(loop.remaining == counter.get());
+  });
+  CHECK(stand_in_kernels::trips_seen == trips.get());
+  CHECK(graph.node_count() == 2);
+  gc::lean_graph refused;
+  CHECK_THROWS_WITH(refused.capture(stream,
+                                    [&](gc::lean_graph::scope& cap) {
+                                      builder::build(
+                                          cap, nullptr, nullptr, 3, [] {},
+                                          stand_in_kernels::kernels);
+                                    }),
+                    gctest::contains("repeat() was given a null counter"));
+  CHECK_FALSE(gctest::capturing(stream));
+  CHECK_THROWS_WITH(gc::detail::trip_count(-1), gctest::contains("trip count of -1"));
+  CHECK(gc::detail::trip_count(std::size_t{12}) == 12U);
 }

@@ -122,6 +122,55 @@ TEST_CASE("conditionals nest, and a body's scope offers what the parent's does")
   CHECK(graph.pool_statistics().blocks_in_use == 1);
 }
 
+TEST_CASE("pool blocks freed in a body are reused by the next body and by later parent work") {
+  gctest::stream stream;
+  const marks target;
+  gc::graph graph; // a private pool
+  unsigned char* in_first = nullptr;
+  unsigned char* in_second = nullptr;
+  unsigned char* in_nested = nullptr;
+  unsigned char* after = nullptr;
+  unsigned char* from_parent = nullptr;
+  unsigned char* parent_block = nullptr;
+  constexpr std::size_t big = 8 * bytes; // another size class
+  graph.capture(stream, [&](gc::graph::scope& cap) {
+    const gc::condition flag = cap.condition(1);
+    cap.if_(flag, [&](auto& body) {
+      in_first = body.template allocate<unsigned char>(bytes);
+      CUDA_REQUIRE(cudaMemsetAsync(in_first, 1, bytes, body.stream()));
+      const gc::condition inner = body.condition(1);
+      body.if_(inner, [&](auto& nested) {
+        in_nested = nested.template allocate<unsigned char>(bytes); // in_first is still in use
+        CUDA_REQUIRE(cudaMemsetAsync(in_nested, 2, bytes, nested.stream()));
+        nested.deallocate(in_nested);
+      });
+      body.deallocate(in_first);
+    });
+    const gc::condition again = cap.condition(1);
+    cap.while_(again, [&](auto& body) { // the node runs after the first: its blocks are free
+      in_second = body.template allocate<unsigned char>(bytes);
+      CUDA_REQUIRE(
+          cudaMemcpyAsync(target.at(0), in_second, 1, cudaMemcpyDeviceToDevice, body.stream()));
+      body.deallocate(in_second);
+    });
+    after = cap.template allocate<unsigned char>(bytes); // after both nodes, on the parent stream
+    parent_block = cap.template allocate<unsigned char>(big);
+    CUDA_REQUIRE(cudaMemsetAsync(parent_block, 3, big, cap.stream()));
+    cap.deallocate(parent_block); // freed by the parent before the next node
+    const gc::condition last = cap.condition(1);
+    cap.if_(last, [&](auto& body) {
+      from_parent = body.template allocate<unsigned char>(big);
+      CUDA_REQUIRE(cudaMemsetAsync(from_parent, 4, big, body.stream()));
+    });
+  });
+  REQUIRE(in_first != nullptr);
+  CHECK(in_nested != in_first); // both live at once
+  CHECK(in_second == in_first); // the last freed of its size class, handed on by the first node
+  CHECK(after == in_second);    // the parent reuses what the bodies freed
+  CHECK(from_parent == parent_block); // a body reuses what the parent freed before its node
+  CHECK(graph.pool_statistics().blocks_in_use == 3); // two small blocks, one big
+}
+
 TEST_CASE("work forked to another stream inside a body and joined back is part of the body") {
   gctest::stream stream;
   gctest::stream side;

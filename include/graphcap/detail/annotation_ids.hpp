@@ -20,13 +20,17 @@
 namespace graphcap::detail {
 
 /// Re-keys `annotations` to the ids the replays of executable `exec_id` carry (0 where either id
-/// is unknown). True if any node has an id.
-inline bool rekey_to_executable(std::vector<node_annotation>& annotations,
-                                std::uint32_t exec_id) noexcept {
+/// is unknown). `graph_id`, if not 0: only the nodes of that template graph are re-keyed; the
+/// nodes of conditional bodies get 0 (what their replays carry is not established:
+/// detail/annotation_bodies.hpp). True if any node has an id.
+inline bool rekey_to_executable(std::vector<node_annotation>& annotations, std::uint32_t exec_id,
+                                std::uint32_t graph_id = 0) noexcept {
   bool any = false;
   for (node_annotation& node : annotations) {
-    node.id =
-        exec_id != 0 && node.template_id != 0 ? replayed_node_id(exec_id, node.template_id) : 0;
+    const bool of_graph = graph_id == 0 || (node.template_id >> 32U) == graph_id;
+    node.id = exec_id != 0 && node.template_id != 0 && of_graph
+                  ? replayed_node_id(exec_id, node.template_id)
+                  : 0;
     any = any || node.id != 0;
   }
   return any;

@@ -24,6 +24,9 @@ struct annotated_nodes {
   std::vector<node_annotation> annotations;    ///< what the graph's annotations() lists
   std::vector<cudaGraphNode_t> nodes;          ///< the template node of each annotation
   std::vector<std::uint32_t> creation_indices; ///< of each node, where known
+  /// The captured graph's CUPTI id where conditional bodies hold annotated nodes (their ids have
+  /// another graph's id in their upper half); 0 otherwise.
+  std::uint32_t graph_id = 0;
 
   /// Forgets the nodes (the annotations stay); keeps the capacity.
   void clear_nodes() noexcept {

@@ -105,6 +105,18 @@ struct graph_queries {
         cudaStreamGetCaptureInfo(stream, &status, &id, nullptr, &frontier, &edges, &count));
   }
 
+  /// The id of the capture `stream` is actively capturing into; 0 if none (or CUDA refused).
+  [[nodiscard]] unsigned long long active_capture_id(cudaStream_t stream) const noexcept {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    unsigned long long id = 0;
+    const cudaGraphNode_t* frontier = nullptr;
+    std::size_t count = 0;
+    return capture_info(stream, status, id, frontier, count) &&
+                   status == cudaStreamCaptureStatusActive
+               ? id
+               : 0;
+  }
+
   /// Up to `count` dependents of `node` into `out` (null: none, only the count), with their edge
   /// data into `edges` (null only with `out`); `count` becomes how many there are.
   bool dependents(cudaGraphNode_t node, cudaGraphNode_t* out, cudaGraphEdgeData* edges,

@@ -26,6 +26,7 @@
 #include <graphcap/annotations/registry.hpp>
 #include <graphcap/annotations/settings.hpp>
 #include <graphcap/annotations/values.hpp>
+#include <graphcap/detail/annotation_bodies.hpp>
 #include <graphcap/detail/annotation_ids.hpp>
 #include <graphcap/detail/annotation_layout.hpp>
 #include <graphcap/detail/annotation_merge.hpp>
@@ -53,6 +54,53 @@
 
 namespace graphcap::annot {
 
+class on;
+
+/// The RAII scope on::mark returns: the nodes added while it lives are tagged. It must not
+/// outlive the capture's graph; ending the capture first is fine (the scope closes there).
+class [[nodiscard("a marker tags the nodes captured while it lives; name it")]] on_marker {
+public:
+  /// A marker that tags nothing (what mark returns outside a capture).
+  on_marker() noexcept = default;
+  /// Takes `other`'s scope; `other` tags nothing.
+  on_marker(on_marker && other) noexcept
+      : owner_(std::exchange(other.owner_, nullptr)), scope_(other.scope_),
+        generation_(other.generation_) {}
+  /// Closes this marker's scope, then takes `other`'s.
+  on_marker& operator=(on_marker&& other) noexcept {
+    if (this != &other) {
+      close();
+      owner_ = std::exchange(other.owner_, nullptr);
+      scope_ = other.scope_;
+      generation_ = other.generation_;
+    }
+    return *this;
+  }
+  on_marker(const on_marker&) = delete;            ///< one marker closes its scope
+  on_marker& operator=(const on_marker&) = delete; ///< one marker closes its scope
+  /// Closes the scope.
+  ~on_marker() {
+    close();
+  }
+
+  /// True while the marker tags what the capture adds (false outside a capture).
+  [[nodiscard]] bool active() const noexcept {
+    return owner_ != nullptr;
+  }
+
+  /// Closes the scope now (the destructor does it otherwise).
+  void close() noexcept;
+
+private:
+  friend class on;
+  on_marker(on * owner, std::uint32_t scope, std::uint64_t generation) noexcept
+      : owner_(owner), scope_(scope), generation_(generation) {}
+
+  on* owner_ = nullptr;
+  std::uint32_t scope_ = 0;
+  std::uint64_t generation_ = 0;
+};
+
 /// Annotations enabled: `mark` opens a scope that tags every node the capture adds while it
 /// lives; the graph's annotations() lists them after the capture, and each instantiation
 /// publishes them (by replayed node id) for traces, until that executable goes (the registry's
@@ -68,54 +116,9 @@ namespace graphcap::annot {
 /// empty). Out of memory while the capture ends (closing, merging) leaves it unannotated instead.
 class on : public detail::no_hooks<detail::annot_category> {
 public:
-  /// The RAII scope `mark` returns: the nodes added while it lives are tagged. It must not
-  /// outlive the capture's graph; ending the capture first is fine (the scope closes there).
-  class [[nodiscard("a marker tags the nodes captured while it lives; name it")]] marker {
-  public:
-    /// A marker that tags nothing (what mark returns outside a capture).
-    marker() noexcept = default;
-    /// Takes `other`'s scope; `other` tags nothing.
-    marker(marker && other) noexcept
-        : owner_(std::exchange(other.owner_, nullptr)), scope_(other.scope_),
-          generation_(other.generation_) {}
-    /// Closes this marker's scope, then takes `other`'s.
-    marker& operator=(marker&& other) noexcept {
-      if (this != &other) {
-        close();
-        owner_ = std::exchange(other.owner_, nullptr);
-        scope_ = other.scope_;
-        generation_ = other.generation_;
-      }
-      return *this;
-    }
-    marker(const marker&) = delete;            ///< one marker closes its scope
-    marker& operator=(const marker&) = delete; ///< one marker closes its scope
-    /// Closes the scope.
-    ~marker() {
-      close();
-    }
-
-    /// True while the marker tags what the capture adds (false outside a capture).
-    [[nodiscard]] bool active() const noexcept {
-      return owner_ != nullptr;
-    }
-
-    /// Closes the scope now (the destructor does it otherwise).
-    void close() noexcept {
-      if (owner_ != nullptr) {
-        std::exchange(owner_, nullptr)->close_scope(scope_, generation_);
-      }
-    }
-
-  private:
-    friend class on;
-    marker(on * owner, std::uint32_t scope, std::uint64_t generation) noexcept
-        : owner_(owner), scope_(scope), generation_(generation) {}
-
-    on* owner_ = nullptr;
-    std::uint32_t scope_ = 0;
-    std::uint64_t generation_ = 0;
-  };
+  /// The RAII scope `mark` returns (on_marker).
+  using marker = on_marker;
+  friend class on_marker; // closes its scope
 
   /// No capture yet, nothing annotated.
   on() = default;
@@ -149,6 +152,16 @@ public:
 
   /// The last capture's scopes and conditional bodies, for write_dot (<graphcap/dot.hpp>).
   [[nodiscard]] const detail::graph_layout& layout() const noexcept { return layout_; }
+  /// A conditional body of the capture, captured on `stream` (<graphcap/control_flow.hpp>
+  /// tells): its scopes and the parent's tag its nodes (detail/annotation_bodies.hpp).
+  void add_body(cudaGraphNode_t conditional, cudaGraph_t body, cudaStream_t stream) noexcept {
+    try {
+      if (capturing_) {
+        bodies_.add(queries_, conditional, body, stream);
+      }
+    } catch (...) { // out of memory: the body's scopes tag nothing
+    }
+  }
 
   /// Where this graph's node ids came from.
   [[nodiscard]] node_id_source id_source() const noexcept { return source_; }
@@ -202,6 +215,7 @@ public:
     }
     capturing_ = false;
     try {
+      bodies_.close_all(queries_);
       for (std::size_t i = scopes_.records.size(); i-- > 0;) { // innermost first
         if (scopes_.records[i].open) {
           close_scope(static_cast<std::uint32_t>(i), generation_);
@@ -217,6 +231,7 @@ public:
       merge_.merge(scopes_, tagged, logged(), result_);
       detail::record_scope_layout(scopes_, tagged, layout_);
       source_ = ids_.resolve(source_, logged(), queries_, graph_, result_);
+      bodies_.annotate(source_, queries_, graph_, result_);
     } catch (...) { // out of memory: the capture goes on, unannotated
       result_.annotations.clear();
       result_.clear_nodes();
@@ -256,7 +271,7 @@ public:
   void after_instantiate(cudaGraphExec_t exec) {
     published_.withdraw(); // the previous executable is gone, or was updated in place
     const std::uint32_t exec_id = detail::exec_graph_id(source_, exec);
-    if (detail::rekey_to_executable(result_.annotations, exec_id)) {
+    if (detail::rekey_to_executable(result_.annotations, exec_id, result_.graph_id)) {
       published_ = detail::registry_entry{exec_id, result_.annotations};
     }
   }
@@ -292,9 +307,14 @@ private:
     if (!capturing_) {
       return {};
     }
+    if (stream != capture_stream_) {
+      if (const auto body = bodies_.open(queries_, stream, entries)) {
+        return {this, *body, generation_};
+      }
+    }
     detail::scope_record record;
     if (logged()) {
-      if (stream != capture_stream_ && !in_this_capture(stream)) {
+      if (stream != capture_stream_ && queries_.active_capture_id(stream) != capture_id_) {
         return {}; // the capture's own stream (what cap.mark gives) needs no query
       }
       record.nodes_begin = watch_.position(); // what is created from now on, on any stream
@@ -304,19 +324,13 @@ private:
     return {this, scopes_.open(record, entries), generation_};
   }
 
-  /// Whether `stream` is capturing into this graph's capture.
-  [[nodiscard]] bool in_this_capture(cudaStream_t stream) const noexcept {
-    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-    unsigned long long id = 0;
-    const cudaGraphNode_t* frontier = nullptr;
-    std::size_t count = 0;
-    return queries_.capture_info(stream, status, id, frontier, count) &&
-           status == cudaStreamCaptureStatusActive && id == capture_id_;
-  }
-
   /// Ends a scope: where the creation log stands now, or the walk of what it added. Never
   /// throws: a scope that cannot be walked, or recorded as closed, tags nothing.
   void close_scope(std::uint32_t index, std::uint64_t generation) noexcept {
+    if (generation == generation_ && (index & detail::body_annotations::body_scope_bit) != 0) {
+      bodies_.close(queries_, index);
+      return;
+    }
     if (generation != generation_ || index >= scopes_.records.size() ||
         !scopes_.records[index].open) {
       return;
@@ -340,6 +354,7 @@ private:
     ++generation_;
     scopes_.clear();
     walk_.clear();
+    bodies_.clear();
     ids_.clear();
     graph_ = nullptr;
   }
@@ -361,8 +376,15 @@ private:
   detail::scope_walk walk_;       // graph_walk
   detail::scope_merge merge_;
   detail::template_id_resolver ids_;
-  detail::graph_layout layout_; // scopes and conditional bodies, for pictures
+  detail::graph_layout layout_;     // scopes and conditional bodies, for pictures
+  detail::body_annotations bodies_; // conditional bodies: their scopes, their nodes
 };
+
+inline void on_marker::close() noexcept {
+  if (owner_ != nullptr) {
+    std::exchange(owner_, nullptr)->close_scope(scope_, generation_);
+  }
+}
 
 static_assert(annotation_policy<on>);
 

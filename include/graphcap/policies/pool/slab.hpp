@@ -114,6 +114,25 @@ public:
     std::erase_if(freed_, [stream](const auto& entry) { return entry.first.first == stream; });
   }
 
+  /// A conditional body's stream whose capture has ended: the blocks freed on it become `to`'s,
+  /// the stream the conditional node was captured on, whose later work runs after the body.
+  /// Where memory runs out they are forgotten instead (kept by the graph, not reused).
+  void hand_over_stream(cudaStream_t from, cudaStream_t to) noexcept {
+    try {
+      for (auto entry = freed_.begin(); entry != freed_.end();) {
+        if (entry->first.first != from) {
+          ++entry;
+          continue;
+        }
+        std::vector<std::size_t>& target = freed_[{to, entry->first.second}];
+        target.insert(target.end(), entry->second.begin(), entry->second.end());
+        entry = freed_.erase(entry);
+      }
+    } catch (...) {
+      forget_stream(from);
+    }
+  }
+
   // -- hooks ---------------------------------------------------------------------------------
 
   /// The capture succeeded: a shared pool's blocks freed during it go back to the pool.

@@ -117,7 +117,8 @@ public:
   }
 
   /// The smallest captured key at least `n`; nullopt above the largest. A binary search.
-  [[nodiscard]] std::optional<Key> find_at_least(const Key& n) const noexcept {
+  [[nodiscard]] std::optional<Key> find_at_least(const Key& n) const
+      noexcept(detail::nothrow_keys<Key>) {
     const std::size_t index = index_at_least(n);
     return index == keys_.size() ? std::nullopt : std::optional<Key>{keys_[index]};
   }
@@ -146,7 +147,7 @@ public:
   }
 
   /// The graph of exactly `key`, or null (one-executable mode: the one graph, if it holds key).
-  [[nodiscard]] Graph* find(const Key& key) noexcept {
+  [[nodiscard]] Graph* find(const Key& key) noexcept(detail::nothrow_keys<Key>) {
     const std::size_t index = index_of(key);
     if (index == keys_.size()) {
       return nullptr;
@@ -186,7 +187,8 @@ public:
   /// How many keys are captured.
   [[nodiscard]] std::size_t size() const noexcept { return keys_.size(); }
   /// The statistics of `key`, or null if it is not captured.
-  [[nodiscard]] const family_key_statistics* statistics(const Key& key) const noexcept {
+  [[nodiscard]] const family_key_statistics* statistics(const Key& key) const
+      noexcept(detail::nothrow_keys<Key>) {
     const std::size_t index = index_of(key);
     return index == keys_.size() ? nullptr : &entries_[index]->statistics;
   }
@@ -318,11 +320,11 @@ private:
     return index;
   }
 
-  std::size_t index_at_least(const Key& n) const noexcept {
+  std::size_t index_at_least(const Key& n) const noexcept(detail::nothrow_keys<Key>) {
     return static_cast<std::size_t>(std::lower_bound(keys_.begin(), keys_.end(), n) -
                                     keys_.begin());
   }
-  std::size_t index_of(const Key& key) const noexcept {
+  std::size_t index_of(const Key& key) const noexcept(detail::nothrow_keys<Key>) {
     const std::size_t index = index_at_least(key);
     return index < keys_.size() && !(key < keys_[index]) ? index : keys_.size();
   }

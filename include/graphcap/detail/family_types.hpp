@@ -106,7 +106,7 @@ struct family_capture_result {
 
 /// What a shape_family knows of one key.
 struct family_key_statistics {
-  std::chrono::nanoseconds capture_time{};     ///< capture (one executable: capture + update)
+  std::chrono::nanoseconds capture_time{};     ///< capture (one executable: last switch's)
   std::chrono::nanoseconds instantiate_time{}; ///< instantiation (0 in one-executable mode)
   std::size_t nodes = 0;                       ///< nodes of its graph
   std::size_t pool_bytes = 0;                  ///< what the pool grew by for its capture
@@ -117,6 +117,11 @@ struct family_key_statistics {
 };
 
 namespace detail {
+
+/// Whether copying and comparing keys cannot throw (so neither can a family's lookups).
+template <class Key>
+inline constexpr bool nothrow_keys = std::is_nothrow_copy_constructible_v<Key>&& noexcept(
+    static_cast<bool>(std::declval<const Key&>() < std::declval<const Key&>()));
 
 /// `key` as text, for messages and the report: operator<< if it has one.
 template <class Key>

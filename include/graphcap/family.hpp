@@ -271,7 +271,7 @@ private:
     target.statistics.capture_time = captured - begin;
     target.statistics.instantiate_time = now() - captured;
     target.statistics.nodes = graph->node_count();
-    target.statistics.pool_bytes = pool_.statistics().reserved_bytes - reserved;
+    target.statistics.pool_bytes = std::max(pool_.statistics().reserved_bytes, reserved) - reserved;
     target.graph = std::move(graph);
   }
 
@@ -288,7 +288,8 @@ private:
     family_key_statistics& counts = target.statistics;
     counts.capture_time = now() - begin;
     counts.nodes = single_->node_count();
-    counts.pool_bytes = std::max(counts.pool_bytes, pool_.statistics().reserved_bytes - reserved);
+    counts.pool_bytes = std::max(counts.pool_bytes,
+                                 std::max(pool_.statistics().reserved_bytes, reserved) - reserved);
     ++counts.switches;
     ++(last_update_.updated() ? counts.updates : counts.fallbacks);
     current_ = key;

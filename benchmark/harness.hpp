@@ -7,9 +7,16 @@
 // drift fall on every arm alike. Each arm's closure times itself and appends its samples; the
 // harness only orders the calls and summarizes.
 //
-// Results are long-format rows: (metric, param, arm) -> median, p99, mean, min, samples, unit.
-// The first arm added for a (metric, param) is the baseline the table's ratio column divides by.
-// Benchmarks are not tests: nothing here asserts a time.
+// Results are long-format rows: (metric, param, arm) -> median, p99, mean, min, samples, unit,
+// and the samples themselves, in round order. The first arm added for a (metric, param) is the
+// baseline of the table's ratio column: the median of the per-round ratios (sample i of the arm
+// over sample i of the baseline, taken in the same round), with a 95% confidence interval; a
+// ratio of medians only where the sample counts differ. Per-round ratios cancel what drifts
+// between rounds (clocks, other tenants), so they repeat where a ratio of medians wanders.
+// Warm-up lasts at least BENCH_WARM_SECONDS (0.5 s the first time in a process, then 0.1 s), so
+// that the GPU reaches steady clocks; the recorded rounds go on past the asked number until they
+// have lasted BENCH_MIN_SECONDS (default 0.5 s), up to 8 times as many, so that a short sample
+// gets more rounds. Benchmarks are not tests: nothing here asserts a time.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -118,6 +125,62 @@ struct summary {
   std::size_t samples = 0;
 };
 
+/// A setting from the environment in seconds, or `fallback`.
+inline double seconds_setting(const char* name, double fallback) {
+  const char* text = std::getenv(name);
+  if (text == nullptr) {
+    return fallback;
+  }
+  const double value = std::strtod(text, nullptr);
+  return value >= 0.0 ? value : fallback;
+}
+
+/// A median and its 95% confidence interval (distribution-free: order statistics).
+struct interval {
+  double median = 0;
+  double low = 0;
+  double high = 0;
+};
+
+/// The median of `values` with the ranks n/2 -+ 0.98 sqrt(n) as its 95% interval.
+inline interval median_interval(std::vector<double> values) {
+  interval result;
+  if (values.empty()) {
+    return result;
+  }
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  const double half_width = 0.98 * std::sqrt(static_cast<double>(n));
+  const double centre = static_cast<double>(n) / 2.0;
+  const auto low = static_cast<std::size_t>(std::max(0.0, std::floor(centre - half_width)));
+  const auto high = static_cast<std::size_t>(
+      std::min(static_cast<double>(n - 1), std::ceil(centre + half_width)));
+  result.median = values[n / 2];
+  result.low = values[low];
+  result.high = values[high];
+  return result;
+}
+
+/// The ratio of `arm` to `baseline`: the median of per-round ratios with its interval where both
+/// have one sample per round, else the ratio of medians (interval = that ratio).
+inline interval paired_ratio(const std::vector<double>& arm, const std::vector<double>& baseline) {
+  if (arm.empty() || baseline.empty()) {
+    return {};
+  }
+  if (arm.size() == baseline.size()) {
+    std::vector<double> ratios;
+    ratios.reserve(arm.size());
+    for (std::size_t i = 0; i < arm.size(); ++i) {
+      if (baseline[i] > 0) {
+        ratios.push_back(arm[i] / baseline[i]);
+      }
+    }
+    return median_interval(std::move(ratios));
+  }
+  const double ratio = median_interval(arm).median / median_interval(baseline).median;
+  return {ratio, ratio, ratio};
+}
+
 /// Median (upper middle for an even count), p99 (nearest rank), mean and minimum.
 inline summary summarize(std::vector<double> values) {
   summary result;
@@ -139,16 +202,33 @@ inline summary summarize(std::vector<double> values) {
   return result;
 }
 
-/// Runs `warmup` unrecorded rounds, then `rounds` rounds of every arm; round r starts with arm
-/// r % arms.size() so that no arm always runs first (or right after the same neighbour). An arm
-/// receives whether the round is recorded and appends its own samples when it is.
+/// Runs at least `warmup` unrecorded rounds (and for at least the warm-up time, see the top of
+/// this file), then at least `rounds` recorded rounds of every arm (more while they have lasted
+/// less than BENCH_MIN_SECONDS, up to 8 times as many); round r starts with arm r % arms.size()
+/// so that no arm always runs first (or right after the same neighbour). An arm receives whether
+/// the round is recorded and appends its own samples when it is.
 inline void interleave(int rounds, int warmup, const std::vector<std::function<void(bool)>>& arms) {
+  static bool warmed_before = false; // the first case of a process warms the GPU up longest
+  const double warm_seconds = seconds_setting("BENCH_WARM_SECONDS", warmed_before ? 0.1 : 0.5);
+  const double min_seconds = seconds_setting("BENCH_MIN_SECONDS", 0.5);
+  warmed_before = true;
   const std::size_t count = arms.size();
-  for (int round = 0; round < warmup + rounds; ++round) {
-    const bool record = round >= warmup;
+  const auto run_round = [&](int round, bool record) {
     for (std::size_t i = 0; i < count; ++i) {
       arms[(static_cast<std::size_t>(round) + i) % count](record);
     }
+  };
+  int round = 0;
+  const auto warm_start = steady::now();
+  while (round < warmup || micros(warm_start, steady::now()) < warm_seconds * 1e6) {
+    run_round(round++, false);
+  }
+  const auto start = steady::now();
+  for (int recorded = 0; recorded < rounds * 8; ++recorded) {
+    if (recorded >= rounds && micros(start, steady::now()) >= min_seconds * 1e6) {
+      break;
+    }
+    run_round(round++, true);
   }
 }
 
@@ -188,6 +268,8 @@ public:
     std::string arm;
     std::string unit;
     summary stats;
+    std::vector<double> values; // in round order
+    interval ratio;             // to the first arm of the same metric and param
   };
 
   /// `name` is the file stem (bench_replay -> bench_replay.csv/.json), `title` the table heading.
@@ -216,7 +298,14 @@ public:
 
   void add(const std::string& metric, const std::string& param, const std::string& arm,
            const std::string& unit, const std::vector<double>& values) {
-    rows_.push_back({metric, param, arm, unit, summarize(values)});
+    interval ratio{1, 1, 1};
+    for (const row& earlier : rows_) { // the baseline: the first arm of this metric and param
+      if (earlier.metric == metric && earlier.param == param) {
+        ratio = paired_ratio(values, earlier.values);
+        break;
+      }
+    }
+    rows_.push_back({metric, param, arm, unit, summarize(values), values, ratio});
   }
   void add(const std::string& metric, long long param, const std::string& arm,
            const std::string& unit, const std::vector<double>& values) {
@@ -235,21 +324,19 @@ public:
 
 private:
   void print_table() const {
-    std::printf("%-34s %8s %-34s %12s %12s %8s\n", "metric", "param", "arm", "median", "p99",
-                "ratio");
-    std::map<std::pair<std::string, std::string>, double> baselines;
+    std::printf("%-34s %8s %-34s %12s %12s %8s %17s\n", "metric", "param", "arm", "median", "p99",
+                "ratio", "95% interval");
     for (const row& entry : rows_) {
-      const auto key = std::make_pair(entry.metric, entry.param);
-      const auto baseline = baselines.try_emplace(key, entry.stats.median).first->second;
-      std::printf("%-34s %8s %-34s %9.3f %-2s %9.3f %-2s %8.3f\n", entry.metric.c_str(),
-                  entry.param.c_str(), entry.arm.c_str(), entry.stats.median, entry.unit.c_str(),
-                  entry.stats.p99, entry.unit.c_str(),
-                  baseline > 0 ? entry.stats.median / baseline : 0.0);
+      std::printf("%-34s %8s %-34s %9.3f %-2s %9.3f %-2s %8.3f  [%6.3f, %6.3f]\n",
+                  entry.metric.c_str(), entry.param.c_str(), entry.arm.c_str(), entry.stats.median,
+                  entry.unit.c_str(), entry.stats.p99, entry.unit.c_str(), entry.ratio.median,
+                  entry.ratio.low, entry.ratio.high);
     }
     for (const std::string& text : notes_) {
       std::printf("note: %s\n", text.c_str());
     }
-    std::printf("(ratio: median over the first arm of the same metric and param)\n\n");
+    std::printf("(ratio: median of per-round ratios to the first arm of the same metric and "
+                "param, with its 95%% interval)\n\n");
   }
 
   [[nodiscard]] std::string path(const char* extension) const {
@@ -263,13 +350,21 @@ private:
       std::fprintf(stderr, "%s: cannot write %s\n", name_.c_str(), path(".csv").c_str());
       return;
     }
-    std::fprintf(file, "case,metric,param,arm,unit,median,p99,mean,min,samples\n");
+    std::fprintf(file, "case,metric,param,arm,unit,median,p99,mean,min,samples,values\n");
     for (const row& entry : rows_) {
-      // Text fields are quoted (RFC 4180): arm names may hold commas.
-      std::fprintf(file, "%s,%s,%s,%s,%s,%.6g,%.6g,%.6g,%.6g,%zu\n", csv_field(name_).c_str(),
+      // Text fields are quoted (RFC 4180): arm names may hold commas. The samples, in round
+      // order, are one space-separated field (plot.py pairs them into per-round ratios).
+      std::string values;
+      char number[32];
+      for (const double value : entry.values) {
+        std::snprintf(number, sizeof number, "%s%.6g", values.empty() ? "" : " ", value);
+        values += number;
+      }
+      std::fprintf(file, "%s,%s,%s,%s,%s,%.6g,%.6g,%.6g,%.6g,%zu,%s\n", csv_field(name_).c_str(),
                    csv_field(entry.metric).c_str(), csv_field(entry.param).c_str(),
                    csv_field(entry.arm).c_str(), csv_field(entry.unit).c_str(), entry.stats.median,
-                   entry.stats.p99, entry.stats.mean, entry.stats.min, entry.stats.samples);
+                   entry.stats.p99, entry.stats.mean, entry.stats.min, entry.stats.samples,
+                   csv_field(values).c_str());
     }
     std::fclose(file);
   }
@@ -317,10 +412,12 @@ private:
       std::fprintf(
           file,
           "    {\"metric\": %s, \"param\": %s, \"arm\": %s, \"unit\": %s, \"median\": %.6g, "
-          "\"p99\": %.6g, \"mean\": %.6g, \"min\": %.6g, \"samples\": %zu}%s\n",
+          "\"p99\": %.6g, \"mean\": %.6g, \"min\": %.6g, \"samples\": %zu, \"ratio\": %.6g, "
+          "\"ratio_low\": %.6g, \"ratio_high\": %.6g}%s\n",
           quoted(entry.metric).c_str(), quoted(entry.param).c_str(), quoted(entry.arm).c_str(),
           quoted(entry.unit).c_str(), entry.stats.median, entry.stats.p99, entry.stats.mean,
-          entry.stats.min, entry.stats.samples, i + 1 == rows_.size() ? "" : ",");
+          entry.stats.min, entry.stats.samples, entry.ratio.median, entry.ratio.low,
+          entry.ratio.high, i + 1 == rows_.size() ? "" : ",");
     }
     std::fprintf(file, "  ]\n}\n");
     std::fclose(file);

@@ -2,11 +2,17 @@
 """Plots and tables of a benchmark run (docs/benchmarks.md).
 
     python3 benchmark/plot.py RESULTS_DIR [PLOTS_DIR]
+    python3 benchmark/plot.py --compare RUN_DIR RUN_DIR [RUN_DIR ...] > runs.md
 
 Reads every bench_*.csv in RESULTS_DIR (what the bench_* binaries and pytorch_bench.py wrote),
 writes one PNG per case into PLOTS_DIR (default: RESULTS_DIR), and RESULTS_DIR/results.md: the
 tables and the goals' check, ready for docs/benchmarks.md. Without matplotlib it writes the
 tables alone and says so.
+
+Ratios are medians of per-round ratios (benchmark/harness.hpp pairs the arms' samples by round),
+with a 95% interval; where an arm's samples cannot be paired (PyTorch's, other counts), the ratio
+of medians. --compare prints every ratio of several runs side by side with its spread (half the
+range over the mean): the repeatability check of docs/benchmarks.md.
 """
 
 import csv
@@ -34,6 +40,7 @@ def read_rows(results_dir):
                 for key in ("median", "p99", "mean", "min"):
                     row[key] = float(row[key])
                 row["samples"] = int(row["samples"])
+                row["values"] = [float(v) for v in row.get("values", "").split()]
                 rows.append(row)
     return rows
 
@@ -58,6 +65,37 @@ def numeric(param):
         return None
 
 
+def median_interval(values):
+    """The median and the ranks n/2 -+ 0.98 sqrt(n) as its 95% interval (as harness.hpp)."""
+    values = sorted(values)
+    n = len(values)
+    half = 0.98 * n ** 0.5
+    low = max(0, int(n / 2 - half))
+    high = min(n - 1, int(-(-(n / 2 + half) // 1)))
+    return values[n // 2], values[low], values[high]
+
+
+def row_of(rows, case, metric, param, arm):
+    found = [r for r in rows if r["case"] == case and r["metric"] == metric
+             and r["param"] == str(param) and r["arm"] == arm]
+    return found[0] if found else None
+
+
+def ratio(rows, case, metric, param, arm, base_arm, base_case=None):
+    """(median, low, high) of arm over base_arm: per-round ratios where both have one sample per
+    round, else the ratio of medians (low = high = it). None when either is missing."""
+    a = row_of(rows, case, metric, param, arm)
+    b = row_of(rows, base_case or case, metric, param, base_arm)
+    if not a or not b or b["median"] <= 0:
+        return None
+    if a["values"] and len(a["values"]) == len(b["values"]) and (base_case or case) == case:
+        pairs = [x / y for x, y in zip(a["values"], b["values"]) if y > 0]
+        if pairs:
+            return median_interval(pairs)
+    r = a["median"] / b["median"]
+    return r, r, r
+
+
 def value(rows, case, metric, param, arm):
     found = [r for r in rows if r["case"] == case and r["metric"] == metric
              and r["param"] == str(param) and r["arm"] == arm]
@@ -75,17 +113,59 @@ def markdown_tables(rows):
             cases.append(r["case"])
     for case in cases:
         lines.append(f"### {case}\n")
-        lines.append("| metric | param | arm | median | p99 | ratio | samples |")
-        lines.append("|---|---|---|---:|---:|---:|---:|")
-        baselines = {}
+        lines.append("| metric | param | arm | median | p99 | ratio | 95% interval | samples |")
+        lines.append("|---|---|---|---:|---:|---:|---|---:|")
         for r in select(rows, case=case):
-            base = baselines.setdefault((r["metric"], r["param"]), r["median"])
-            ratio = r["median"] / base if base > 0 else 0.0
+            base = baseline_arm(rows, case, r["metric"], r["param"])
+            found = ratio(rows, case, r["metric"], r["param"], r["arm"], base)
+            shown = f"{found[0]:.3f}" if found else "-"
+            spread = f"{found[1]:.3f} - {found[2]:.3f}" if found and found[1] != found[2] else ""
             lines.append(f"| {r['metric']} | {r['param']} | {r['arm']} | "
                          f"{r['median']:.3f} {r['unit']} | {r['p99']:.3f} {r['unit']} | "
-                         f"{ratio:.3f} | {r['samples']} |")
+                         f"{shown} | {spread} | {r['samples']} |")
         lines.append("")
     return lines
+
+
+def baseline_arm(rows, case, metric, param):
+    """The first arm of a case's metric and param: what its ratios divide by."""
+    for r in rows:
+        if r["case"] == case and r["metric"] == metric and r["param"] == param:
+            return r["arm"]
+    return None
+
+
+def compare_runs(run_dirs):
+    """Every ratio of several runs side by side, with its spread: half the range over the mean."""
+    runs = [read_rows(d) for d in run_dirs]
+    keys = []
+    for r in runs[0]:
+        base = baseline_arm(runs[0], r["case"], r["metric"], r["param"])
+        if r["arm"] != base:
+            keys.append((r["case"], r["metric"], r["param"], r["arm"], base))
+    header = " | ".join(f"run {i + 1}" for i in range(len(runs)))
+    lines = [f"| case | metric | param | arm / baseline | {header} | spread |",
+             "|---|---|---|---|" + "---:|" * len(runs) + "---:|"]
+    spreads = []
+    for case, metric, param, arm, base in keys:
+        found = [ratio(rows, case, metric, param, arm, base) for rows in runs]
+        if any(f is None for f in found):
+            continue
+        values = [f[0] for f in found]
+        mean = sum(values) / len(values)
+        spread = (max(values) - min(values)) / 2 / mean * 100 if mean > 0 else 0.0
+        spreads.append((spread, case, metric, param, arm))
+        cells = " | ".join(f"{v:.3f}" for v in values)
+        lines.append(f"| {case} | {metric} | {param} | {arm} / {base} | {cells} | "
+                     f"±{spread:.1f}% |")
+    within = sum(1 for s in spreads if s[0] <= 3.0)
+    summary = [f"{within} of {len(spreads)} ratios repeat within ±3% over {len(runs)} runs.", ""]
+    worst = sorted(spreads, reverse=True)[:5]
+    if worst:
+        summary.append("Widest: " + "; ".join(f"{c} {m} {p} {a} ±{s:.1f}%"
+                                              for s, c, m, p, a in worst) + ".")
+        summary.append("")
+    return summary + lines
 
 
 def goal_lines(rows):
@@ -99,10 +179,13 @@ def goal_lines(rows):
     def worst_ratio(case, metric, raw_arm, graphcap_arm):
         ratios = []
         for r in select(rows, case=case, metric=metric, arm=graphcap_arm):
-            raw = value(rows, case, metric, r["param"], raw_arm)
-            if raw:
-                ratios.append((r["median"] / raw, r["param"]))
+            found = ratio(rows, case, metric, r["param"], graphcap_arm, raw_arm)
+            if found:
+                ratios.append((found[0], r["param"], found[1], found[2]))
         return max(ratios) if ratios else None
+
+    def interval_text(found):
+        return f" [95%: {found[2]:.3f}, {found[3]:.3f}]" if found[2] != found[3] else ""
 
     for case, metric, raw_arm, gc_arm, label in [
         ("bench_replay", "replay call", "raw cudaGraphLaunch", "graphcap lean_graph",
@@ -115,8 +198,8 @@ def goal_lines(rows):
     ]:
         worst = worst_ratio(case, metric, raw_arm, gc_arm)
         if worst:
-            add(f"all off <= 1.02x raw: {label}", f"worst {worst[0]:.3f}x (at {worst[1]})",
-                worst[0] <= 1.02)
+            add(f"all off <= 1.02x raw: {label}",
+                f"worst {worst[0]:.3f}x (at {worst[1]}){interval_text(worst)}", worst[0] <= 1.02)
         else:
             add(f"all off <= 1.02x raw: {label}", "not measured", None)
 
@@ -141,11 +224,11 @@ def goal_lines(rows):
             f"{hit[0]['median']:.1f} ns", hit[0]["median"] <= 50.0)
     else:
         add("pool: allocation during capture <= 50 ns (free-list hit)", "not measured", None)
-    pool = value(rows, "bench_features", "pool: replay call", "10", "graphcap private_pool")
-    pre = value(rows, "bench_features", "pool: replay call", "10",
-                "graphcap lean_graph, preallocated")
-    if pool and pre:
-        add("pool: replay <= 1.05x preallocated", f"{pool / pre:.3f}x", pool / pre <= 1.05)
+    pool = ratio(rows, "bench_features", "pool: replay call", "10", "graphcap private_pool",
+                 "graphcap lean_graph, preallocated")
+    if pool:
+        add("pool: replay <= 1.05x preallocated",
+            f"{pool[0]:.3f}x{interval_text((pool[0], '10', pool[1], pool[2]))}", pool[0] <= 1.05)
     else:
         add("pool: replay <= 1.05x preallocated", "not measured", None)
     per_input = select(rows, "bench_features", "liveness: cost per input per replay",
@@ -211,14 +294,15 @@ def metadata(results_dir):
 # ---- plots ----------------------------------------------------------------------------------
 
 
-def line_panel(ax, rows, arms, title, ylabel, per_kernel_x=True, logy=True):
+def line_panel(ax, rows, arms, title, ylabel, per_kernel_x=True, logy=True, colours=None):
     for arm in arms:
         points = sorted((numeric(r["param"]), r["median"], r["p99"]) for r in rows
                         if r["arm"] == arm and numeric(r["param"]) is not None)
         if not points:
             continue
         xs = [p[0] for p in points]
-        line, = ax.plot(xs, [p[1] for p in points], marker="o", label=f"{arm} (median)")
+        line, = ax.plot(xs, [p[1] for p in points], marker="o", label=f"{arm} (median)",
+                        color=(colours or {}).get(arm))
         ax.plot(xs, [p[2] for p in points], linestyle=":", color=line.get_color(),
                 label=f"{arm} (p99)")
     ax.set_xscale("log")
@@ -228,7 +312,8 @@ def line_panel(ax, rows, arms, title, ylabel, per_kernel_x=True, logy=True):
     ax.set_xlabel("nodes (kernels)" if per_kernel_x else "param")
     ax.set_ylabel(ylabel)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
+    if ax.get_legend_handles_labels()[0]:  # no empty legend box on a panel without lines
+        ax.legend(fontsize=7)
 
 
 def bar_panel(ax, rows, title, unit):
@@ -270,13 +355,15 @@ def plot_all(rows, plots_dir, subtitle):
         figure, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
         arms = [a for a in REPLAY_ARMS if a in arms_of(replay)] + \
                [a for a in arms_of(replay) if a not in REPLAY_ARMS]
-        line_panel(left, replay, arms, "case 1: host time per replay call", "us")
+        colours = {arm: f"C{i}" for i, arm in enumerate(arms)}  # one colour per arm, both panels
+        line_panel(left, replay, arms, "case 1: host time per replay call", "us", colours=colours)
         base = {r["param"]: r["median"] for r in replay if r["arm"] == "raw cudaGraphLaunch"}
         for arm in arms[1:]:
             points = sorted((numeric(r["param"]), r["median"] / base[r["param"]])
                             for r in replay if r["arm"] == arm and r["param"] in base)
             if points:
-                right.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=arm)
+                right.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=arm,
+                           color=colours[arm])
         right.axhline(1.02, color="grey", linestyle="--", label="1.02 (goal for graphcap)")
         right.set_xscale("log")
         right.set_title("ratio to raw cudaGraphLaunch (C++)")
@@ -377,6 +464,12 @@ def main(argv):
     if len(argv) < 2:
         print(__doc__)
         return 2
+    if argv[1] == "--compare":
+        if len(argv) < 4:
+            print(__doc__)
+            return 2
+        print("\n".join(compare_runs(argv[2:])))
+        return 0
     results_dir = argv[1]
     plots_dir = argv[2] if len(argv) > 2 else results_dir
     os.makedirs(plots_dir, exist_ok=True)

@@ -38,9 +38,11 @@ def load(path):
 
 
 def short(name):
-    """The kernel's name without namespaces and parameters."""
-    name = name.split("(")[0]
-    return name.split("::")[-1]
+    """The kernel's name without namespaces, template arguments and parameters."""
+    name = name.replace("(anonymous namespace)::", "")  # else split("(") leaves nothing
+    name = name.split("(")[0].split("<")[0]
+    name = name.split("::")[-1].split(" ")[-1]  # "void step" -> "step"
+    return name or "kernel"
 
 
 def main():
@@ -77,9 +79,13 @@ def main():
     axes.invert_yaxis()
     axes.set_xlabel("time since the first kernel (us)")
     axes.set_title(f"{len(kernels)} kernels in lanes named by their annotations")
-    handles = [plt.Rectangle((0, 0), 1, 1, color=colour[name]) for name in names]
-    axes.legend(handles, names, loc="upper center", bbox_to_anchor=(0.5, -0.25 if len(order) < 4 else -0.12),
-                ncol=min(len(names), 6), fontsize="small", frameon=False)
+    if len(names) > 1:  # one kernel name: said in the title, no legend box
+        handles = [plt.Rectangle((0, 0), 1, 1, color=colour[name]) for name in names]
+        axes.legend(handles, names, loc="upper center",
+                    bbox_to_anchor=(0.5, -0.25 if len(order) < 4 else -0.12),
+                    ncol=min(len(names), 6), fontsize="small", frameon=False)
+    else:
+        axes.set_title(f"{len(kernels)} kernels ({names[0]}) in lanes named by their annotations")
     figure.tight_layout()
     figure.savefig(args.png, dpi=120)
     print(f"{args.png}: {len(kernels)} kernels in {len(order)} lanes")

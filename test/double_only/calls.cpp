@@ -175,21 +175,76 @@ TEST_CASE("a block handed from a reset graph to the next one waits for its compl
   CHECK(cuda_double::call_counts().at("cudaEventSynchronize") == 1); // the handoff
 }
 
-TEST_CASE("a private pool's reset frees its slabs after its completion marker, not synchronizing") {
+TEST_CASE("a private pool adds no node; its reset frees its slabs with cudaFree, which waits") {
   cuda_double::reset();
   gctest::stream stream;
   gc::graph graph;
+  cuda_double::clear_call_counts();
   graph.capture(stream, [&](gc::graph::scope& cap) {
     auto* block = cap.allocate<unsigned char>(4096);
     CUDA_REQUIRE(cudaMemsetAsync(block, 1, 4096, cap.stream()));
   });
+  // No completion marker: no event made, none recorded, the graph is the memset alone.
+  CHECK(cuda_double::call_counts().count("cudaEventCreateWithFlags") == 0);
+  CHECK(cuda_double::call_counts().count("cudaEventRecordWithFlags") == 0);
+  CHECK(graph.node_count() == 1); // all of the graph's nodes: it has no uncounted marker
+  CHECK_FALSE(graph.pool_policy().has_completion_marker());
   graph.replay(stream);
   cuda_double::clear_call_counts();
   graph.reset();
   const call_map calls = cuda_double::call_counts();
-  CHECK(calls.at("cudaFreeAsync") == 1);
+  CHECK(calls.at("cudaFree") == 1); // waits for the device: after the last replay
+  CHECK(calls.count("cudaFreeAsync") == 0);
+  CHECK(calls.count("cudaStreamWaitEvent") == 0);
+  CHECK(calls.count("cudaDeviceSynchronize") == 0); // it would fail while anything captures
+}
+
+TEST_CASE("a private pool whose handle exists ends its captures with a marker; reset does not "
+          "synchronize") {
+  cuda_double::reset();
+  gctest::stream stream;
+  gc::graph graph;
+  const gc::pool_handle handle = graph.pool(); // another graph may take its blocks
+  graph.capture(stream, [&](gc::graph::scope& cap) {
+    auto* block = cap.allocate<unsigned char>(4096);
+    CUDA_REQUIRE(cudaMemsetAsync(block, 1, 4096, cap.stream()));
+  });
+  CHECK(graph.pool_policy().has_completion_marker());
+  CHECK(graph.node_count() == 1); // the marker is not counted
+  graph.replay(stream);
+  cuda_double::clear_call_counts();
+  graph.reset();
+  const call_map calls = cuda_double::call_counts();
   CHECK(calls.at("cudaStreamWaitEvent") == 1); // the pool's stream waits for the marker
   CHECK(calls.count("cudaStreamSynchronize") == 0);
+  CHECK(calls.count("cudaFree") == 0); // the handle keeps the pool: nothing freed, no wait
+}
+
+TEST_CASE("a private graph without a marker that gives its pool a handle later waits for the "
+          "device before its blocks change hands") {
+  cuda_double::reset();
+  gctest::stream stream;
+  gc::graph first;
+  unsigned char* first_block = first.capture(stream, [&](gc::graph::scope& cap) {
+    auto* block = cap.allocate<unsigned char>(4096);
+    CUDA_REQUIRE(cudaMemsetAsync(block, 1, 4096, cap.stream()));
+    return block;
+  });
+  REQUIRE_FALSE(first.pool_policy().has_completion_marker());
+  first.replay(stream);
+  using shared_graph = gc::graph_with<gc::pool::shared>;
+  shared_graph second{first.pool()};
+  cuda_double::clear_call_counts();
+  first.reset(); // its block goes to the handle's pool: the replays must be over
+  // Waited for as a slab's cudaFree waits: a probe slab allocated and freed.
+  CHECK(cuda_double::call_counts().at("cudaMalloc") == 1);
+  CHECK(cuda_double::call_counts().at("cudaFree") == 1);
+  unsigned char* second_block = second.capture(stream, [&](shared_graph::scope& cap) {
+    auto* block = cap.allocate<unsigned char>(4096);
+    CUDA_REQUIRE(cudaMemsetAsync(block, 2, 4096, cap.stream()));
+    return block;
+  });
+  CHECK(second_block == first_block); // the handoff happened, after the wait
 }
 
 TEST_CASE("a driver function is looked up at its first use, once, whichever threads race for it") {
@@ -248,6 +303,7 @@ TEST_CASE("a recapture waits for the graph's last replay once, not once per bloc
   cuda_double::reset();
   gctest::stream stream;
   gc::graph graph;
+  const gc::pool_handle handle = graph.pool(); // shared: captures end with the marker
   std::vector<float*> blocks;
   const auto work = [&](gc::graph::scope& cap) {
     blocks.clear();
@@ -269,4 +325,30 @@ TEST_CASE("a recapture waits for the graph's last replay once, not once per bloc
     CHECK(blocks == first);
   }
   stream.synchronize();
+}
+
+TEST_CASE("a recapture of a pool no one shares takes its blocks back without waiting") {
+  cuda_double::reset();
+  gctest::stream stream;
+  gc::graph graph;
+  std::vector<float*> blocks;
+  const auto work = [&](gc::graph::scope& cap) {
+    blocks.clear();
+    for (int i = 0; i < 10; ++i) {
+      blocks.push_back(cap.allocate<float>(256));
+    }
+    CUDA_REQUIRE(cudaMemsetAsync(blocks.back(), 0, 256 * sizeof(float), cap.stream()));
+  };
+  graph.capture(stream, work);
+  const std::vector<float*> first = blocks;
+  graph.replay(stream);
+  cuda_double::clear_call_counts();
+  graph.recapture(stream, work); // the same graph takes them: stream order is the user's, as ever
+  const call_map calls = cuda_double::call_counts();
+  CHECK(calls.count("cudaEventSynchronize") == 0);
+  CHECK(calls.count("cudaDeviceSynchronize") == 0);
+  CHECK(blocks == first);
+  cuda_double::clear_call_counts();
+  graph.reset(); // its slabs go with cudaFree, which waits for the replays of either capture
+  CHECK(cuda_double::call_counts().at("cudaFree") == 1);
 }

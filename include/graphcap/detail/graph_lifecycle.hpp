@@ -145,7 +145,7 @@ public:
     }
     core_.state = graph_state::captured;
     try {
-      core_.count_nodes(policy_marker_nodes);
+      core_.count_nodes(policy_own_nodes());
       after_capture_end_hooks();
       if constexpr (std::is_same_v<Kind, capture_kind::update>) {
         core_.update_or_instantiate(kind.previous, kind.result, Pool::instantiate_flags);
@@ -241,14 +241,14 @@ public:
 
   static constexpr auto ignore_slab = [](const void*, std::size_t) {};
 
-  /// Nodes the Pool policy adds to every capture for itself (its completion marker).
-  static constexpr std::size_t policy_marker_nodes = [] {
-    if constexpr (requires { Pool::marker_nodes; }) {
-      return Pool::marker_nodes;
+  /// Nodes the Pool policy added to the capture for itself (a completion marker), not counted.
+  [[nodiscard]] std::size_t policy_own_nodes() const noexcept {
+    if constexpr (requires { pool_.own_nodes(); }) {
+      return pool_.own_nodes();
     } else {
-      return std::size_t{0};
+      return 0;
     }
-  }();
+  }
 
   // The handles a hand-written program needs, then the policies (empty when off).
   graph_core core_;

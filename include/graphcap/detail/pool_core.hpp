@@ -8,10 +8,11 @@
 //  - an allocation during a capture must not break the capture: a pool hit makes no CUDA call,
 //    and growing takes a slab with cudaMallocAsync on the core's own (never capturing) stream,
 //    under the relaxed capture-mode guard, synchronized on that stream;
-//  - every graph drawing from a core ends with a completion marker (an event-record node, see
-//    slab_pool): slabs go back with cudaFreeAsync on the core's own stream, made to wait for the
-//    markers of the graphs that gave their blocks back, so after their last replays, with no
-//    synchronizing call and no replay stream to remember (it may be destroyed first);
+//  - slabs go back after the last replay of the graphs that used them, with no replay stream to
+//    remember (it may be destroyed first): a private pool's slabs with cudaFree, which waits for
+//    the device (its graphs carry nothing); otherwise with cudaFreeAsync on the core's own
+//    stream, made to wait for the completion markers (event-record nodes, see slab_pool) of the
+//    graphs that gave their blocks back (detail/slab_memory.hpp);
 //  - a block a graph gives back while others may take it (a shared pool) carries that graph's
 //    marker event; the next taker waits for it, at capture time;
 //  - a block held by an owning buffer (graphcap::buffer) is pinned: it outlives its graph, and
@@ -34,6 +35,7 @@
 #include <graphcap/detail/cuda_check.hpp>
 #include <graphcap/detail/free_blocks.hpp>
 #include <graphcap/detail/nvtx_regions.hpp>
+#include <graphcap/detail/slab_memory.hpp>
 #include <graphcap/detail/unique_handle.hpp>
 #include <graphcap/error.hpp>
 #include <graphcap/pool_statistics.hpp>
@@ -71,8 +73,11 @@ public:
     return rounded == 0 ? granule : rounded;
   }
 
-  /// A core drawing slabs from `source` (nullptr: the current device's current memory pool).
-  explicit pool_core(cudaMemPool_t source = nullptr) noexcept : source_(source) {}
+  /// A core drawing slabs from `source` (nullptr: the current device's current memory pool),
+  /// released `how` (detail/slab_memory.hpp).
+  explicit pool_core(cudaMemPool_t source = nullptr,
+                     slab_release how = slab_release::after_markers) noexcept
+      : memory_(source, how) {}
   /// Not copyable, not movable: shared through std::shared_ptr.
   pool_core(const pool_core&) = delete;
   pool_core& operator=(const pool_core&) = delete;
@@ -207,15 +212,15 @@ public:
   /// recorded by its replays (see slab_pool). Called when the graph gives its blocks back, so its
   /// last replay is the last record; no replay stream is remembered, so streams may be destroyed
   /// before the graphs and pools that ran on them.
-  void order_after(const event_handle& done) noexcept {
-    if (stream_) { // no stream: no slab was ever taken, nothing to order
-      const relaxed_capture_mode_guard relaxed;
-      if (cudaStreamWaitEvent(stream_.get(), done.get(), 0) != cudaSuccess) [[unlikely]] {
-        static_cast<void>(cudaGetLastError());
-        ignore(cudaEventSynchronize(done.get())); // wait here instead: never free a slab early
-      }
-    }
+  void order_after(const event_handle& done) noexcept { memory_.order_after(done); }
+
+  /// True when freeing a slab waits for the device: graphs need no completion marker.
+  [[nodiscard]] bool frees_wait_for_device() const noexcept {
+    return memory_.frees_wait_for_device();
   }
+
+  /// Waits until the core's device has finished its work, as a slab's cudaFree would.
+  void wait_for_device() const noexcept { memory_.wait_for_device(slab_size); }
 
   /// Owning buffers alive on this core (each holds a reference to it).
   [[nodiscard]] std::size_t buffers() const noexcept { return buffers_; }
@@ -239,7 +244,7 @@ public:
   /// Whether takes may get larger blocks (reuse_larger_blocks()).
   [[nodiscard]] bool reuses_larger_blocks() const noexcept { return free_.reuses_larger(); }
   /// The user's memory pool the slabs come from (nullptr: the device's current pool).
-  [[nodiscard]] cudaMemPool_t source() const noexcept { return source_; }
+  [[nodiscard]] cudaMemPool_t source() const noexcept { return memory_.source(); }
 
 private:
   struct slab_record {
@@ -279,29 +284,14 @@ private:
   }
 
   std::byte* new_slab(std::size_t size, std::size_t requested) {
-    const relaxed_capture_mode_guard relaxed; // a global capture may be running on this thread
-    if (!stream_) {
-      cudaStream_t stream = nullptr;
-      check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
-      stream_.reset(stream);
-    }
     void* slab = nullptr;
-    const cudaError_t status = source_ != nullptr
-                                   ? cudaMallocFromPoolAsync(&slab, size, source_, stream_.get())
-                               : registers_slabs() ? cudaMalloc(&slab, size)
-                                                   : cudaMallocAsync(&slab, size, stream_.get());
-    if (status != cudaSuccess) {
+    if (const cudaError_t status = memory_.allocate(&slab, size); status != cudaSuccess) {
       fail_to_grow(status, size, requested);
     }
-    // A failed synchronize is no shortage of memory (most likely an earlier kernel's error):
-    // report it as what it is.
-    if (const cudaError_t synced = cudaStreamSynchronize(stream_.get()); synced != cudaSuccess) {
-      ignore(cudaFreeAsync(slab, stream_.get()));
-      throw_cuda(synced, "cudaStreamSynchronize");
-    }
     auto* base = static_cast<std::byte*>(slab);
-    slabs_.emplace(
-        base, slab_record{size, registers_slabs() ? nvtx_regions::add_slab(base, size) : nullptr});
+    slabs_.emplace(base,
+                   slab_record{size, memory_.registers_slabs() ? nvtx_regions::add_slab(base, size)
+                                                               : nullptr});
     stats_.reserved_bytes += size;
     ++stats_.slabs;
     return base;
@@ -310,42 +300,21 @@ private:
   GRAPHCAP_COLD [[noreturn]] void fail_to_grow(cudaError_t status, std::size_t size,
                                                std::size_t requested) const {
     throw_cuda<out_of_memory_error>(
-        status,
-        source_ != nullptr  ? "cudaMallocFromPoolAsync"
-        : registers_slabs() ? "cudaMalloc"
-                            : "cudaMallocAsync",
+        status, memory_.allocating_call(),
         "the graph's pool could not grow by " + std::to_string(size) + " bytes for a request of " +
             std::to_string(requested) + " bytes (the pool holds " +
             std::to_string(stats_.reserved_bytes) + " bytes in " + std::to_string(stats_.slabs) +
             " slabs); free memory, or allocate less during the capture");
   }
 
-  /// True where slabs come from cudaMalloc, for memory checkers (GRAPHCAP_NVTX_REGIONS): a
-  /// compile-time false otherwise.
-  [[nodiscard]] bool registers_slabs() const noexcept {
-    return nvtx_regions::enabled && source_ == nullptr;
-  }
-
   void free_slab(std::byte* slab, const slab_record& record) noexcept {
     nvtx_regions::remove_slab(record.heap);
-    if (registers_slabs()) { // cudaMalloc'ed: free once our stream has passed the graphs' markers
-      const relaxed_capture_mode_guard relaxed;
-      ignore(cudaStreamSynchronize(stream_.get()));
-      ignore(cudaFree(slab));
-      return;
-    }
-    // On our own stream, which waits for the completion markers of the graphs that used the
-    // pool (order_after); if that fails, cudaFree, which waits for the device.
-    if (cudaFreeAsync(slab, stream_.get()) != cudaSuccess) {
-      static_cast<void>(cudaGetLastError());
-      ignore(cudaFree(slab));
-    }
+    memory_.free(slab);
   }
 
-  cudaMemPool_t source_ = nullptr;
-  stream_handle stream_; // never captures: slabs are taken on it
-  slab_map slabs_;       // base -> slab
-  free_blocks free_;     // first in first out per size class
+  slab_memory memory_; // where slabs come from, and how they go back
+  slab_map slabs_;     // base -> slab
+  free_blocks free_;   // first in first out per size class
   // Blocks held by buffers: found by address (pin, unpin, and give_back while any exists),
   // never walked in order except to count them on release.
   std::unordered_map<void*, pinned_block> pinned_;

@@ -39,8 +39,6 @@ public:
   static constexpr bool has_handle = true;
   /// No flag: the graph's memory is the pool's, not memory nodes.
   static constexpr unsigned long long instantiate_flags = 0;
-  /// Nodes the policy adds to each capture (the completion marker), not counted by node_count().
-  static constexpr std::size_t marker_nodes = 1;
 
   /// A pool of its own, made at the first allocation or handle().
   slab_pool() noexcept = default;
@@ -61,6 +59,8 @@ public:
       freed_ = std::move(other.freed_);
       done_ = std::move(other.done_);
       marker_recorded_ = std::exchange(other.marker_recorded_, false);
+      marker_in_graph_ = std::exchange(other.marker_in_graph_, false);
+      unordered_replays_ = std::exchange(other.unordered_replays_, false);
     }
     return *this;
   }
@@ -119,6 +119,10 @@ public:
   /// The capture succeeded: a shared pool's blocks freed during it go back to the pool.
   void after_capture_end(cudaGraph_t /*graph*/) noexcept {
     freed_.clear();
+    marker_in_graph_ = marker_recorded_;
+    // Replays of a graph without a marker are not ordered before anything: the first give-back
+    // that needs them finished waits for the device instead (wait_for_unordered_replays).
+    unordered_replays_ = unordered_replays_ || (!marker_recorded_ && !held_.empty());
     if constexpr (Shared) {
       // A later capture into the shared pool may reuse what this one freed: the pool's rule
       // (replay in capture order, never concurrently) makes that safe.
@@ -133,26 +137,26 @@ public:
     }
   }
 
-  /// The completion marker's event, made before the capture begins (not during it).
+  /// Nodes this policy added to the graph just captured (its completion marker, if it has one),
+  /// which node_count() does not count.
+  [[nodiscard]] std::size_t own_nodes() const noexcept { return marker_recorded_ ? 1 : 0; }
+
+  /// The completion marker's event, made before the capture begins where a marker will be
+  /// needed (see before_capture_end).
   void before_capture(cudaStream_t /*stream*/) {
-    if (!done_) {
-      const relaxed_capture_mode_guard relaxed; // another thread may be capturing (global mode)
-      cudaEvent_t event = nullptr;
-      check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreateWithFlags");
-      try {
-        done_ = std::make_shared<const event_handle>(event);
-      } catch (...) {
-        ignore(cudaEventDestroy(event));
-        throw;
-      }
+    if (needs_marker()) {
+      make_marker_event();
     }
   }
 
   /// The completion marker: an event-record node after all the captured work, so that every
-  /// replay records `done_` on the device when it finishes. Memory goes back ordered after it,
-  /// with no stream to remember and nothing to do on the replay path.
+  /// replay records `done_` on the device when it finishes, and blocks can change hands ordered
+  /// after it with no stream to remember. Only where blocks may change hands while this graph
+  /// may still be replaying (a shared pool, or a pool another graph or a handle holds): a graph
+  /// whose pool is its own pays no node on replay, and its reset waits for the device instead.
   void before_capture_end(cudaStream_t stream) {
-    if (!marker_recorded_) { // once, also when a wrong-thread end is retried
+    if (!marker_recorded_ && needs_marker()) { // once, also when a wrong-thread end is retried
+      make_marker_event();                     // a handle taken during the capture
       const cudaError_t status =
           cudaEventRecordWithFlags(done_->get(), stream, cudaEventRecordExternal);
       if (status != cudaSuccess) [[unlikely]] {
@@ -166,10 +170,10 @@ public:
   /// The capture failed: every block goes back, as on reset.
   void on_capture_abort() noexcept { on_reset(); }
 
-  /// Gives every block back, after this graph's last replay (its completion marker): a pool no
-  /// other graph or handle shares is released (its slabs freed on the pool's own stream, made to
-  /// wait for the marker); otherwise the blocks go back with the marker's event, which the next
-  /// taker waits for.
+  /// Gives every block back, after this graph's last replay: a pool no other graph or handle
+  /// shares is released (its slabs freed on the pool's own stream, ordered after the marker, or
+  /// after a wait for the device where the graph has none); otherwise the blocks go back with
+  /// the marker's event, which the next taker waits for.
   void on_reset() noexcept { give_back_all(/*may_release=*/true); }
 
   /// Before a recapture of the same graph: every block goes back, in allocation order and with
@@ -178,9 +182,18 @@ public:
 
   // -- introspection ---------------------------------------------------------------------------
 
-  /// A handle to this graph's pool, for other graphs to share it.
+  /// True when the graph last captured ends with a completion marker (an event-record node that
+  /// every replay runs): with pool::shared, and with a pool whose handle exists.
+  [[nodiscard]] bool has_completion_marker() const noexcept { return marker_in_graph_; }
+
+  /// A handle to this graph's pool, for other graphs to share it. From then on its captures end
+  /// with a completion marker; replays of a graph captured before without one are waited for
+  /// (once) before another graph can take a block.
   [[nodiscard]] pool_handle handle() {
     ensure_core();
+    if (unordered_replays_) {
+      core_->wait_for_device();
+    }
     return pool_handle_access::make(core_);
   }
   /// Calls f(base, bytes) for each slab of the pool (all of them: a shared pool's memory is
@@ -199,20 +212,34 @@ public:
 private:
   void give_back_all(bool may_release) noexcept {
     freed_.clear();
-    marker_recorded_ = false;
+    // The replays of a graph without a marker are ordered by nothing. Its slabs' cudaFree waits
+    // for the device, and a recapture gives the blocks back to the same graph; but before they
+    // can go to another graph, wait for the device as that cudaFree would.
+    if (unordered_replays_ && shared_with_others()) {
+      core_->wait_for_device();
+      unordered_replays_ = false;
+    }
+    if (may_release) {
+      unordered_replays_ = false; // released: cudaFree waits; or kept by buffers: see handle()
+    }
     // After a reset the next capture gets a new marker; a recapture keeps it, so that an
     // update in place finds the same event in the new graph.
-    const ready_event ready = may_release ? std::exchange(done_, nullptr) : done_;
+    const ready_event marker = marker_in_graph_ ? done_ : nullptr;
+    if (may_release) {
+      done_ = nullptr;
+    }
+    marker_recorded_ = false;
+    marker_in_graph_ = false;
     if (!core_) {
       return;
     }
-    if (ready) {
-      core_->order_after(*ready); // slabs this core frees from now on wait for our replays
+    if (marker) {
+      core_->order_after(*marker); // slabs this core frees from now on wait for our replays
     }
     const bool releasing =
         may_release && !Shared && core_.use_count() == 1 + static_cast<long>(core_->buffers());
     for (const held_block& entry : held_) {
-      core_->give_back(entry.address, entry.size, releasing ? nullptr : ready);
+      core_->give_back(entry.address, entry.size, releasing ? nullptr : marker);
     }
     if (may_release) {
       held_.release(); // a reset graph holds nothing
@@ -224,9 +251,35 @@ private:
     }
   }
 
+  /// Another graph or a pool_handle holds this pool: its blocks may change hands.
+  [[nodiscard]] bool shared_with_others() const noexcept {
+    return core_ && core_.use_count() > 1 + static_cast<long>(core_->buffers());
+  }
+  /// A marker where blocks may change hands while this graph may still be replaying, or where
+  /// freeing a slab does not wait for the device (a user's memory pool).
+  [[nodiscard]] bool needs_marker() const noexcept {
+    return Shared || shared_with_others() || (core_ && !core_->frees_wait_for_device());
+  }
+
+  void make_marker_event() {
+    if (done_) {
+      return;
+    }
+    const relaxed_capture_mode_guard relaxed; // another thread may be capturing (global mode)
+    cudaEvent_t event = nullptr;
+    check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+    try {
+      done_ = std::make_shared<const event_handle>(event);
+    } catch (...) {
+      ignore(cudaEventDestroy(event));
+      throw;
+    }
+  }
+
   void ensure_core() {
-    if (!core_) {
-      core_ = std::make_shared<pool_core>();
+    if (!core_) { // a pool of its own: slabs that wait for the device when freed (no marker)
+      core_ = std::make_shared<pool_core>(nullptr, Shared ? slab_release::after_markers
+                                                          : slab_release::waits_for_device);
     }
   }
 
@@ -258,8 +311,10 @@ private:
   held_blocks held_; // blocks this graph holds until reset, in allocation order, by address
   // This capture's freed blocks (positions in held_) by stream and size class, last freed last.
   std::map<std::pair<cudaStream_t, std::size_t>, std::vector<std::size_t>> freed_;
-  ready_event done_;             // recorded by every replay as it finishes (completion marker)
-  bool marker_recorded_ = false; // in the capture in progress
+  ready_event done_;               // recorded by every replay as it finishes (completion marker)
+  bool marker_recorded_ = false;   // in the capture in progress
+  bool marker_in_graph_ = false;   // the graph captured last ends with the marker
+  bool unordered_replays_ = false; // a graph without a marker held blocks: wait before handing on
 };
 
 } // namespace detail
@@ -267,8 +322,10 @@ private:
 namespace pool {
 
 /// The graph's own pool (torch.cuda.graph's default). Blocks keep their address for every replay
-/// and stay valid while the graph lives; reset() and destruction release the pool, ordered after
-/// the last replay. pool() hands out a handle for other graphs to share it.
+/// and stay valid while the graph lives; reset() and destruction release the pool after the last
+/// replay (waiting for the device, as cudaFree does: the graph carries no completion marker, so
+/// replays cost what they cost on preallocated memory). pool() hands out a handle for other graphs
+/// to share it; from then on its captures end with a completion marker, and resets do not wait.
 struct private_pool : detail::slab_pool<false> {
   using slab_pool::slab_pool;
 };

@@ -2,6 +2,7 @@
 // copies), so that they run on the test double and the GPU.
 #include <graphcap/family.hpp>
 #include <graphcap/graph_with.hpp>
+#include <graphcap/graphcap.hpp>
 #include <graphcap/policies/liveness/check.hpp>
 
 #include "catch.hpp"
@@ -397,4 +398,16 @@ TEST_CASE("shape_family checks liveness on every replay") {
   input.reset();
   CHECK_THROWS_AS(family.replay_at_least(2, stream), gc::liveness_error);
   CHECK(family.statistics(2)->replays == 0);
+}
+
+TEMPLATE_TEST_CASE("shape_family of other graph configurations", "",
+                   (gc::graph_with<gc::pool::shared>), gc::graph,
+                   (gc::graph_with<gc::mode::relaxed, gc::pool::shared>)) {
+  family_fixture fixture;
+  gc::shape_family<TestType> family;
+  const auto result = family.capture_all({1, 4}, fixture.stream, fixture.fill());
+  CHECK(result.complete());
+  CHECK(fixture.replay_checked(family, 2) == 4);
+  CHECK(fixture.replay_checked(family, 1) == 1);
+  CHECK(family.find(4)->node_count() == 2);
 }

@@ -411,3 +411,33 @@ TEMPLATE_TEST_CASE("shape_family of other graph configurations", "",
   CHECK(fixture.replay_checked(family, 1) == 1);
   CHECK(family.find(4)->node_count() == 2);
 }
+
+TEST_CASE("shape_family one-executable mode: switching up and down keeps the pool bounded") {
+  gctest::stream stream;
+  std::vector<unsigned char> host(bytes, 0);
+  gc::shape_family<> family{{.one_executable = true}};
+  family.capture_all({1, 8, 64}, stream, [&](std::size_t key, gc::family_graph::scope& cap) {
+    // 64 KiB per unit of key: key 64's temporary is a slab of its own (4 MiB).
+    const std::size_t size = 16 * bytes * key;
+    auto* temporary = cap.allocate<unsigned char>(size);
+    CUDA_REQUIRE(cudaMemsetAsync(temporary, static_cast<int>(key), size, cap.stream()));
+    CUDA_REQUIRE(
+        cudaMemcpyAsync(host.data(), temporary, bytes, cudaMemcpyDeviceToHost, cap.stream()));
+  });
+  const std::size_t reserved = family.pool().statistics().reserved_bytes;
+  for (int round = 0; round < 20; ++round) {
+    for (const std::size_t n : {64, 1, 8, 64, 8, 1}) {
+      REQUIRE(family.replay_at_least(n, stream) == n);
+      stream.synchronize();
+      REQUIRE(host == filled(n));
+    }
+  }
+  // A block taken by a smaller key keeps its real size, so the larger key gets it back: the
+  // pool holds key 64's one slab, no second one.
+  CHECK(reserved == 4 * mib);
+  CHECK(family.pool().statistics().reserved_bytes == reserved);
+  CHECK(family.pool().statistics().blocks_in_use == 1);
+  CHECK(family.statistics(64)->switches == 41);
+  CHECK(family.statistics(64)->updates == 40);
+  CHECK(family.statistics(64)->fallbacks == 1); // the first capture instantiates
+}

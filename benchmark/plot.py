@@ -273,6 +273,14 @@ def goal_lines(rows):
         add("step of 200 kernels: graphcap graph <= 1.02x raw graph",
             f"{step[0]:.3f}x{interval_text((step[0], '200', step[1], step[2]))}", step[0] <= 1.02)
     loop_goals(rows, add, worst_ratio, interval_text)
+    family = value(rows, "bench_families", "pool reserved", "64", "shape_family")
+    largest = value(rows, "bench_families", "pool reserved", "64", "largest size alone")
+    if family is not None and largest:
+        add("families: pool <= 1.2x the largest size alone", f"{family / largest:.3f}x",
+            family / largest <= 1.2)
+    lookup = value(rows, "bench_families", "lookup find_at_least", "64", "shape_family")
+    if lookup is not None:
+        add("families: lookup <= 50 ns for 64 keys", f"{lookup:.1f} ns", lookup <= 50)
     return lines
 
 
@@ -503,6 +511,16 @@ def plot_all(rows, plots_dir, subtitle):
                   "us per step")
         ax.set_xscale("log")
         save(figure, "step.png", "realistic step")
+
+    families = select(rows, case="bench_families")
+    if families:
+        metrics = arms_of([{"arm": r["metric"]} for r in families])
+        figure, axes = plt.subplots(1, len(metrics), figsize=(4.5 * len(metrics), 4),
+                                    squeeze=False)
+        for ax, metric in zip(axes.flat, metrics):
+            subset = select(families, metric=metric)
+            bar_panel(ax, subset, f"families: {metric}", subset[0]["unit"])
+        save(figure, "families.png", "shape families: 64 batch sizes of a 200-kernel step")
     return written
 
 

@@ -38,6 +38,7 @@ struct free_block {
   ready_event ready;                 ///< null: free for the device already
   nvtx_regions::heap heap = nullptr; ///< its slab's heap for memory checkers (null: none)
   bool registered = false;           ///< still a valid region for memory checkers
+  std::size_t size = 0;              ///< its size class (set by take())
 };
 
 /// The free blocks of a pool, first in first out per size class.
@@ -60,11 +61,11 @@ public:
     }
   }
 
-  /// The first block given back of class `size`, taken out once the device is done with it
-  /// (which may wait for its event: cuda_error if that fails, and the block stays); nullopt if
-  /// the class has none.
+  /// The first block given back of class `size` (or, with reuse_larger(), of the smallest class
+  /// at least `size` that has one), taken out once the device is done with it (which may wait
+  /// for its event: cuda_error if that fails, and the block stays); nullopt if there is none.
   [[nodiscard]] std::optional<free_block> take(std::size_t size) {
-    const auto queue = queues_.find(size);
+    const auto queue = reuse_larger_ ? queues_.lower_bound(size) : queues_.find(size);
     if (queue == queues_.end()) {
       return std::nullopt;
     }
@@ -75,12 +76,18 @@ public:
       awaited_ = first.ready;
     }
     std::optional<free_block> taken{std::move(first)};
+    taken->size = queue->first;
     queue->second.pop_front();
     if (queue->second.empty()) {
       queues_.erase(queue);
     }
     return taken;
   }
+
+  /// With `on`, take() may hand out a block of a larger class than asked for (off by default).
+  void reuse_larger(bool on) noexcept { reuse_larger_ = on; }
+  /// Whether take() may hand out larger blocks.
+  [[nodiscard]] bool reuses_larger() const noexcept { return reuse_larger_; }
 
   /// Forgets every free block.
   void clear() noexcept {
@@ -91,6 +98,7 @@ public:
 private:
   std::map<std::size_t, std::deque<free_block>> queues_; // size class -> blocks, oldest first
   ready_event awaited_;                                  // the event take() waited for last
+  bool reuse_larger_ = false;                            // take() may hand out a larger class
 };
 
 } // namespace graphcap::detail

@@ -95,11 +95,13 @@ public:
   /// call unless the graph that gave it back may still be replaying: then its event is awaited,
   /// once for all the blocks it gave back together), else carved from the current small slab,
   /// else a new slab. O(log) in the size classes that have free blocks, O(1) in the blocks.
-  [[nodiscard]] void* take(std::size_t bytes) {
-    const std::size_t size = size_class(bytes);
+  /// Sets `size` to the block's size class (with reuse_larger_blocks(), maybe a larger one).
+  [[nodiscard]] void* take(std::size_t bytes, std::size_t& size) {
+    size = size_class(bytes);
     // The first block given back of this class, so that a recapture gets its previous blocks in
     // the same order.
     if (const std::optional<free_block> free = free_.take(size)) {
+      size = free->size;
       note_taken(free->address, size, free->heap, free->registered);
       return free->address;
     }
@@ -237,6 +239,10 @@ public:
 
   /// What the core holds now.
   [[nodiscard]] const pool_statistics& statistics() const noexcept { return stats_; }
+  /// Takes with no free block of their class may get one of a larger class (shape_family).
+  void reuse_larger_blocks(bool on) noexcept { free_.reuse_larger(on); }
+  /// Whether takes may get larger blocks (reuse_larger_blocks()).
+  [[nodiscard]] bool reuses_larger_blocks() const noexcept { return free_.reuses_larger(); }
   /// The user's memory pool the slabs come from (nullptr: the device's current pool).
   [[nodiscard]] cudaMemPool_t source() const noexcept { return memory_.source(); }
 

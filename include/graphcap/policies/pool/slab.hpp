@@ -306,17 +306,24 @@ private:
   /// last on that stream in that size class, or a new one from the core. O(log) in the
   /// (stream, size class) pairs freed from, amortized O(1) in the blocks held.
   std::size_t take(std::size_t bytes, cudaStream_t stream) {
-    const std::size_t size = pool_core::size_class(bytes);
-    if (auto reusable = freed_.find({stream, size});
-        reusable != freed_.end() && !reusable->second.empty()) {
-      const std::size_t position = reusable->second.back();
-      reusable->second.pop_back();
-      held_[position].freed = false;
-      return position;
+    std::size_t size = pool_core::size_class(bytes);
+    // Its class only, or any class at least as large when the core reuses larger blocks.
+    const bool or_larger = core_ && core_->reuses_larger_blocks();
+    for (auto reusable = freed_.lower_bound({stream, size});
+         reusable != freed_.end() && reusable->first.first == stream &&
+         (or_larger || reusable->first.second == size);
+         ++reusable) {
+      if (!reusable->second.empty()) {
+        const std::size_t position = reusable->second.back();
+        reusable->second.pop_back();
+        held_[position].freed = false;
+        return position;
+      }
     }
     ensure_core();
     held_.reserve_one(); // so that add() below cannot throw once the core handed out a block
-    return held_.add(core_->take(bytes), size);
+    void* const block = core_->take(bytes, size);
+    return held_.add(block, size);
   }
 
   std::shared_ptr<pool_core> core_;

@@ -1,0 +1,208 @@
+// bench_families: a shape family of 64 batch sizes (1, 16, 24, ..., 512) of a 200-kernel step
+// whose temporaries grow with the batch (activations of batch x 1024 floats, each freed once the
+// next layer has read it, the output freed last: the next graph's step reuses it, the shared
+// pool's rule). It measures:
+//  - capture_all(): the whole family, largest first (graphcap::shape_family), against one
+//    graphcap::graph per key with private pools, captured in a loop;
+//  - the pool bytes reserved: the family, the family with exact size classes
+//    (reuse_larger_blocks off), private pools (the sum), and the largest size alone;
+//  - lookup: find_at_least() for random requests among 64 keys (ns per call);
+//  - one-executable mode: a switch (recapture + update, then the replay) per node, against a
+//    replay of a graph kept per key.
+#include <graphcap/family.hpp>
+#include <graphcap/graphcap.hpp>
+
+#include "harness.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+/// One layer: out = in + 1 over n floats.
+__global__ void layer_kernel(const float* in, float* out, int n) {
+  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i < n) {
+    out[i] = in[i] + 1.0F;
+  }
+}
+
+constexpr int layers = 200;
+constexpr int hidden = 1024;
+constexpr double mib = 1024.0 * 1024.0;
+
+std::vector<std::size_t> batch_sizes() {
+  std::vector<std::size_t> sizes{1};
+  for (std::size_t batch = 16; batch <= 512; batch += 8) {
+    sizes.push_back(batch);
+  }
+  return sizes; // 64 sizes
+}
+
+/// The step for `batch`: a memset, then `layers` kernels, each writing a new activation from the
+/// last one, which it then frees.
+template <class Scope>
+void step(std::size_t batch, Scope& cap) {
+  const int n = static_cast<int>(batch) * hidden;
+  float* activation = cap.template allocate<float>(static_cast<std::size_t>(n));
+  bench::check(
+      cudaMemsetAsync(activation, 0, sizeof(float) * static_cast<std::size_t>(n), cap.stream()),
+      "cudaMemsetAsync");
+  for (int layer = 0; layer < layers; ++layer) {
+    float* next = cap.template allocate<float>(static_cast<std::size_t>(n));
+    layer_kernel<<<(n + 255) / 256, 256, 0, cap.stream()>>>(activation, next, n);
+    cap.deallocate(activation);
+    activation = next;
+  }
+  cap.deallocate(activation);
+}
+
+using family = graphcap::shape_family<>;
+
+std::unique_ptr<family> capture_family(const std::vector<std::size_t>& keys, cudaStream_t stream,
+                                       graphcap::family_options<std::size_t> options = {}) {
+  options.progress_line = false;
+  auto made = std::make_unique<family>(std::move(options));
+  const auto result = made->capture_all(
+      keys, stream, [](std::size_t batch, family::scope& cap) { step(batch, cap); });
+  if (!result.complete()) {
+    std::fprintf(stderr, "bench_families: capture_all failed: %s\n",
+                 result.failures.empty() ? "a budget" : result.failures.front().message.c_str());
+    std::exit(EXIT_FAILURE);
+  }
+  return made;
+}
+
+} // namespace
+
+int main() {
+  if (!bench::device_present("bench_families")) {
+    return 0;
+  }
+  const bench::owned_stream stream;
+  const std::vector<std::size_t> keys = batch_sizes();
+  bench::report report("bench_families",
+                       "a family of 64 batch sizes (1..512) of a 200-kernel step");
+
+  // ---- capture time and pool bytes ------------------------------------------------------------
+  std::vector<double> family_ms;
+  std::vector<double> private_ms;
+  std::size_t family_bytes = 0;
+  std::size_t private_bytes = 0;
+  std::size_t nodes = 0;
+  bench::interleave(bench::scaled(5), 1,
+                    {[&](bool record) {
+                       const auto start = bench::steady::now();
+                       const auto made = capture_family(keys, stream);
+                       const double ms = bench::micros(start, bench::steady::now()) / 1000.0;
+                       if (record) {
+                         family_ms.push_back(ms);
+                         family_bytes = made->pool().statistics().reserved_bytes;
+                         nodes = made->statistics(keys.back())->nodes;
+                       }
+                     },
+                     [&](bool record) {
+                       const auto start = bench::steady::now();
+                       std::vector<graphcap::graph> graphs(keys.size());
+                       std::size_t bytes = 0;
+                       for (std::size_t i = 0; i < keys.size(); ++i) {
+                         graphs[i].capture(
+                             stream, [&](graphcap::graph::scope& cap) { step(keys[i], cap); });
+                         bytes += graphs[i].pool_statistics().reserved_bytes;
+                       }
+                       const double ms = bench::micros(start, bench::steady::now()) / 1000.0;
+                       if (record) {
+                         private_ms.push_back(ms);
+                         private_bytes = bytes;
+                       }
+                     }});
+  report.add("capture all 64 keys", layers, "shape_family capture_all", "ms", family_ms);
+  report.add("capture all 64 keys", layers, "graphcap::graph per key", "ms", private_ms);
+
+  const std::size_t exact_bytes = capture_family(keys, stream, {.reuse_larger_blocks = false})
+                                      ->pool()
+                                      .statistics()
+                                      .reserved_bytes;
+  const std::size_t largest_bytes =
+      capture_family({keys.back()}, stream)->pool().statistics().reserved_bytes;
+  report.add("pool reserved", 64, "largest size alone", "MiB",
+             {static_cast<double>(largest_bytes) / mib});
+  report.add("pool reserved", 64, "shape_family", "MiB", {static_cast<double>(family_bytes) / mib});
+  report.add("pool reserved", 64, "shape_family, exact size classes", "MiB",
+             {static_cast<double>(exact_bytes) / mib});
+  report.add("pool reserved", 64, "private pools (sum)", "MiB",
+             {static_cast<double>(private_bytes) / mib});
+  report.note(
+      "pool: shape_family / largest alone = " +
+      std::to_string(static_cast<double>(family_bytes) / static_cast<double>(largest_bytes)) +
+      " (goal <= 1.2)");
+
+  // ---- lookup -------------------------------------------------------------------------------
+  const auto kept = capture_family(keys, stream);
+  std::vector<std::size_t> requests(4096);
+  std::mt19937 random{18};
+  std::uniform_int_distribution<std::size_t> request_size{1, 512};
+  for (std::size_t& request : requests) {
+    request = request_size(random);
+  }
+  std::vector<double> lookup_ns;
+  std::size_t checksum = 0;
+  bench::interleave(bench::scaled(30), 3, {[&](bool record) {
+                      constexpr int calls = 1 << 20;
+                      const auto start = bench::steady::now();
+                      for (int i = 0; i < calls; ++i) {
+                        checksum +=
+                            *kept->find_at_least(requests[static_cast<std::size_t>(i) & 4095]);
+                      }
+                      const double ns = bench::micros(start, bench::steady::now()) * 1000.0 / calls;
+                      if (record) {
+                        lookup_ns.push_back(ns);
+                      }
+                    }});
+  report.add("lookup find_at_least", 64, "shape_family", "ns", lookup_ns);
+
+  // ---- one executable: a switch per replay, against a replay of a kept graph ------------------
+  graphcap::family_options<std::size_t> single_options{.one_executable = true};
+  const auto single = capture_family(keys, stream, std::move(single_options));
+  std::vector<double> switch_us;
+  std::vector<double> kept_us;
+  std::size_t updated = 0;
+  std::size_t switches = 0;
+  constexpr int calls = 20;
+  std::size_t turn = 0;
+  bench::interleave(bench::scaled(10), 1,
+                    {bench::per_call_arm(switch_us, stream, calls,
+                                         [&] {
+                                           single->replay_at_least(
+                                               keys[(turn++ % 2) == 0 ? 62 : 63], stream);
+                                           ++switches;
+                                           updated += single->last_update().updated() ? 1 : 0;
+                                         }),
+                     bench::per_call_arm(kept_us, stream, calls, [&] {
+                       kept->replay_at_least(keys[(turn++ % 2) == 0 ? 62 : 63], stream);
+                     })});
+  for (double& sample : switch_us) {
+    sample /= static_cast<double>(nodes);
+  }
+  for (double& sample : kept_us) {
+    sample /= static_cast<double>(nodes);
+  }
+  report.add("switch per node", static_cast<long long>(nodes), "one executable (recapture+update)",
+             "us", switch_us);
+  report.add("switch per node", static_cast<long long>(nodes), "graph per key (replay)", "us",
+             kept_us);
+  report.note(
+      "one executable: " + std::to_string(updated) + " of " + std::to_string(switches) +
+      " switches updated in place; pool " +
+      std::to_string(static_cast<double>(single->pool().statistics().reserved_bytes) / mib) +
+      " MiB");
+  report.note("lookup checksum " + std::to_string(checksum));
+  bench::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  report.finish();
+  std::printf("%s", kept->report().c_str());
+  return 0;
+}

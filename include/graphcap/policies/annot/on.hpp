@@ -32,6 +32,7 @@
 #include <graphcap/detail/annotation_walk.hpp>
 #include <graphcap/detail/creation_callbacks.hpp>
 #include <graphcap/detail/cupti.hpp>
+#include <graphcap/detail/diagnosis_hook.hpp>
 #include <graphcap/detail/driver.hpp>
 #include <graphcap/detail/graph_queries.hpp>
 #include <graphcap/detail/hooks.hpp>
@@ -45,6 +46,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <span>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -287,7 +289,22 @@ private:
     } else if (!walk_.enter(stream, capture_id_, record)) {
       return {};
     }
-    return {this, scopes_.open(record, entries), generation_};
+    const std::uint32_t index = scopes_.open(record, entries);
+    if (const detail::diagnosis_hooks* diagnostics = detail::diagnosis()) {
+      diagnostics->scope_opened(capture_stream_, index, scope_label(entries));
+    }
+    return {this, index, generation_};
+  }
+
+  /// What capture diagnostics call a scope: its "name", else its first key=value.
+  static std::string scope_label(std::span<const annotation_entry> entries) {
+    for (const annotation_entry& entry : entries) {
+      if (entry.first == "name") {
+        return std::string{entry.second};
+      }
+    }
+    return entries.empty() ? std::string{}
+                           : std::string{entries[0].first} + "=" + std::string{entries[0].second};
   }
 
   /// Whether `stream` is capturing into this graph's capture.
@@ -309,6 +326,9 @@ private:
     }
     detail::scope_record& record = scopes_.records[index];
     record.open = false;
+    if (const detail::diagnosis_hooks* diagnostics = detail::diagnosis()) {
+      diagnostics->scope_closed(capture_stream_, index);
+    }
     if (logged()) {
       record.nodes_end = watch_.position();
     } else if (!walk_.exit(record)) {

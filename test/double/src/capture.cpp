@@ -216,9 +216,8 @@ extern "C" {
 // structs), as the runtime does: a CUPTI client reads the stream from them.
 cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode) {
   const cudaStreamBeginCapture_v10000_params params{stream, mode};
-  return api(
-      __func__, [&] { return begin_capture(stream, nullptr, nullptr, nullptr, 0, mode); }, true,
-      &params);
+  return api_with_params(__func__, &params,
+                         [&] { return begin_capture(stream, nullptr, nullptr, nullptr, 0, mode); });
 }
 
 cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_t graph,
@@ -227,51 +226,45 @@ cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_t graph
                                           size_t numDependencies, cudaStreamCaptureMode mode) {
   const cudaStreamBeginCaptureToGraph_v12030_params params{
       stream, graph, dependencies, dependencyData, numDependencies, mode};
-  return api(
-      __func__,
-      [&] {
-        if (!graph)
-          return cudaErrorInvalidValue;
-        return begin_capture(stream, graph, dependencies, dependencyData, numDependencies, mode);
-      },
-      true, &params);
+  return api_with_params(__func__, &params, [&] {
+    if (!graph)
+      return cudaErrorInvalidValue;
+    return begin_capture(stream, graph, dependencies, dependencyData, numDependencies, mode);
+  });
 }
 
 cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* pGraph) {
   const cudaStreamEndCapture_v10000_params params{stream, pGraph};
-  return api(
-      __func__,
-      [&] {
-        CUstream_st* s = resolve_stream(stream);
-        if (!s)
-          return cudaErrorInvalidResourceHandle;
-        if (!pGraph)
-          return cudaErrorInvalidValue;
-        Capture* c = s->capture;
-        if (!c)
-          return cudaErrorIllegalState;
-        if (c->origin != s) {
-          invalidate(c);
-          return cudaErrorStreamCaptureUnmatched;
-        }
-        if (c->mode != cudaStreamCaptureModeRelaxed && c->thread != std::this_thread::get_id()) {
-          return cudaErrorStreamCaptureWrongThread;
-        }
-        *pGraph = nullptr;
-        if (c->invalidated) {
-          drop_capture(*c);
-          return cudaErrorStreamCaptureInvalidated;
-        }
-        if (!all_joined(*c)) {
-          drop_capture(*c);
-          return cudaErrorStreamCaptureUnjoined;
-        }
-        *pGraph = c->graph;
-        leave_capture(*c);
-        state().captures.erase(c->id);
-        return cudaSuccess;
-      },
-      true, &params);
+  return api_with_params(__func__, &params, [&] {
+    CUstream_st* s = resolve_stream(stream);
+    if (!s)
+      return cudaErrorInvalidResourceHandle;
+    if (!pGraph)
+      return cudaErrorInvalidValue;
+    Capture* c = s->capture;
+    if (!c)
+      return cudaErrorIllegalState;
+    if (c->origin != s) {
+      invalidate(c);
+      return cudaErrorStreamCaptureUnmatched;
+    }
+    if (c->mode != cudaStreamCaptureModeRelaxed && c->thread != std::this_thread::get_id()) {
+      return cudaErrorStreamCaptureWrongThread;
+    }
+    *pGraph = nullptr;
+    if (c->invalidated) {
+      drop_capture(*c);
+      return cudaErrorStreamCaptureInvalidated;
+    }
+    if (!all_joined(*c)) {
+      drop_capture(*c);
+      return cudaErrorStreamCaptureUnjoined;
+    }
+    *pGraph = c->graph;
+    leave_capture(*c);
+    state().captures.erase(c->id);
+    return cudaSuccess;
+  });
 }
 
 cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* pCaptureStatus) {

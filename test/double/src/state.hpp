@@ -301,6 +301,12 @@ cudaError_t api(const char* name, Body&& body, bool needs_driver = true,
   return err;
 }
 
+// api() for a call whose parameter struct CUPTI's API callbacks hand over.
+template <class Body>
+cudaError_t api_with_params(const char* name, const void* params, Body&& body) {
+  return api(name, std::forward<Body>(body), true, params);
+}
+
 // --- devices -------------------------------------------------------------
 bool valid_device(int device);
 

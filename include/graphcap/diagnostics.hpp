@@ -21,6 +21,7 @@
 #include <graphcap/detail/call_recorder.hpp>
 #include <graphcap/detail/capture_mode_guard.hpp>
 #include <graphcap/detail/creation_callbacks.hpp>
+#include <graphcap/detail/cuda_check.hpp>
 #include <graphcap/detail/cupti.hpp>
 #include <graphcap/detail/diagnosis_hook.hpp>
 

@@ -177,6 +177,8 @@ public:
   }
   capture_diagnostics(const capture_diagnostics&) = delete;            ///< a scope, not a value
   capture_diagnostics& operator=(const capture_diagnostics&) = delete; ///< a scope, not a value
+  capture_diagnostics(capture_diagnostics&&) = delete;                 ///< a scope, not a value
+  capture_diagnostics& operator=(capture_diagnostics&&) = delete;      ///< a scope, not a value
   /// The last instance switches diagnostics off and gives CUPTI's subscriber back.
   ~capture_diagnostics() {
     detail::diagnostics_switch& on = detail::diagnostics_switch::instance();

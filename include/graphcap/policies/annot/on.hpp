@@ -46,7 +46,6 @@
 #include <cstdint>
 #include <initializer_list>
 #include <span>
-#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -291,20 +290,9 @@ private:
     }
     const std::uint32_t index = scopes_.open(record, entries);
     if (const detail::diagnosis_hooks* diagnostics = detail::diagnosis()) {
-      diagnostics->scope_opened(capture_stream_, index, scope_label(entries));
+      diagnostics->scope_opened(capture_stream_, index, detail::scope_label(entries));
     }
     return {this, index, generation_};
-  }
-
-  /// What capture diagnostics call a scope: its "name", else its first key=value.
-  static std::string scope_label(std::span<const annotation_entry> entries) {
-    for (const annotation_entry& entry : entries) {
-      if (entry.first == "name") {
-        return std::string{entry.second};
-      }
-    }
-    return entries.empty() ? std::string{}
-                           : std::string{entries[0].first} + "=" + std::string{entries[0].second};
   }
 
   /// Whether `stream` is capturing into this graph's capture.

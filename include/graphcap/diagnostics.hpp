@@ -82,21 +82,35 @@ inline std::string offending_call_result(const offending_call& call) {
   return "CUresult " + std::to_string(call.result);
 }
 
+/// How a call is named in a capture error: "cudaMalloc (call 3 of the capture, thread 1, inside
+/// scope 'attention'), which returned cudaErrorStreamCaptureUnsupported".
+inline std::string describe(const offending_call& call) {
+  std::string text = call.function + " (call " + std::to_string(call.ordinal) +
+                     " of the capture, thread " + std::to_string(call.thread);
+  if (!call.scope.empty()) {
+    text += ", inside scope '" + call.scope + "'";
+  }
+  return text + "), which returned " + offending_call_result(call);
+}
+
 /// The text naming what broke the capture recorded in `capture`, which ended with `status`.
-inline std::string explain(const capture_record& capture, cudaError_t status) {
+/// `named`: the text names the call that broke it (a capture error, or any failure of the
+/// capture's thread when the capture was invalidated); otherwise it says what it saw, and the
+/// generic hint follows.
+inline std::string explain(const capture_record& capture, cudaError_t status, bool& named) {
   const std::optional<offending_call>& culprit = capture.culprit();
+  named = culprit && (capture.capture_failure || status == cudaErrorStreamCaptureInvalidated);
   if (!culprit) {
     return "capture diagnostics saw " + std::to_string(capture.calls) +
            " CUDA calls during the capture, none of which failed";
   }
-  std::string text = status == cudaErrorStreamCaptureInvalidated ? "invalidated by " : "broken by ";
-  text += culprit->function;
-  text += " (call " + std::to_string(culprit->ordinal) + " of the capture, thread " +
-          std::to_string(culprit->thread);
-  if (!culprit->scope.empty()) {
-    text += ", inside scope '" + culprit->scope + "'";
+  if (!named) {
+    return "capture diagnostics saw no call fail with a capture error; the first call that "
+           "failed during the capture was " +
+           describe(*culprit);
   }
-  text += "), which returned " + offending_call_result(*culprit);
+  std::string text = status == cudaErrorStreamCaptureInvalidated ? "invalidated by " : "broken by ";
+  text += describe(*culprit);
   const std::string reason = offending_call_reason(*culprit);
   if (!reason.empty()) {
     text += ": " + reason;
@@ -128,7 +142,7 @@ inline std::string diagnostics_unavailable(CUptiResult cupti) {
          cupti_result_name(cupti);
 }
 
-inline std::string explain_end_failure(cudaError_t status, cudaStream_t stream) {
+inline std::string explain_end_failure(cudaError_t status, cudaStream_t stream, bool& named) {
   CUptiResult cupti = CUPTI_SUCCESS;
   {
     diagnostics_switch& on = diagnostics_switch::instance();
@@ -142,7 +156,7 @@ inline std::string explain_end_failure(cudaError_t status, cudaStream_t stream) 
   if (!capture) {
     return "capture diagnostics did not see this capture begin (they were switched on after it)";
   }
-  return explain(*capture, status);
+  return explain(*capture, status, named);
 }
 
 inline void scope_opened(cudaStream_t stream, std::uint32_t index,

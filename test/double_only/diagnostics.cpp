@@ -211,8 +211,11 @@ TEST_CASE("diagnostics name a failing driver call, with its CUresult") {
   } catch (const gc::capture_error& error) {
     text = error.what();
   }
-  CHECK(contains(text, "Hint: broken by cuStreamGetCaptureInfo (call 1 of the capture, thread 1), "
-                       "which returned CUresult 1; work was forked"));
+  // Not a capture error, and the capture was not invalidated: named as the first failure, with
+  // the hint for what did break it.
+  CHECK(contains(text, "Hint: capture diagnostics saw no call fail with a capture error; the first "
+                       "call that failed during the capture was cuStreamGetCaptureInfo (call 1 of "
+                       "the capture, thread 1), which returned CUresult 1; work was forked"));
   const std::optional<gc::offending_call> call = gc::capture_diagnostics::last_offending_call();
   REQUIRE(call.has_value());
   CHECK(call->driver);

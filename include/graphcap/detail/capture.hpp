@@ -76,7 +76,11 @@ inline void abandon(cudaStream_t stream) noexcept {
 GRAPHCAP_COLD inline std::string failure_hint(cudaError_t status, cudaStream_t stream) {
   std::string hint;
   if (const diagnosis_hooks* diagnostics = diagnosis()) {
-    hint = diagnostics->explain_end_failure(status, stream);
+    bool named = false;
+    hint = diagnostics->explain_end_failure(status, stream, named);
+    if (named) {
+      return hint; // the call that broke the capture, and what to do about it
+    }
     if (!hint.empty()) {
       hint += "; ";
     }

@@ -21,9 +21,10 @@ namespace graphcap::detail {
 /// What capture diagnostics offer the core while they are on.
 struct diagnosis_hooks {
   /// The text naming what broke the capture that ended on `stream`, on this thread, with
-  /// `status`; empty if there is nothing to say. Called outside any capture; may throw
+  /// `status`; empty if there is nothing to say. `named` is set when it names the call that broke
+  /// it (the generic hint then adds nothing). Called outside any capture; may throw
   /// std::bad_alloc.
-  std::string (*explain_end_failure)(cudaError_t status, cudaStream_t stream);
+  std::string (*explain_end_failure)(cudaError_t status, cudaStream_t stream, bool& named);
   /// annot::on opened the scope `index` of the capture begun on `capture_stream`, labelled
   /// `label` (its "name" value, or its first key=value).
   void (*scope_opened)(cudaStream_t capture_stream, std::uint32_t index,

@@ -152,7 +152,7 @@ inline std::string explain_end_failure(cudaError_t status, cudaStream_t stream, 
   if (cupti != CUPTI_SUCCESS) {
     return diagnostics_unavailable(cupti);
   }
-  const std::optional<capture_record> capture = call_recorder::instance().ended(stream);
+  const std::optional<capture_record> capture = call_recorder::instance().capture_on(stream);
   if (!capture) {
     return "capture diagnostics did not see this capture begin (they were switched on after it)";
   }

@@ -190,3 +190,22 @@ TEST_CASE("diagnostics say when no call failed during a failed capture") {
                        "failed"));
   CHECK_FALSE(gc::capture_diagnostics::last_offending_call().has_value());
 }
+
+TEST_CASE("diagnostics name the call when a pool's completion marker reports the invalidation") {
+  const gc::capture_diagnostics diagnostics;
+  gctest::stream stream;
+  gc::graph graph; // pool::private_pool: its marker, the capture's last call, fails first
+  const std::string text = capture_failure(graph, stream, [&](auto& cap) {
+    float* scratch = cap.template allocate<float>(64);
+    CUDA_REQUIRE(cudaMemsetAsync(scratch, 0, 64 * sizeof(float), cap.stream()));
+    void* memory = nullptr;
+    static_cast<void>(cudaMalloc(&memory, bytes));
+  });
+  static_cast<void>(cudaGetLastError());
+  CHECK(contains(text, "graphcap: cudaEventRecordWithFlags failed: "
+                       "cudaErrorStreamCaptureInvalidated"));
+  CHECK(contains(text, "Hint: invalidated by cudaMalloc (call "));
+  const gc::offending_call call = culprit();
+  CHECK(call.function == "cudaMalloc");
+  CHECK(call.thread == 1);
+}

@@ -117,9 +117,15 @@ public:
     }
   }
 
-  /// The last capture on `stream` that this thread ended (the one a failed end asks about).
-  [[nodiscard]] std::optional<capture_record> ended(cudaStream_t stream) const {
+  /// The capture on `stream` a failure asks about: the one still running there (a policy's last
+  /// call failed before the end), else the last one this thread ended there.
+  [[nodiscard]] std::optional<capture_record> capture_on(cudaStream_t stream) const {
     const std::lock_guard lock(mutex_);
+    for (const capture_record& capture : active_) {
+      if (capture.stream == stream) {
+        return capture;
+      }
+    }
     const auto me = std::this_thread::get_id();
     for (auto it = ended_.rbegin(); it != ended_.rend(); ++it) {
       if (it->stream == stream && it->ended_by == me) {

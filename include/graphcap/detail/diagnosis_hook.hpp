@@ -20,8 +20,8 @@ namespace graphcap::detail {
 
 /// What capture diagnostics offer the core while they are on.
 struct diagnosis_hooks {
-  /// The text naming what broke the capture that ended on `stream`, on this thread, with
-  /// `status`; empty if there is nothing to say. `named` is set when it names the call that broke
+  /// The text naming what broke the capture on `stream` (still running there, or the last this
+  /// thread ended there) that failed with `status`; empty if there is nothing to say. `named` is set when it names the call that broke
   /// it (the generic hint then adds nothing). Called outside any capture; may throw
   /// std::bad_alloc.
   std::string (*explain_end_failure)(cudaError_t status, cudaStream_t stream, bool& named);

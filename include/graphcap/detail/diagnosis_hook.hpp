@@ -21,9 +21,9 @@ namespace graphcap::detail {
 /// What capture diagnostics offer the core while they are on.
 struct diagnosis_hooks {
   /// The text naming what broke the capture on `stream` (still running there, or the last this
-  /// thread ended there) that failed with `status`; empty if there is nothing to say. `named` is set when it names the call that broke
-  /// it (the generic hint then adds nothing). Called outside any capture; may throw
-  /// std::bad_alloc.
+  /// thread ended there) that failed with `status`; empty if there is nothing to say. `named` is
+  /// set when it names the call that broke it (the generic hint then adds nothing). Makes no CUDA
+  /// call; may throw std::bad_alloc.
   std::string (*explain_end_failure)(cudaError_t status, cudaStream_t stream, bool& named);
   /// annot::on opened the scope `index` of the capture begun on `capture_stream`, labelled
   /// `label` (its "name" value, or its first key=value).

@@ -184,6 +184,7 @@ public:
     detail::diagnostics_switch& on = detail::diagnostics_switch::instance();
     const std::lock_guard lock(on.mutex);
     if (on.alive++ == 0) {
+      static_cast<void>(detail::call_recorder::instance()); // made here, not in a callback
       on.cupti = detail::creation_callbacks::instance().listen_to_api_calls(
           &detail::call_recorder::on_api_call);
       detail::installed_diagnosis.store(&detail::diagnostics_hooks, std::memory_order_release);

@@ -46,6 +46,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <span>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -288,9 +289,11 @@ private:
     } else if (!walk_.enter(stream, capture_id_, record)) {
       return {};
     }
-    const std::uint32_t index = scopes_.open(record, entries);
-    if (const detail::diagnosis_hooks* diagnostics = detail::diagnosis()) {
-      diagnostics->scope_opened(capture_stream_, index, detail::scope_label(entries));
+    const detail::diagnosis_hooks* diagnostics = detail::diagnosis();
+    const std::string label = diagnostics ? detail::scope_label(entries) : std::string{};
+    const std::uint32_t index = scopes_.open(record, entries); // may throw: label made first
+    if (diagnostics) {
+      diagnostics->scope_opened(capture_stream_, index, label);
     }
     return {this, index, generation_};
   }

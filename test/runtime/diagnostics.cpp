@@ -210,3 +210,47 @@ TEST_CASE("diagnostics name the call when a pool's completion marker reports the
   CHECK(call.function == "cudaMalloc");
   CHECK(call.thread == 1);
 }
+
+TEST_CASE("diagnostics keep concurrent captures apart: each names its own thread's call") {
+  const gc::capture_diagnostics diagnostics;
+  gctest::device_buffer<unsigned char> buffer(bytes);
+  gctest::stream streams[2];
+  // Each thread captures in mode::thread_local_, so the other thread's failing call does not
+  // break its capture; each breaks its own, with a different call. No Catch2 assertion runs on
+  // the threads (it is not thread-safe): they keep what they saw.
+  std::optional<gc::offending_call> seen[2];
+  std::string texts[2];
+  cudaError_t memsets[2] = {cudaErrorUnknown, cudaErrorUnknown};
+  const auto capture_on_thread = [&](int which) {
+    gc::graph_with<gc::mode::thread_local_> graph;
+    auto cap = graph.begin_capture(streams[which]);
+    memsets[which] = cudaMemsetAsync(buffer.get(), which, bytes, cap.stream());
+    if (which == 0) {
+      static_cast<void>(cudaStreamSynchronize(cap.stream()));
+    } else {
+      void* memory = nullptr;
+      static_cast<void>(cudaMalloc(&memory, bytes));
+    }
+    static_cast<void>(cudaGetLastError());
+    try {
+      cap.end();
+    } catch (const gc::capture_error& error) {
+      texts[which] = error.what();
+    }
+    seen[which] = gc::capture_diagnostics::last_offending_call();
+  };
+  std::thread first(capture_on_thread, 0);
+  std::thread second(capture_on_thread, 1);
+  first.join();
+  second.join();
+  CHECK(memsets[0] == cudaSuccess);
+  CHECK(memsets[1] == cudaSuccess);
+  REQUIRE(seen[0].has_value());
+  REQUIRE(seen[1].has_value());
+  CHECK(seen[0]->function == "cudaStreamSynchronize");
+  CHECK(seen[1]->function == "cudaMalloc");
+  CHECK(seen[0]->thread == 1);
+  CHECK(seen[1]->thread == 1);
+  CHECK(contains(texts[0], "invalidated by cudaStreamSynchronize"));
+  CHECK(contains(texts[1], "invalidated by cudaMalloc"));
+}

@@ -14,7 +14,9 @@ functions it may call outside the object. Then:
    path) may reach only what the hand-written replay reaches;
 3. graphcap's version reaches no driver function (cu*), no cudaGetDriverEntryPoint*, no CUPTI,
    no NVTX, no dlopen, and no code of an optional policy (liveness::check, the pools,
-   annotations).
+   annotations) or of capture diagnostics;
+4. the globals of graphcap's it reaches are listed under [data] in allowed.txt, and its replay
+   hot path reads none.
 
 Unreachable extras (weak functions a header defines, e.g. NVTX's initialisation) are listed as
 information: they cost object size, not calls. Exit status 0 when the checks pass, 1 otherwise.
@@ -39,7 +41,9 @@ FORBIDDEN_GRAPHCAP = [
     "graphcap::pool::graph_memory_nodes", "graphcap::annot::on", "graphcap::detail::driver",
     "graphcap::detail::cupti", "graphcap::detail::nvtx", "graphcap::detail::liveness_",
     "graphcap::detail::demangled", "graphcap::detail::look_up_driver_function",
-    "graphcap::detail::throw_missing_driver_function",
+    "graphcap::detail::throw_missing_driver_function", "graphcap::capture_diagnostics",
+    "graphcap::detail::call_recorder", "graphcap::detail::creation_callbacks",
+    "graphcap::detail::explain", "graphcap::detail::diagnostics",
 ]
 
 
@@ -53,6 +57,7 @@ class ObjectFile:
         self.defined_in = {}  # symbol -> section name
         self.undefined = set()
         self.section_symbols = set()
+        self.objects = set()  # defined data symbols (global variables, statics)
         self.relocations = {}  # section name -> referenced symbol names
         for line in run([readelf, "-sW", path]).splitlines():
             match = re.match(r"\s*\d+:\s+[0-9a-f]+\s+\d+\s+(\w+)\s+(\w+)\s+\w+\s+(\S+)\s*(\S*)",
@@ -69,6 +74,8 @@ class ObjectFile:
             elif index.isdigit():
                 self.defined_in.setdefault(name, None)
                 self.defined_in[name] = int(index)
+                if kind in ("OBJECT", "TLS"):
+                    self.objects.add(name)
         sections = {}
         for line in run([readelf, "-SW", path]).splitlines():
             match = re.match(r"\s*\[\s*(\d+)\]\s+(\S+)", line)
@@ -138,14 +145,14 @@ def demangle(names, cxxfilt):
 
 def read_allowed(path):
     """{'anywhere': names, 'cold': names} from allowed.txt's two sections."""
-    allowed = {"anywhere": set(), "cold": set()}
+    allowed = {"anywhere": set(), "cold": set(), "data": set()}
     section = None
     with open(path) as file:
         for line in file:
             line = line.strip()
             if not line or line.startswith("#"):
                 continue
-            if line in ("[anywhere]", "[cold]"):
+            if line in ("[anywhere]", "[cold]", "[data]"):
                 section = line[1:-1]
             elif section is None:
                 raise SystemExit(f"{path}: '{line}' precedes the first [anywhere] or [cold]")
@@ -222,6 +229,20 @@ def main():
         for marker in FORBIDDEN_GRAPHCAP:
             if marker in readable:
                 failures.append(f"graphcap's all-off code reaches policy code: {readable}")
+
+    # Globals: graphcap's own variables the all-off code can reach must be justified ([data]),
+    # and the replay hot path may read none.
+    hot_sections = lean.walk(lean_replay, hot_only=True)[0]
+    graphcap_objects = demangle([n for n in lean.objects if lean.defined_in.get(n) in
+                                 reached_sections], args.cxxfilt)
+    for name, readable in sorted(graphcap_objects.items()):
+        if not readable.startswith("graphcap::"):
+            continue
+        if readable not in allowed["data"]:
+            failures.append(f"graphcap's all-off code reaches the global {readable} (justify it "
+                            "under [data] in allowed.txt, or remove it)")
+        if lean.defined_in.get(name) in hot_sections:
+            failures.append(f"graphcap's replay hot path reads the global {readable}")
 
     print(f"hand-written capture+replay reaches {len(raw_all)} outside functions; graphcap's "
           f"all-off one {len(lean_all)}")

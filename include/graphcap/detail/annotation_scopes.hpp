@@ -89,4 +89,16 @@ struct capture_scopes {
   }
 };
 
+/// What capture diagnostics call a scope (<graphcap/diagnostics.hpp>): its "name", else its first
+/// key=value.
+inline std::string scope_label(std::span<const annotation_entry> entries) {
+  for (const annotation_entry& entry : entries) {
+    if (entry.first == "name") {
+      return std::string{entry.second};
+    }
+  }
+  return entries.empty() ? std::string{}
+                         : std::string{entries[0].first} + "=" + std::string{entries[0].second};
+}
+
 } // namespace graphcap::detail

@@ -5,6 +5,7 @@
 
 #include <graphcap/config.hpp>
 #include <graphcap/detail/cuda_check.hpp>
+#include <graphcap/detail/diagnosis_hook.hpp>
 #include <graphcap/detail/unique_handle.hpp>
 #include <graphcap/error.hpp>
 #include <graphcap/stream_ref.hpp>
@@ -70,9 +71,21 @@ inline void abandon(cudaStream_t stream) noexcept {
 }
 
 /// What most likely broke a capture that ended with `status`. For an invalidated capture on a
-/// blocking stream, the likeliest cause: legacy-stream work.
+/// blocking stream, the likeliest cause: legacy-stream work. With capture diagnostics on
+/// (<graphcap/diagnostics.hpp>), first the call that broke it.
 GRAPHCAP_COLD inline std::string failure_hint(cudaError_t status, cudaStream_t stream) {
-  std::string hint{hint_for(status)};
+  std::string hint;
+  if (const diagnosis_hooks* diagnostics = diagnosis()) {
+    bool named = false;
+    hint = diagnostics->explain_end_failure(status, stream, named);
+    if (named) {
+      return hint; // the call that broke the capture, and what to do about it
+    }
+    if (!hint.empty()) {
+      hint += "; ";
+    }
+  }
+  hint += hint_for(status);
   unsigned int flags = 0;
   if (status == cudaErrorStreamCaptureInvalidated &&
       cudaStreamGetFlags(stream, &flags) == cudaSuccess && (flags & cudaStreamNonBlocking) == 0) {

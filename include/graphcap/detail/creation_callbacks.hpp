@@ -1,11 +1,12 @@
 // graphcap/detail/creation_callbacks.hpp - the nodes an annotated capture creates, as CUPTI
 // reports them: one callback per node, synchronously, inside the CUDA call that creates it.
 //
-// Only annotations.hpp includes this header. CUPTI has one callback subscriber per process:
-// graphcap takes it only while annotated captures run (shared between them) and gives it back when
-// the last one ends, so that a tool or a profiler started later (PyTorch's, a user's own) still
-// finds it free; keep_cupti_subscriber(true) keeps it between captures instead. Where it is held by
-// someone else, annot::on walks the graph instead.
+// Only annotations.hpp and diagnostics.hpp include this header. CUPTI has one callback subscriber
+// per process: graphcap takes it only while annotated captures run or capture diagnostics are on
+// (shared between them: diagnostics listen to the runtime and driver API domains through the same
+// subscriber) and gives it back when the last user is done, so that a tool or a profiler started
+// later (PyTorch's, a user's own) still finds it free; keep_cupti_subscriber(true) keeps it between
+// captures instead. Where it is held by someone else, annot::on walks the graph instead.
 //
 // Observed on the H200 (CUDA 13.0, driver 580): the callback comes once per node a stream capture
 // creates, in creation order (the order cuptiGetGraphNodeId's index and cudaGraphGetNodes follow),
@@ -55,23 +56,38 @@ public:
 
   /// Takes CUPTI's subscriber (or shares it with the captures already holding it). False if it is
   /// held by someone else, or CUPTI refuses. Call outside any capture on this thread.
-  [[nodiscard]] bool acquire() noexcept {
-    const std::lock_guard lock(subscription_mutex_);
-    if (subscriber_ == nullptr) {
-      const relaxed_capture_mode_guard relaxed; // a global capture on another thread is left alone
-      CUpti_SubscriberHandle subscriber = nullptr;
-      if (cuptiSubscribe(&subscriber, &on_callback, this) != CUPTI_SUCCESS) {
-        return false;
-      }
-      if (cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
-                              CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED) != CUPTI_SUCCESS) {
-        static_cast<void>(cuptiUnsubscribe(subscriber));
-        return false;
-      }
-      subscriber_ = subscriber;
+  [[nodiscard]] bool acquire() noexcept { return take_share() == CUPTI_SUCCESS; }
+
+  /// Where CUPTI's runtime and driver API callbacks go (capture diagnostics): each call's entry
+  /// and exit, on the calling thread, inside the call.
+  using api_listener = void (*)(CUpti_CallbackDomain domain, CUpti_CallbackId id,
+                                const CUpti_CallbackData& call) noexcept;
+
+  /// Takes a share of the subscriber, as acquire() does, and sends every runtime and driver API
+  /// callback to `listener` until stop_api_calls(). CUPTI's answer: CUPTI_SUCCESS, or why not
+  /// (nothing held then). One listener at a time; call outside any capture on this thread.
+  [[nodiscard]] CUptiResult listen_to_api_calls(api_listener listener) noexcept {
+    const CUptiResult taken = take_share();
+    if (taken != CUPTI_SUCCESS) {
+      return taken;
     }
-    ++users_;
-    return true;
+    const std::lock_guard lock(subscription_mutex_);
+    const relaxed_capture_mode_guard relaxed;
+    api_listener_.store(listener, std::memory_order_release);
+    CUptiResult enabled = cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API);
+    if (enabled == CUPTI_SUCCESS) {
+      enabled = cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API);
+    }
+    if (enabled != CUPTI_SUCCESS) {
+      stop_api_calls_locked();
+    }
+    return enabled;
+  }
+
+  /// Undoes a successful listen_to_api_calls().
+  void stop_api_calls() noexcept {
+    const std::lock_guard lock(subscription_mutex_);
+    stop_api_calls_locked();
   }
 
   /// Gives back one acquire(); the last gives the subscriber back to CUPTI, unless kept.
@@ -111,6 +127,40 @@ public:
 private:
   creation_callbacks() = default;
 
+  CUptiResult take_share() noexcept {
+    const std::lock_guard lock(subscription_mutex_);
+    if (subscriber_ == nullptr) {
+      const relaxed_capture_mode_guard relaxed; // a global capture on another thread is left alone
+      CUpti_SubscriberHandle subscriber = nullptr;
+      const CUptiResult subscribed = cuptiSubscribe(&subscriber, &on_callback, this);
+      if (subscribed != CUPTI_SUCCESS) {
+        return subscribed;
+      }
+      const CUptiResult enabled = cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+                                                      CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
+      if (enabled != CUPTI_SUCCESS) {
+        static_cast<void>(cuptiUnsubscribe(subscriber));
+        return enabled;
+      }
+      subscriber_ = subscriber;
+    }
+    ++users_;
+    return CUPTI_SUCCESS;
+  }
+
+  void stop_api_calls_locked() noexcept { // under subscription_mutex_, holding a share
+    if (subscriber_ != nullptr) {
+      const relaxed_capture_mode_guard relaxed;
+      static_cast<void>(cuptiEnableDomain(0, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API));
+      static_cast<void>(cuptiEnableDomain(0, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API));
+    }
+    api_listener_.store(nullptr, std::memory_order_release);
+    if (users_ != 0) {
+      --users_;
+    }
+    unsubscribe_if_unused();
+  }
+
   void unsubscribe_if_unused() noexcept { // under subscription_mutex_
     if (users_ == 0 && !kept_ && subscriber_ != nullptr) {
       const relaxed_capture_mode_guard relaxed;
@@ -120,6 +170,14 @@ private:
 
   static void CUPTIAPI on_callback(void* self, CUpti_CallbackDomain domain, CUpti_CallbackId id,
                                    const void* data) noexcept {
+    auto& callbacks = *static_cast<creation_callbacks*>(self);
+    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+      const api_listener listener = callbacks.api_listener_.load(std::memory_order_acquire);
+      if (listener != nullptr && data != nullptr) {
+        listener(domain, id, *static_cast<const CUpti_CallbackData*>(data));
+      }
+      return;
+    }
     if (domain != CUPTI_CB_DOMAIN_RESOURCE || id != CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED ||
         data == nullptr) {
       return;
@@ -129,7 +187,6 @@ private:
     if (created == nullptr) {
       return;
     }
-    auto& callbacks = *static_cast<creation_callbacks*>(self);
     const std::lock_guard lock(callbacks.logs_mutex_);
     const auto log =
         std::find_if(callbacks.watched_.begin(), callbacks.watched_.end(),
@@ -152,6 +209,7 @@ private:
   CUpti_SubscriberHandle subscriber_ = nullptr;
   unsigned users_ = 0;
   bool kept_ = false;
+  std::atomic<api_listener> api_listener_{nullptr};
   std::mutex logs_mutex_;
   std::vector<creation_log*> watched_;
 };

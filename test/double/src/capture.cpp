@@ -1,6 +1,6 @@
 // Stream capture: capture sequences, frontiers, the three capture modes and
 // the rules whose violation invalidates a capture.
-#include "state.hpp"
+#include "state.hpp" // with cupti.h, which declares the parameter structs
 
 #include <algorithm>
 
@@ -212,15 +212,21 @@ void end_all_captures() {
 
 extern "C" {
 
+// The capture's begin and end hand CUPTI their parameters (generated_cuda_runtime_api_meta.h's
+// structs), as the runtime does: a CUPTI client reads the stream from them.
 cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode) {
-  return api(__func__, [&] { return begin_capture(stream, nullptr, nullptr, nullptr, 0, mode); });
+  const cudaStreamBeginCapture_v10000_params params{stream, mode};
+  return api_with_params(__func__, &params,
+                         [&] { return begin_capture(stream, nullptr, nullptr, nullptr, 0, mode); });
 }
 
 cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_t graph,
                                           const cudaGraphNode_t* dependencies,
                                           const cudaGraphEdgeData* dependencyData,
                                           size_t numDependencies, cudaStreamCaptureMode mode) {
-  return api(__func__, [&] {
+  const cudaStreamBeginCaptureToGraph_v12030_params params{
+      stream, graph, dependencies, dependencyData, numDependencies, mode};
+  return api_with_params(__func__, &params, [&] {
     if (!graph)
       return cudaErrorInvalidValue;
     return begin_capture(stream, graph, dependencies, dependencyData, numDependencies, mode);
@@ -228,7 +234,8 @@ cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_t graph
 }
 
 cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* pGraph) {
-  return api(__func__, [&] {
+  const cudaStreamEndCapture_v10000_params params{stream, pGraph};
+  return api_with_params(__func__, &params, [&] {
     CUstream_st* s = resolve_stream(stream);
     if (!s)
       return cudaErrorInvalidResourceHandle;

@@ -2,8 +2,9 @@
 //
 // Ids follow what CUPTI does on the H200 (docs/annotations.md): node = graph id << 32 | creation
 // index; an executable has an id of its own, and its nodes keep their template's indices.
-// The callback API has the one subscriber CUPTI allows and one callback point,
-// RESOURCE / GRAPHNODE_CREATED. The activity API reports the kernel records a test queues
+// The callback API has the one subscriber CUPTI allows and two kinds of callback points:
+// RESOURCE / GRAPHNODE_CREATED, and the RUNTIME_API and DRIVER_API domains' entry and exit of
+// every call the double models (api()). The activity API reports the kernel records a test queues
 // (cuda_double::queue_kernel_activity): the double runs no kernel of its own.
 #include "state.hpp"
 
@@ -11,11 +12,13 @@
 
 #include <cupti.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
 #include <set>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,6 +30,7 @@ struct CUpti_Subscriber_st {
   CUpti_CallbackFunc callback = nullptr;
   void* userdata = nullptr;
   std::set<std::pair<CUpti_CallbackDomain, CUpti_CallbackId>> enabled;
+  std::set<CUpti_CallbackDomain> enabled_domains; // cuptiEnableDomain: every id of the domain
 };
 
 namespace {
@@ -149,6 +153,42 @@ bool wants_node_created(const CuptiState& s) {
              {CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED});
 }
 
+// The callback ids of the runtime and driver functions the double models (cupti_cbids.inc).
+CUpti_CallbackId api_cbid(const char* name, bool driver) {
+  struct Entry {
+    const char* name;
+    CUpti_CallbackId cbid;
+  };
+#define RUNTIME_CBID(function, id) Entry{function, id},
+#define DRIVER_CBID(function, id)
+  static constexpr Entry runtime[] = {
+#include "cupti_cbids.inc"
+  };
+#undef RUNTIME_CBID
+#undef DRIVER_CBID
+#define RUNTIME_CBID(function, id)
+#define DRIVER_CBID(function, id) Entry{function, id},
+  static constexpr Entry driver_ids[] = {
+#include "cupti_cbids.inc"
+  };
+#undef RUNTIME_CBID
+#undef DRIVER_CBID
+  for (const Entry& entry :
+       driver ? std::span<const Entry>{driver_ids} : std::span<const Entry>{runtime}) {
+    if (std::strcmp(entry.name, name) == 0)
+      return entry.cbid;
+  }
+  return 0; // not in the table: not reported (regenerate cupti_cbids.inc)
+}
+
+bool wants_api_callback(const CuptiState& s, CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  return s.subscriber && s.subscriber->callback && cbid != 0 &&
+         (s.subscriber->enabled_domains.count(domain) ||
+          s.subscriber->enabled.count({domain, cbid}));
+}
+
+std::atomic<std::uint32_t> next_correlation{1};
+
 bool live_graph_or_snapshot(const CUgraph_st* graph) {
   if (live_graph_or_body(graph))
     return true;
@@ -192,6 +232,46 @@ void deliver_cupti_callbacks() {
     resource.resourceDescriptor = &data;
     callback(userdata, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, &resource);
   }
+}
+
+ApiCallback enter_api_callback(const char* name, bool driver, const void* params) {
+  ApiCallback call;
+  {
+    std::lock_guard<std::recursive_mutex> lock(state().mu);
+    const CuptiState& s = cupti_state();
+    if (!s.subscriber) // the common case: nothing to look up
+      return call;
+    call.domain = driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API;
+    call.cbid = api_cbid(name, driver);
+    if (!wants_api_callback(s, call.domain, call.cbid))
+      return ApiCallback{};
+    call.callback = s.subscriber->callback;
+    call.userdata = s.subscriber->userdata;
+  }
+  call.name = name;
+  call.params = params;
+  call.correlation = next_correlation.fetch_add(1);
+  CUpti_CallbackData data{};
+  data.callbackSite = CUPTI_API_ENTER;
+  data.functionName = name;
+  data.functionParams = params;
+  data.correlationId = call.correlation;
+  call.callback(call.userdata, call.domain, call.cbid, &data);
+  return call;
+}
+
+void exit_api_callback(const ApiCallback& call, cudaError_t result) {
+  if (!call.callback)
+    return;
+  CUresult driver_result = static_cast<CUresult>(result); // the double's codes: one value in both
+  CUpti_CallbackData data{};
+  data.callbackSite = CUPTI_API_EXIT;
+  data.functionName = call.name;
+  data.functionParams = call.params;
+  data.functionReturnValue =
+      call.domain == CUPTI_CB_DOMAIN_DRIVER_API ? static_cast<void*>(&driver_result) : &result;
+  data.correlationId = call.correlation;
+  call.callback(call.userdata, call.domain, call.cbid, &data);
 }
 
 } // namespace cuda_double::detail
@@ -315,6 +395,23 @@ CUptiResult CUPTIAPI cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle
       subscriber->enabled.insert({domain, cbid});
     else
       subscriber->enabled.erase({domain, cbid});
+    return CUPTI_SUCCESS;
+  });
+}
+
+CUptiResult CUPTIAPI cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle subscriber,
+                                       CUpti_CallbackDomain domain) {
+  return cupti_api(__func__, [&] {
+    CuptiState& s = cupti_state();
+    if (!subscriber || subscriber != s.subscriber.get() || domain <= CUPTI_CB_DOMAIN_INVALID ||
+        domain >= CUPTI_CB_DOMAIN_SIZE)
+      return CUPTI_ERROR_INVALID_PARAMETER;
+    if (enable) {
+      subscriber->enabled_domains.insert(domain);
+    } else { // every callback of the domain, those enabled one by one too
+      subscriber->enabled_domains.erase(domain);
+      std::erase_if(subscriber->enabled, [&](const auto& id) { return id.first == domain; });
+    }
     return CUPTI_SUCCESS;
   });
 }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cuda_runtime_api.h>
+#include <cupti.h>
 
 #include <atomic>
 #include <chrono>
@@ -241,15 +242,35 @@ void note_node_created(CUgraphNode_st* node);
 // may take locks of its own, which another thread may hold while calling CUDA.
 void deliver_cupti_callbacks();
 
+// One runtime or driver call as CUPTI's API callbacks see it (CUPTI_CB_DOMAIN_RUNTIME_API or
+// DRIVER_API): `callback` is null unless the subscriber enabled the call's callback id.
+struct ApiCallback {
+  CUpti_CallbackFunc callback = nullptr;
+  void* userdata = nullptr;
+  CUpti_CallbackDomain domain = CUPTI_CB_DOMAIN_INVALID;
+  CUpti_CallbackId cbid = 0;
+  const char* name = nullptr;
+  const void* params = nullptr;
+  std::uint32_t correlation = 0;
+};
+// Looks up whether `name` is reported (under the lock), then makes the API_ENTER callback without
+// it. A driver call is reported in the driver domain.
+ApiCallback enter_api_callback(const char* name, bool driver, const void* params);
+// Makes the API_EXIT callback of `call` with its result, if it had an entry.
+void exit_api_callback(const ApiCallback& call, cudaError_t result);
+
 // Pops an injected fault for `name`, if one is due on this call.
 bool take_fault(const char* name, cudaError_t& error);
 
 // Runs `body` as the runtime entry point `name`: counts the call, applies
 // no-driver mode and fault injection, holds the global lock and records a
 // failure as the thread's last error. Then, without the lock, makes the CUPTI
-// callbacks for the nodes the call created.
+// callbacks for the nodes the call created. Around all of it, CUPTI's API entry and exit
+// callbacks where enabled, with `params` as CUpti_CallbackData::functionParams (null, except for
+// the calls whose parameter struct a client reads: the capture's begin and end).
 template <class Body>
-cudaError_t api(const char* name, Body&& body, bool needs_driver = true) {
+cudaError_t api(const char* name, Body&& body, bool needs_driver = true,
+                const void* params = nullptr) {
   ThreadState& ts = thread_state();
   if (ts.in_callback) {
     // Host functions must not call CUDA; CUDA may report this.
@@ -259,6 +280,7 @@ cudaError_t api(const char* name, Body&& body, bool needs_driver = true) {
   State& st = state();
   const char* driver_name = std::exchange(ts.as_driver, nullptr);
   const char* counted = driver_name ? driver_name : name;
+  const ApiCallback callback = enter_api_callback(counted, driver_name != nullptr, params);
   cudaError_t err = cudaSuccess;
   {
     std::lock_guard<std::recursive_mutex> lock(st.mu);
@@ -275,7 +297,14 @@ cudaError_t api(const char* name, Body&& body, bool needs_driver = true) {
   // Still within the call, as CUPTI does, but once the nodes are complete and the lock is free.
   if (!ts.created_nodes.empty())
     deliver_cupti_callbacks();
+  exit_api_callback(callback, err);
   return err;
+}
+
+// api() for a call whose parameter struct CUPTI's API callbacks hand over.
+template <class Body>
+cudaError_t api_with_params(const char* name, const void* params, Body&& body) {
+  return api(name, std::forward<Body>(body), true, params);
 }
 
 // --- devices -------------------------------------------------------------

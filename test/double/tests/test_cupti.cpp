@@ -586,3 +586,134 @@ TEST_CASE("queued kernel records are delivered at a flush, only while kernel act
   CHECK(activity_seen.kernels.size() == 3);
   CHECK_FALSE(cuda_double::queue_kernel_activity(kernel));
 }
+
+namespace {
+
+// What the API callbacks (CUPTI_CB_DOMAIN_RUNTIME_API / DRIVER_API) reported.
+struct ApiSeen {
+  CUpti_CallbackDomain domain;
+  CUpti_CallbackId cbid;
+  CUpti_ApiCallbackSite site;
+  std::string name;
+  int result;                // at the exit
+  cudaStream_t param_stream; // the first parameter of a capture's begin or end
+  std::uint32_t correlation;
+};
+
+struct ApiRecorder {
+  std::mutex mu;
+  std::vector<ApiSeen> seen;
+};
+
+void CUPTIAPI record_api(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                         const void* cbdata) {
+  auto* r = static_cast<ApiRecorder*>(userdata);
+  const auto* call = static_cast<const CUpti_CallbackData*>(cbdata);
+  const int result = call->callbackSite == CUPTI_API_EXIT && call->functionReturnValue
+                         ? *static_cast<const int*>(call->functionReturnValue)
+                         : -1;
+  const cudaStream_t stream =
+      call->functionParams ? *static_cast<const cudaStream_t*>(call->functionParams) : nullptr;
+  std::lock_guard<std::mutex> lock(r->mu);
+  r->seen.push_back(ApiSeen{domain, cbid, call->callbackSite, call->functionName, result, stream,
+                            call->correlationId});
+}
+
+} // namespace
+
+TEST_CASE("cuptiEnableDomain reports each runtime call's entry and exit, with its result",
+          "[cupti]") {
+  Clean clean;
+  ApiRecorder r;
+  CUpti_SubscriberHandle h = nullptr;
+  REQUIRE(cuptiSubscribe(&h, record_api, &r) == CUPTI_SUCCESS);
+  CHECK(cuptiEnableDomain(1, nullptr, CUPTI_CB_DOMAIN_RUNTIME_API) ==
+        CUPTI_ERROR_INVALID_PARAMETER);
+  CHECK(cuptiEnableDomain(1, h, CUPTI_CB_DOMAIN_INVALID) == CUPTI_ERROR_INVALID_PARAMETER);
+  REQUIRE(cuptiEnableDomain(1, h, CUPTI_CB_DOMAIN_RUNTIME_API) == CUPTI_SUCCESS);
+  cudaStream_t s = make_stream();
+  void* p = nullptr;
+  CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  CHECK(cudaMalloc(&p, 16) == cudaErrorStreamCaptureUnsupported);
+  cudaGraph_t g = nullptr;
+  CHECK(cudaStreamEndCapture(s, &g) == cudaErrorStreamCaptureInvalidated);
+  REQUIRE(cuptiEnableDomain(0, h, CUPTI_CB_DOMAIN_RUNTIME_API) == CUPTI_SUCCESS);
+  CUDA_OK(cudaStreamSynchronize(s)); // not reported: disabled
+  std::vector<ApiSeen> seen;
+  {
+    std::lock_guard<std::mutex> lock(r.mu);
+    seen = r.seen;
+  }
+  // cudaStreamCreateWithFlags, then begin, malloc, end: an entry and an exit each.
+  REQUIRE(seen.size() == 8);
+  CHECK(seen[0].name == "cudaStreamCreateWithFlags");
+  const CUpti_CallbackId ids[] = {CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000};
+  const int results[] = {cudaSuccess, cudaErrorStreamCaptureUnsupported,
+                         cudaErrorStreamCaptureInvalidated};
+  for (std::size_t call = 0; call < 3; ++call) {
+    const ApiSeen& entry = seen[2 + 2 * call];
+    const ApiSeen& exit = seen[3 + 2 * call];
+    CHECK(entry.domain == CUPTI_CB_DOMAIN_RUNTIME_API);
+    CHECK(entry.cbid == ids[call]);
+    CHECK(exit.cbid == ids[call]);
+    CHECK(entry.site == CUPTI_API_ENTER);
+    CHECK(exit.site == CUPTI_API_EXIT);
+    CHECK(entry.correlation == exit.correlation);
+    CHECK(exit.result == results[call]);
+  }
+  CHECK(seen[2].name == "cudaStreamBeginCapture");
+  CHECK(seen[2].param_stream == s); // the begin's and the end's parameter structs
+  CHECK(seen[7].param_stream == s);
+  CHECK(seen[4].param_stream == nullptr); // no parameters for the others
+  CHECK(seen[2].correlation != seen[4].correlation);
+  CUDA_OK(cudaStreamDestroy(s));
+  CHECK(cuptiUnsubscribe(h) == CUPTI_SUCCESS);
+}
+
+TEST_CASE("API callbacks: one id enabled, the driver domain, none after unsubscribing", "[cupti]") {
+  Clean clean;
+  ApiRecorder r;
+  CUpti_SubscriberHandle h = nullptr;
+  REQUIRE(cuptiSubscribe(&h, record_api, &r) == CUPTI_SUCCESS);
+  REQUIRE(cuptiEnableCallback(1, h, CUPTI_CB_DOMAIN_RUNTIME_API,
+                              CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020) ==
+          CUPTI_SUCCESS);
+  REQUIRE(cuptiEnableDomain(1, h, CUPTI_CB_DOMAIN_DRIVER_API) == CUPTI_SUCCESS);
+  cudaStream_t s = make_stream(); // not reported
+  CUDA_OK(cudaStreamSynchronize(s));
+  void* function = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  CUDA_OK(cudaGetDriverEntryPointByVersion("cuStreamGetCaptureInfo", &function, 13000,
+                                           cudaEnableDefault, &found));
+  using capture_info_fn = CUresult (*)(CUstream, CUstreamCaptureStatus*, cuuint64_t*, CUgraph*,
+                                       const CUgraphNode**, const CUgraphEdgeData**, size_t*);
+  CUstreamCaptureStatus status{};
+  CHECK(reinterpret_cast<capture_info_fn>(function)(s, &status, nullptr, nullptr, nullptr, nullptr,
+                                                    nullptr) == CUDA_SUCCESS);
+  CHECK(reinterpret_cast<capture_info_fn>(function)(s, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                                    nullptr) == CUDA_ERROR_INVALID_VALUE);
+  // Disabling the runtime domain disables the ids enabled one by one too.
+  REQUIRE(cuptiEnableDomain(0, h, CUPTI_CB_DOMAIN_RUNTIME_API) == CUPTI_SUCCESS);
+  CUDA_OK(cudaStreamSynchronize(s));
+  REQUIRE(cuptiUnsubscribe(h) == CUPTI_SUCCESS);
+  CHECK(reinterpret_cast<capture_info_fn>(function)(s, &status, nullptr, nullptr, nullptr, nullptr,
+                                                    nullptr) == CUDA_SUCCESS);
+  std::vector<ApiSeen> seen;
+  {
+    std::lock_guard<std::mutex> lock(r.mu);
+    seen = r.seen;
+  }
+  REQUIRE(seen.size() == 6);
+  CHECK(seen[0].name == "cudaStreamSynchronize");
+  CHECK(seen[1].result == cudaSuccess);
+  for (std::size_t i = 2; i < 6; ++i) {
+    CHECK(seen[i].domain == CUPTI_CB_DOMAIN_DRIVER_API);
+    CHECK(seen[i].cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamGetCaptureInfo);
+    CHECK(seen[i].name == "cuStreamGetCaptureInfo");
+  }
+  CHECK(seen[3].result == CUDA_SUCCESS);
+  CHECK(seen[5].result == CUDA_ERROR_INVALID_VALUE); // a CUresult
+  CUDA_OK(cudaStreamDestroy(s));
+}

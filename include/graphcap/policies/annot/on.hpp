@@ -34,6 +34,7 @@
 #include <graphcap/detail/annotation_walk.hpp>
 #include <graphcap/detail/creation_callbacks.hpp>
 #include <graphcap/detail/cupti.hpp>
+#include <graphcap/detail/diagnosis_hook.hpp>
 #include <graphcap/detail/driver.hpp>
 #include <graphcap/detail/graph_layout.hpp>
 #include <graphcap/detail/graph_queries.hpp>
@@ -48,6 +49,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <span>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -321,7 +323,13 @@ private:
     } else if (!walk_.enter(stream, capture_id_, record)) {
       return {};
     }
-    return {this, scopes_.open(record, entries), generation_};
+    const detail::diagnosis_hooks* diagnostics = detail::diagnosis();
+    const std::string label = diagnostics ? detail::scope_label(entries) : std::string{};
+    const std::uint32_t index = scopes_.open(record, entries); // may throw: label made first
+    if (diagnostics) {
+      diagnostics->scope_opened(capture_stream_, index, label);
+    }
+    return {this, index, generation_};
   }
 
   /// Ends a scope: where the creation log stands now, or the walk of what it added. Never
@@ -337,6 +345,9 @@ private:
     }
     detail::scope_record& record = scopes_.records[index];
     record.open = false;
+    if (const detail::diagnosis_hooks* diagnostics = detail::diagnosis()) {
+      diagnostics->scope_closed(capture_stream_, index);
+    }
     if (logged()) {
       record.nodes_end = watch_.position();
     } else if (!walk_.exit(record)) {

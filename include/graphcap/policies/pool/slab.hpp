@@ -10,6 +10,7 @@
 
 #include <graphcap/buffer.hpp>
 #include <graphcap/detail/allocation_size.hpp>
+#include <graphcap/detail/capture.hpp>
 #include <graphcap/detail/capture_mode_guard.hpp>
 #include <graphcap/detail/cuda_check.hpp>
 #include <graphcap/detail/held_blocks.hpp>
@@ -179,8 +180,10 @@ public:
       const cudaError_t status =
           cudaEventRecordWithFlags(done_->get(), stream, cudaEventRecordExternal);
       if (status != cudaSuccess) [[unlikely]] {
-        // Most often the capture was invalidated earlier (a cudaMalloc in it): a capture failure.
-        throw_cuda<capture_error>(status, "cudaEventRecordWithFlags");
+        // Most often the capture was invalidated earlier (a cudaMalloc in it): a capture failure,
+        // explained as a failed end is (capture diagnostics name the call that broke it).
+        throw_cuda<capture_error>(status, "cudaEventRecordWithFlags",
+                                  capture::failure_hint(status, stream));
       }
       marker_recorded_ = true;
     }

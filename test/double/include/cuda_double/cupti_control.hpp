@@ -17,6 +17,19 @@
 // released its lock, so the callback may take locks of its own. It is expected not to call CUDA
 // or CUPTI; a callback running on one thread may still be running when cuptiUnsubscribe returns
 // on another.
+//
+// The callback API also reports the runtime and driver calls the double models, in the
+// CUPTI_CB_DOMAIN_RUNTIME_API and DRIVER_API domains (cuptiEnableDomain, or cuptiEnableCallback
+// with the call's id from cupti_runtime_cbid.h / cupti_driver_cbid.h; test/double/src/
+// cupti_cbids.inc lists them): an API_ENTER callback before the call and an API_EXIT one after
+// it (after its GRAPHNODE_CREATED callbacks), on the calling thread, without the double's lock,
+// each with a CUpti_CallbackData holding the function's name and a correlation id the two share;
+// at the exit, functionReturnValue points to the cudaError_t (runtime) or CUresult (driver) the
+// call returns. functionParams is null except for cudaStreamBeginCapture,
+// cudaStreamBeginCaptureToGraph and cudaStreamEndCapture, which give their
+// generated_cuda_runtime_api_meta.h parameter structs. A driver function the double serves through
+// its runtime one is reported once, in the driver domain. cudaGetLastError, cudaPeekAtLastError
+// and the error-string functions make no callback.
 #pragma once
 
 #include <cstdint>

@@ -1,8 +1,9 @@
-// GPU test of annot::on inside a conditional body with real kernels and real CUPTI (a WHILE
-// loop, three trips): the body's kernels are tagged by the body's scope and the parent's, CUPTI
-// reports each trip, and the test prints what the activity records carry next to the template
-// ids, to establish the rule of body nodes' replayed ids (detail/annotation_bodies.hpp). Under
-// compute-sanitizer CUPTI is held by the tool: the test then checks the scopes only.
+// GPU test of annot::on inside conditional bodies with real kernels and real CUPTI: the body's
+// kernels are tagged by the body's scope and the parent's, and every annotated kernel's id (body
+// nodes too: detail/annotation_ids.hpp, executable_node_index, inferred from these records) is
+// the node id of its replays' activity records, matched by kernel name. On a mismatch the test
+// prints every record next to every annotation, so that a failing run shows the true numbering.
+// Under compute-sanitizer CUPTI is held by the tool: the test then checks the scopes only.
 #include <graphcap/annotations.hpp>
 #include <graphcap/control_flow.hpp>
 #include <graphcap/graphcap.hpp>
@@ -15,8 +16,10 @@
 #include "cuda_helpers.hpp"
 
 #include <cstdint>
+#include <initializer_list>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gc = graphcap;
@@ -32,6 +35,50 @@ std::string describe(const std::vector<gc::kernel_record>& kernels) {
         << kernel.graph_node_id << std::dec << "\n";
   }
   return out.str();
+}
+
+std::string describe(const std::vector<gc::node_annotation>& nodes) {
+  std::ostringstream out;
+  for (const gc::node_annotation& node : nodes) {
+    out << node.kernel << " template 0x" << std::hex << node.template_id << " computed id 0x"
+        << node.id << std::dec << "\n";
+  }
+  return out.str();
+}
+
+bool has(std::string_view text, std::string_view part) {
+  return text.find(part) != std::string_view::npos;
+}
+
+/// Checks that the one annotated kernel named `name` has the node id of all `expected_records`
+/// of CUPTI's records with that name, all from executable `exec_id`. False on any mismatch.
+bool ids_match(const std::vector<gc::node_annotation>& kernels,
+               const std::vector<gc::kernel_record>& records, std::uint32_t exec_id,
+               const std::string& name, int expected_records) {
+  INFO("kernel " << name);
+  const gc::node_annotation* annotated = nullptr;
+  int annotations = 0;
+  for (const gc::node_annotation& node : kernels) {
+    if (has(node.kernel, name)) {
+      annotated = &node;
+      ++annotations;
+    }
+  }
+  CHECK(annotations == 1);
+  int matched = 0;
+  int found = 0;
+  for (const gc::kernel_record& kernel : records) {
+    if (has(kernel.name, name)) {
+      ++found;
+      matched += annotated != nullptr && kernel.graph_id == exec_id &&
+                         kernel.graph_node_id == annotated->id
+                     ? 1
+                     : 0;
+    }
+  }
+  CHECK(found == expected_records);
+  CHECK(matched == found);
+  return annotations == 1 && found == expected_records && matched == found;
 }
 
 } // namespace
@@ -81,50 +128,104 @@ TEST_CASE("annotated kernels of a WHILE body carry the ids of their replays' act
   int ran = 0;
   CUDA_REQUIRE(cudaMemcpy(&ran, iterations.get(), sizeof ran, cudaMemcpyDeviceToHost));
   REQUIRE(ran == trips);
-  // Each trip ran each body kernel once: CUPTI reports them (by name: mangled on both sides).
-  for (const std::string name : {"count_iteration", "count_down"}) {
-    INFO("kernel " << name);
-    int records = 0;
-    for (const gc::kernel_record& kernel : recorder.kernels()) {
-      records += kernel.name.find(name) != std::string::npos ? 1 : 0;
-    }
-    CHECK(records == trips);
-    int annotated = 0;
-    for (const gc::node_annotation& node : kernels) {
-      annotated += std::string{node.kernel}.find(name) != std::string::npos ? 1 : 0;
-    }
-    CHECK(annotated == 1);
-  }
-  for (const gc::node_annotation& node : kernels) {
-    CHECK(node.id == 0); // the replayed ids of body nodes are not established yet
-    CHECK(node.template_id != 0);
-  }
-  // What the records carry, for the rule still to be established (detail/annotation_bodies.hpp):
-  // printed with the template ids and the rules a run may confirm, so that one run shows it.
+  // Each trip ran each body kernel once: CUPTI reports them, with the annotation's id.
   std::uint32_t exec_id = 0;
   REQUIRE(cuptiGetGraphExecId(graph.raw_exec(), &exec_id) == CUPTI_SUCCESS);
-  std::ostringstream observed;
-  observed << "executable id " << exec_id << "\n";
-  for (const gc::node_annotation& node : kernels) {
-    int as_exec_rule = 0;   // (executable id << 32 | index in the body)
-    int as_template_id = 0; // the body node's template id itself
-    int same_index = 0;     // the body's index, whatever the upper half
-    for (const gc::kernel_record& kernel : recorder.kernels()) {
-      as_exec_rule +=
-          kernel.graph_node_id == gc::detail::replayed_node_id(exec_id, node.template_id) ? 1 : 0;
-      as_template_id += kernel.graph_node_id == node.template_id ? 1 : 0;
-      same_index += (kernel.graph_node_id & 0xffffffffULL) == (node.template_id & 0xffffffffULL) &&
-                            std::string{node.kernel} == kernel.name
-                        ? 1
-                        : 0;
-    }
-    observed << node.kernel << " template 0x" << std::hex << node.template_id << std::dec
-             << ": records matching (exec id << 32 | index) " << as_exec_rule
-             << ", the template id " << as_template_id << ", the index with the same name "
-             << same_index << "\n";
+  bool all = true;
+  for (const std::string name : {"count_iteration", "count_down"}) {
+    all = ids_match(kernels, recorder.kernels(), exec_id, name, trips) && all;
   }
-  WARN("body kernels:\n"
-       << observed.str() << "activity records:\n"
-       << describe(recorder.kernels()));
+  if (!all) {
+    WARN("executable id " << exec_id << "\nannotated kernels:\n"
+                          << describe(kernels) << "activity records:\n"
+                          << describe(recorder.kernels()));
+  }
+  for (const gc::node_annotation& node : kernels) {
+    CHECK(node.template_id != 0);
+    const auto found = gc::find_annotation(node.id); // published, as the graph's own nodes
+    REQUIRE(found.has_value());
+    CHECK(found->values == node.values);
+  }
+  gctest::require_no_last_error();
+}
+
+TEST_CASE("kernels before and after an if_else and a while_ carry their records' node ids") {
+  // The parent: probe_before, set_from (decides the if_else), the IF/ELSE node (then: two
+  // kernels, else: two), probe_after, the WHILE node (one trip of count_down). Two replays take
+  // either branch. "All the parent's nodes, then the bodies" and "a conditional's bodies right
+  // after it" give different ids to every body kernel and to probe_after.
+  using gctest::probe;
+  gctest::stream stream;
+  gctest::device_buffer<int> slot(1);
+  gctest::device_buffer<int> branch(1);
+  gctest::device_buffer<int> counter(1);
+  gc::clear_annotations();
+  annotated_graph graph{gc::keep_graph};
+  graph.capture(stream, [&](annotated_graph::scope& cap) {
+    auto all = cap.mark("all");
+    gctest::launch_probe(cap.stream(), probe::before, slot.get());
+    const gc::condition taken = cap.condition(0);
+    gctest::launch_set_from(cap.stream(), branch.get(), taken);
+    cap.if_else(
+        taken,
+        [&](auto& body) {
+          auto then_scope = body.mark("then");
+          gctest::launch_probe(body.stream(), probe::then_first, slot.get());
+          gctest::launch_probe(body.stream(), probe::then_second, slot.get());
+        },
+        [&](auto& body) {
+          auto else_scope = body.mark("else");
+          gctest::launch_probe(body.stream(), probe::else_first, slot.get());
+          gctest::launch_probe(body.stream(), probe::else_second, slot.get());
+        });
+    gctest::launch_probe(cap.stream(), probe::after, slot.get());
+    const gc::condition more = cap.condition(1, gc::reset_each_launch);
+    cap.while_(more, [&](auto& body) {
+      auto loop = body.mark("loop");
+      gctest::launch_count_down(body.stream(), counter.get(), more);
+    });
+  });
+  std::vector<gc::node_annotation> kernels;
+  for (const gc::node_annotation& node : graph.annotations()) {
+    if (node.type == cudaGraphNodeTypeKernel) {
+      kernels.push_back(node);
+    }
+  }
+  REQUIRE(kernels.size() == 8);
+  if (graph.annot_policy().id_source() != gc::node_id_source::cupti) {
+    WARN("CUPTI is held by another tool or unavailable: the ids are not checked");
+    return;
+  }
+  graph.instantiate();
+  gc::trace_recorder recorder;
+  REQUIRE(recorder.available());
+  for (const int value : {1, 0}) { // the then branch, then the else branch
+    const int one_trip = 1;
+    CUDA_REQUIRE(cudaMemcpy(branch.get(), &value, sizeof value, cudaMemcpyHostToDevice));
+    CUDA_REQUIRE(cudaMemcpy(counter.get(), &one_trip, sizeof one_trip, cudaMemcpyHostToDevice));
+    graph.replay(stream);
+    stream.synchronize();
+  }
+  recorder.stop();
+  int last = -1;
+  CUDA_REQUIRE(cudaMemcpy(&last, slot.get(), sizeof last, cudaMemcpyDeviceToHost));
+  CHECK(last == 5); // probe_after ran last
+  std::uint32_t exec_id = 0;
+  REQUIRE(cuptiGetGraphExecId(graph.raw_exec(), &exec_id) == CUPTI_SUCCESS);
+  bool all = true;
+  for (const probe which : {probe::before, probe::after}) {
+    all = ids_match(kernels, recorder.kernels(), exec_id, gctest::probe_name(which), 2) && all;
+  }
+  all = ids_match(kernels, recorder.kernels(), exec_id, "set_from", 2) && all;
+  all = ids_match(kernels, recorder.kernels(), exec_id, "count_down", 2) && all;
+  for (const probe which :
+       {probe::then_first, probe::then_second, probe::else_first, probe::else_second}) {
+    all = ids_match(kernels, recorder.kernels(), exec_id, gctest::probe_name(which), 1) && all;
+  }
+  if (!all) {
+    WARN("executable id " << exec_id << "\nannotated kernels:\n"
+                          << describe(kernels) << "activity records:\n"
+                          << describe(recorder.kernels()));
+  }
   gctest::require_no_last_error();
 }

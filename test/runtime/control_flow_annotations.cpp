@@ -144,24 +144,32 @@ TEST_CASE("scopes inside a body tag its nodes, and a scope around the conditiona
   for (const gc::node_annotation& node : step) {
     CHECK((node.template_id >> 32U) == outer_graph_id);
   }
-  // Instantiated: the graph's own nodes are re-keyed and published; body nodes keep their
-  // template ids, and their replayed ids stay unknown (0) until the H200 shows the rule
-  // (detail/annotation_bodies.hpp).
+  // Instantiated: every node is re-keyed and published. The executable numbers the graph's own
+  // nodes (a memset, the WHILE node), then the bodies' in capture order: the outer body's three
+  // from 2, the nested body's one from 5 (detail/annotation_ids.hpp, executable_node_index).
   graph.instantiate();
+  std::uint32_t exec_id = 0;
+  REQUIRE(cuptiGetGraphExecId(graph.raw_exec(), &exec_id) == CUPTI_SUCCESS);
   std::uint32_t template_graph = 0;
   REQUIRE(cuptiGetGraphId(graph.raw_graph(), &template_graph) == CUPTI_SUCCESS);
+  std::uint32_t nested_graph_id = 0;
+  REQUIRE(cuptiGetGraphId(nested_body, &nested_graph_id) == CUPTI_SUCCESS);
+  const auto expected_index = [&](std::uint64_t template_id) {
+    const auto of_graph = static_cast<std::uint32_t>(template_id >> 32U);
+    const auto index = static_cast<std::uint32_t>(template_id);
+    if (of_graph == template_graph) {
+      return index;
+    }
+    return (of_graph == outer_graph_id ? 2U : of_graph == nested_graph_id ? 5U : 1000U) + index;
+  };
   std::size_t own = 0;
   for (const gc::node_annotation& node : annotations) {
-    if ((node.template_id >> 32U) == template_graph) {
-      ++own;
-      REQUIRE(node.id != 0);
-      const auto found = gc::find_annotation(node.id);
-      REQUIRE(found.has_value());
-      CHECK(found->values == node.values);
-    } else {
-      CHECK(node.id == 0);
-      CHECK(node.template_id != 0);
-    }
+    own += (node.template_id >> 32U) == template_graph ? 1 : 0;
+    REQUIRE(node.template_id != 0);
+    CHECK(node.id == ((std::uint64_t{exec_id} << 32U) | expected_index(node.template_id)));
+    const auto found = gc::find_annotation(node.id);
+    REQUIRE(found.has_value());
+    CHECK(found->values == node.values);
   }
   CHECK(own == 1); // the conditional node
 }

@@ -15,11 +15,10 @@
 // own, body after body in the order they were captured; each gets the template id CUPTI gives it
 // (cuptiGetGraphNodeId, one call per body node: its body graph's id and its index there).
 //
-// The id a body node's replays carry in CUPTI's kernel records is NOT established yet: the rule
-// of the graph's own nodes (executable id << 32 | index) cannot hold for them, since a body's
-// indices restart at 0 and would collide with the graph's. Until an H200 run shows the rule
-// (test/gpu/annotations_bodies.cpp prints the records), a body node's `id` stays 0 once
-// instantiated, and the registry (find_annotation, traces) does not know it.
+// The id a body node's replays carry in CUPTI's kernel records: the executable numbers the
+// graph's own nodes first, then the bodies' nodes, body after body (inferred from the H200's
+// records: detail/annotation_ids.hpp, executable_node_index). annotate records every body's
+// graph id and node count for it; the graph's own count comes once the capture has ended.
 #pragma once
 
 #include <graphcap/annotations/values.hpp>
@@ -103,6 +102,8 @@ public:
   void annotate(node_id_source source, const graph_queries& queries, cudaGraph_t graph,
                 annotated_nodes& nodes) {
     nodes.graph_id = 0;
+    nodes.own_nodes = 0;
+    nodes.bodies.clear();
     if (bodies_.empty()) {
       return;
     }
@@ -110,6 +111,9 @@ public:
         cuptiGetGraphId(graph, &nodes.graph_id) != CUPTI_SUCCESS) {
       source = node_id_source::none; // no graph id: the body nodes could not be told apart
       nodes.graph_id = 0;
+    }
+    if (source == node_id_source::cupti) {
+      record_body_sizes(queries, nodes);
     }
     if (source != node_id_source::cupti) {
       source = node_id_source::none; // the rule for body nodes is CUPTI's (see rekey_to_executable)
@@ -170,6 +174,21 @@ public:
   }
 
 private:
+  /// Every body's CUPTI graph id and node count, in capture order, into `nodes.bodies`; none if
+  /// one is unknown (the body nodes' replayed ids then stay 0: executable_node_index).
+  void record_body_sizes(const graph_queries& queries, annotated_nodes& nodes) {
+    for (const body& b : bodies_) {
+      std::uint32_t id = 0;
+      std::size_t count = 0;
+      if (cuptiGetGraphId(b.graph, &id) != CUPTI_SUCCESS ||
+          !queries.nodes(b.graph, nullptr, count)) {
+        nodes.bodies.clear();
+        return;
+      }
+      nodes.bodies.emplace_back(id, static_cast<std::uint32_t>(count));
+    }
+  }
+
   struct body {
     cudaGraphNode_t conditional;
     cudaGraph_t graph;

@@ -14,23 +14,66 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <utility>
 #include <vector>
 
 namespace graphcap::detail {
 
-/// Re-keys `annotations` to the ids the replays of executable `exec_id` carry (0 where either id
-/// is unknown). `graph_id`, if not 0: only the nodes of that template graph are re-keyed; the
-/// nodes of conditional bodies get 0 (what their replays carry is not established:
-/// detail/annotation_bodies.hpp). True if any node has an id.
-inline bool rekey_to_executable(std::vector<node_annotation>& annotations, std::uint32_t exec_id,
-                                std::uint32_t graph_id = 0) noexcept {
+/// The index, in the numbering of an executable of `graph`, of the template node `template_id`
+/// of the captured graph or of one of its conditional bodies; nullopt where it is not known.
+///
+/// For a body node: INFERRED from CUPTI's kernel records on the H200 (CUDA 13.0, driver 580),
+/// not documented. The executable numbers the captured graph's own nodes first (0..P-1, their
+/// template indices), then every body's nodes, body after body, each continuing the count: a
+/// body node's index is P + the node counts of the bodies before it + its index in its body.
+/// Bodies are taken in capture order (an if_else's bodies in order, a nested body right after
+/// the body holding its conditional, before that body's next sibling): ASSUMED for nested
+/// bodies, i.e. the executable numbers a graph's nodes, then its bodies' the same way,
+/// recursively. Checked on the H200: a WHILE node alone with a body of two kernels
+/// (test/gpu/annotations_bodies.cpp; its second case, kernels before and after an if_else and a
+/// while_, tells this rule from "a conditional's bodies right after the node"). If a driver
+/// numbers otherwise, this is the one place to change.
+[[nodiscard]] inline std::optional<std::uint32_t>
+executable_node_index(const annotated_nodes& graph, std::uint64_t template_id) noexcept {
+  const auto of_graph = static_cast<std::uint32_t>(template_id >> 32U);
+  const auto index = static_cast<std::uint32_t>(template_id);
+  if (graph.graph_id == 0 || of_graph == graph.graph_id) {
+    return index; // no body holds an annotated node, or one of the graph's own
+  }
+  std::uint32_t offset = graph.own_nodes;
+  for (const auto& [body_id, count] : graph.bodies) {
+    if (body_id == of_graph) {
+      return offset + index;
+    }
+    offset += count;
+  }
+  return std::nullopt; // the bodies' sizes are unknown
+}
+
+/// The capture of `graph` has ended: records its node count into `nodes` if its bodies hold
+/// annotated nodes (executable_node_index numbers them after the graph's own), then forgets the
+/// template nodes (annotated_nodes::clear_nodes).
+inline void forget_template_nodes(const graph_queries& queries, cudaGraph_t graph,
+                                  annotated_nodes& nodes) noexcept {
+  nodes.clear_nodes();
+  std::size_t count = 0;
+  if (nodes.bodies.empty() || !queries.nodes(graph, nullptr, count) || count == 0) {
+    nodes.bodies.clear(); // unknown: the body nodes' replayed ids stay 0
+    return;
+  }
+  nodes.own_nodes = static_cast<std::uint32_t>(count);
+}
+
+/// Re-keys the annotations of `graph` to the ids the replays of executable `exec_id` carry (0
+/// where either id is unknown): executable_node_index. True if any node has an id.
+inline bool rekey_to_executable(annotated_nodes& graph, std::uint32_t exec_id) noexcept {
   bool any = false;
-  for (node_annotation& node : annotations) {
-    const bool of_graph = graph_id == 0 || (node.template_id >> 32U) == graph_id;
-    node.id = exec_id != 0 && node.template_id != 0 && of_graph
-                  ? replayed_node_id(exec_id, node.template_id)
-                  : 0;
+  for (node_annotation& node : graph.annotations) {
+    const std::optional<std::uint32_t> index = exec_id != 0 && node.template_id != 0
+                                                   ? executable_node_index(graph, node.template_id)
+                                                   : std::nullopt;
+    node.id = index ? replayed_node_id(exec_id, *index) : 0;
     any = any || node.id != 0;
   }
   return any;

@@ -27,6 +27,11 @@ struct annotated_nodes {
   /// The captured graph's CUPTI id where conditional bodies hold annotated nodes (their ids have
   /// another graph's id in their upper half); 0 otherwise.
   std::uint32_t graph_id = 0;
+  /// Where graph_id is set: the captured graph's node count, then each conditional body's CUPTI
+  /// graph id and node count, in capture order (executable_node_index numbers body nodes from
+  /// them); empty bodies and 0: unknown.
+  std::uint32_t own_nodes = 0;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> bodies; ///< (body graph id, node count)
 
   /// Forgets the nodes (the annotations stay); keeps the capacity.
   void clear_nodes() noexcept {

@@ -243,7 +243,7 @@ public:
   }
 
   /// The capture succeeded: read each node's type and kernel name from the template.
-  void after_capture_end(cudaGraph_t /*graph*/) noexcept {
+  void after_capture_end(cudaGraph_t graph) noexcept {
     std::vector<node_annotation>& list = result_.annotations;
     detail::kernel_names names{queries_.driver};
     std::size_t kept = 0;
@@ -263,17 +263,16 @@ public:
       ++kept;
     }
     list.erase(list.begin() + static_cast<std::ptrdiff_t>(kept), list.end());
-    result_.clear_nodes();
+    detail::forget_template_nodes(queries_, graph, result_); // and counts the graph's nodes
     watch_.stop(); // CUPTI's subscriber goes back once the last annotated capture has ended
   }
 
   /// A new executable: re-key every node to the ids its replays carry, and publish them in place
-  /// of the previous executable's (a copy: cheap, since values are shared and kernel names are
-  /// views; it allocates, and may throw std::bad_alloc).
+  /// of the previous executable's (a cheap copy: values are shared; may throw std::bad_alloc).
   void after_instantiate(cudaGraphExec_t exec) {
     published_.withdraw(); // the previous executable is gone, or was updated in place
     const std::uint32_t exec_id = detail::exec_graph_id(source_, exec);
-    if (detail::rekey_to_executable(result_.annotations, exec_id, result_.graph_id)) {
+    if (detail::rekey_to_executable(result_, exec_id)) {
       published_ = detail::registry_entry{exec_id, result_.annotations};
     }
   }
@@ -359,8 +358,7 @@ private:
     }
   }
 
-  /// Drops the per-scope bookkeeping; keeps the vectors' capacity for the next capture. Live
-  /// markers of this capture become inert.
+  /// Drops the per-scope bookkeeping, keeping its capacity; this capture's markers become inert.
   void release_scopes() noexcept {
     ++generation_;
     scopes_.clear();

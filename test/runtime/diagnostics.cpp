@@ -195,17 +195,29 @@ TEST_CASE("diagnostics say when no call failed during a failed capture") {
 TEST_CASE("diagnostics name the call when a pool's completion marker reports the invalidation") {
   const gc::capture_diagnostics diagnostics;
   gctest::stream stream;
-  gc::graph graph; // pool::private_pool: its marker, the capture's last call, fails first
-  const std::string text = capture_failure(graph, stream, [&](auto& cap) {
+  const auto invalidate = [&](auto& cap) {
     float* scratch = cap.template allocate<float>(64);
     CUDA_REQUIRE(cudaMemsetAsync(scratch, 0, 64 * sizeof(float), cap.stream()));
     void* memory = nullptr;
     static_cast<void>(cudaMalloc(&memory, bytes));
-  });
-  static_cast<void>(cudaGetLastError());
-  CHECK(contains(text, "graphcap: cudaEventRecordWithFlags failed: "
-                       "cudaErrorStreamCaptureInvalidated"));
-  CHECK(contains(text, "Hint: invalidated by cudaMalloc (call "));
+  };
+  SECTION("a shared pool: its marker, the capture's last call, fails first") {
+    using shared_graph = gc::graph_with<gc::pool::shared>;
+    shared_graph graph{gc::graph_pool_handle()};
+    const std::string text = capture_failure(graph, stream, invalidate);
+    static_cast<void>(cudaGetLastError());
+    CHECK(contains(text, "graphcap: cudaEventRecordWithFlags failed: "
+                         "cudaErrorStreamCaptureInvalidated"));
+    CHECK(contains(text, "Hint: invalidated by cudaMalloc (call "));
+  }
+  SECTION("a private pool no one shares has no marker: the end reports it") {
+    gc::graph graph;
+    const std::string text = capture_failure(graph, stream, invalidate);
+    static_cast<void>(cudaGetLastError());
+    CHECK(contains(text, "graphcap: cudaStreamEndCapture failed: "
+                         "cudaErrorStreamCaptureInvalidated"));
+    CHECK(contains(text, "Hint: invalidated by cudaMalloc (call "));
+  }
   const gc::offending_call call = culprit();
   CHECK(call.function == "cudaMalloc");
   CHECK(call.thread == 1);

@@ -12,6 +12,7 @@
 #include <graphcap/detail/allocation_size.hpp>
 #include <graphcap/detail/capture.hpp>
 #include <graphcap/detail/capture_mode_guard.hpp>
+#include <graphcap/detail/completion_marker.hpp>
 #include <graphcap/detail/cuda_check.hpp>
 #include <graphcap/detail/held_blocks.hpp>
 #include <graphcap/detail/hooks.hpp>
@@ -58,9 +59,7 @@ public:
       core_ = std::move(other.core_);
       held_ = std::move(other.held_);
       freed_ = std::move(other.freed_);
-      done_ = std::move(other.done_);
-      marker_recorded_ = std::exchange(other.marker_recorded_, false);
-      marker_in_graph_ = std::exchange(other.marker_in_graph_, false);
+      marker_ = std::exchange(other.marker_, completion_marker{});
       unordered_replays_ = std::exchange(other.unordered_replays_, false);
     }
     return *this;
@@ -139,14 +138,13 @@ public:
   /// The capture succeeded: a shared pool's blocks freed during it go back to the pool.
   void after_capture_end(cudaGraph_t /*graph*/) noexcept {
     freed_.clear();
-    marker_in_graph_ = marker_recorded_;
     // Replays of a graph without a marker are not ordered before anything: the first give-back
-    // that needs them finished waits for the device instead (wait_for_unordered_replays).
-    unordered_replays_ = unordered_replays_ || (!marker_recorded_ && !held_.empty());
+    // that needs them finished waits for the device instead (give_back_all).
+    unordered_replays_ = unordered_replays_ || (!marker_.recorded() && !held_.empty());
+    marker_.capture_ended(/*next_capture_anew=*/Shared);
     if constexpr (Shared) {
       // A later capture into the shared pool may reuse what this one freed: the pool's rule
       // (replay in capture order, never concurrently) makes that safe.
-      marker_recorded_ = false;
       // This graph's replays still use the block, so memory checkers keep it valid.
       held_.erase_if([this](const held_block& entry) {
         if (entry.freed) {
@@ -159,33 +157,24 @@ public:
 
   /// Nodes this policy added to the graph just captured (its completion marker, if it has one),
   /// which node_count() does not count.
-  [[nodiscard]] std::size_t own_nodes() const noexcept { return marker_recorded_ ? 1 : 0; }
+  [[nodiscard]] std::size_t own_nodes() const noexcept { return marker_.recorded() ? 1 : 0; }
 
   /// The completion marker's event, made before the capture begins where a marker will be
   /// needed (see before_capture_end).
   void before_capture(cudaStream_t /*stream*/) {
     if (needs_marker()) {
-      make_marker_event();
+      marker_.prepare();
     }
   }
 
   /// The completion marker: an event-record node after all the captured work, so that every
-  /// replay records `done_` on the device when it finishes, and blocks can change hands ordered
-  /// after it with no stream to remember. Only where blocks may change hands while this graph
-  /// may still be replaying (a shared pool, or a pool another graph or a handle holds): a graph
-  /// whose pool is its own pays no node on replay, and its reset waits for the device instead.
+  /// replay records its event on the device when it finishes, and blocks can change hands
+  /// ordered after it with no stream to remember. Only where blocks may change hands while this
+  /// graph may still be replaying (a shared pool, or a pool another graph or a handle holds): a
+  /// graph whose pool is its own pays no node on replay, and its reset waits for the device.
   void before_capture_end(cudaStream_t stream) {
-    if (!marker_recorded_ && needs_marker()) { // once, also when a wrong-thread end is retried
-      make_marker_event();                     // a handle taken during the capture
-      const cudaError_t status =
-          cudaEventRecordWithFlags(done_->get(), stream, cudaEventRecordExternal);
-      if (status != cudaSuccess) [[unlikely]] {
-        // Most often the capture was invalidated earlier (a cudaMalloc in it): a capture failure,
-        // explained as a failed end is (capture diagnostics name the call that broke it).
-        throw_cuda<capture_error>(status, "cudaEventRecordWithFlags",
-                                  capture::failure_hint(status, stream));
-      }
-      marker_recorded_ = true;
+    if (needs_marker()) {
+      marker_.record(stream); // once, also when a wrong-thread end is retried
     }
   }
 
@@ -206,7 +195,7 @@ public:
 
   /// True when the graph last captured ends with a completion marker (an event-record node that
   /// every replay runs): with pool::shared, and with a pool whose handle exists.
-  [[nodiscard]] bool has_completion_marker() const noexcept { return marker_in_graph_; }
+  [[nodiscard]] bool has_completion_marker() const noexcept { return marker_.in_graph(); }
 
   /// A handle to this graph's pool, for other graphs to share it. From then on its captures end
   /// with a completion marker; replays of a graph captured before without one are waited for
@@ -246,12 +235,7 @@ private:
     }
     // After a reset the next capture gets a new marker; a recapture keeps it, so that an
     // update in place finds the same event in the new graph.
-    const ready_event marker = marker_in_graph_ ? done_ : nullptr;
-    if (may_release) {
-      done_ = nullptr;
-    }
-    marker_recorded_ = false;
-    marker_in_graph_ = false;
+    const ready_event marker = marker_.release(/*drop_event=*/may_release);
     if (!core_) {
       return;
     }
@@ -281,21 +265,6 @@ private:
   /// freeing a slab does not wait for the device (a user's memory pool).
   [[nodiscard]] bool needs_marker() const noexcept {
     return Shared || shared_with_others() || (core_ && !core_->frees_wait_for_device());
-  }
-
-  void make_marker_event() {
-    if (done_) {
-      return;
-    }
-    const relaxed_capture_mode_guard relaxed; // another thread may be capturing (global mode)
-    cudaEvent_t event = nullptr;
-    check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreateWithFlags");
-    try {
-      done_ = std::make_shared<const event_handle>(event);
-    } catch (...) {
-      ignore(cudaEventDestroy(event));
-      throw;
-    }
   }
 
   void ensure_core() {
@@ -333,9 +302,7 @@ private:
   held_blocks held_; // blocks this graph holds until reset, in allocation order, by address
   // This capture's freed blocks (positions in held_) by stream and size class, last freed last.
   std::map<std::pair<cudaStream_t, std::size_t>, std::vector<std::size_t>> freed_;
-  ready_event done_;               // recorded by every replay as it finishes (completion marker)
-  bool marker_recorded_ = false;   // in the capture in progress
-  bool marker_in_graph_ = false;   // the graph captured last ends with the marker
+  completion_marker marker_;       // where blocks may change hands while the graph replays
   bool unordered_replays_ = false; // a graph without a marker held blocks: wait before handing on
 };
 

@@ -81,6 +81,18 @@ bool ids_match(const std::vector<gc::node_annotation>& kernels,
   return annotations == 1 && found == expected_records && matched == found;
 }
 
+/// Copies of the graph's annotated kernel nodes, as they are now.
+template <class Graph>
+std::vector<gc::node_annotation> kernel_annotations(const Graph& graph) {
+  std::vector<gc::node_annotation> kernels;
+  for (const gc::node_annotation& node : graph.annotations()) {
+    if (node.type == cudaGraphNodeTypeKernel) {
+      kernels.push_back(node);
+    }
+  }
+  return kernels;
+}
+
 } // namespace
 
 TEST_CASE("annotated kernels of a WHILE body carry the ids of their replays' activity records") {
@@ -117,6 +129,7 @@ TEST_CASE("annotated kernels of a WHILE body carry the ids of their replays' act
     return;
   }
   graph.instantiate();
+  kernels = kernel_annotations(graph); // re-keyed to the executable's ids (copies are not)
   gc::trace_recorder recorder;
   REQUIRE(recorder.available());
   const int host_trips = trips;
@@ -197,6 +210,7 @@ TEST_CASE("kernels before and after an if_else and a while_ carry their records'
     return;
   }
   graph.instantiate();
+  kernels = kernel_annotations(graph); // re-keyed to the executable's ids (copies are not)
   gc::trace_recorder recorder;
   REQUIRE(recorder.available());
   for (const int value : {1, 0}) { // the then branch, then the else branch

@@ -2,6 +2,7 @@
 // (another subscriber, another tool), the subscriber shared with annot::on and given back, the
 // switch off (nothing installed, nothing subscribed), driver calls, and calls made inside others.
 #include <graphcap/annotations.hpp>
+#include <graphcap/control_flow.hpp>
 #include <graphcap/diagnostics.hpp>
 #include <graphcap/graphcap.hpp>
 
@@ -229,4 +230,32 @@ TEST_CASE("diagnostics name nothing for a capture that succeeded") {
   REQUIRE(gc::capture_diagnostics::last_offending_call().has_value());
   capture_and_replay(stream);
   CHECK_FALSE(gc::capture_diagnostics::last_offending_call().has_value());
+}
+
+TEST_CASE("diagnostics name the call that broke a conditional body's capture") {
+  const gc::capture_diagnostics diagnostics;
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> buffer(bytes);
+  gc::lean_graph graph;
+  std::string text;
+  try {
+    graph.capture(stream, [&](gc::lean_graph::scope& cap) {
+      const gc::condition more = cap.condition(1);
+      cap.while_(more, [&](cudaStream_t body) {
+        CUDA_REQUIRE(cudaMemsetAsync(buffer.get(), 1, bytes, body));
+        void* memory = nullptr;
+        static_cast<void>(cudaMalloc(&memory, bytes)); // breaks the body's capture
+      });
+    });
+  } catch (const gc::capture_error& error) {
+    text = error.what();
+  }
+  static_cast<void>(cudaGetLastError());
+  INFO(text);
+  REQUIRE_FALSE(text.empty());
+  CHECK(contains(text, "invalidated by cudaMalloc (call "));
+  CHECK_FALSE(gctest::capturing(stream));
+  const std::optional<gc::offending_call> call = gc::capture_diagnostics::last_offending_call();
+  REQUIRE(call.has_value());
+  CHECK(call->function == "cudaMalloc");
 }

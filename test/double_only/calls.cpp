@@ -175,7 +175,7 @@ TEST_CASE("a block handed from a reset graph to the next one waits for its compl
   CHECK(cuda_double::call_counts().at("cudaEventSynchronize") == 1); // the handoff
 }
 
-TEST_CASE("a private pool adds no node; its reset frees its slabs with cudaFree, which waits") {
+TEST_CASE("a private pool adds no node, and its reset frees its slabs with cudaFree, which waits") {
   cuda_double::reset();
   gctest::stream stream;
   gc::graph graph;
@@ -199,8 +199,9 @@ TEST_CASE("a private pool adds no node; its reset frees its slabs with cudaFree,
   CHECK(calls.count("cudaDeviceSynchronize") == 0); // it would fail while anything captures
 }
 
-TEST_CASE("a private pool whose handle exists ends its captures with a marker; reset does not "
-          "synchronize") {
+TEST_CASE(
+    "a private pool whose handle exists ends its captures with a marker, and its reset does not "
+    "synchronize") {
   cuda_double::reset();
   gctest::stream stream;
   gc::graph graph;

@@ -34,7 +34,7 @@ void attention(cudaStream_t stream, float* x) {
 } // namespace
 
 int main() {
-  if (!example::device_present("example_diagnostics")) {
+  if (!example::device_present("diagnostics")) {
     return 0;
   }
   float* x = example::allocate<float>(n);

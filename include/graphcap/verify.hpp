@@ -30,6 +30,7 @@
 
 #include <array>
 #include <cstddef>
+#include <memory>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -187,14 +188,15 @@ void run_eagerly(Work&& work, cudaStream_t stream) {
   }
 }
 
-/// Copies every output into `copies` (one vector of bytes per output) and waits.
+/// Copies every output into `copies` (one host buffer per output) and waits.
 inline void copy_outputs(const std::vector<verify_slot>& slots,
-                         std::vector<std::vector<std::byte>>& copies, cudaStream_t stream) {
+                         std::vector<std::unique_ptr<std::byte[]>>& copies, cudaStream_t stream) {
   copies.resize(slots.size());
   for (std::size_t i = 0; i < slots.size(); ++i) {
-    copies[i].resize(slots[i].bytes);
+    // Uninitialized: the copy writes every byte (zeroing megabytes first would double the cost).
+    copies[i] = std::make_unique_for_overwrite<std::byte[]>(slots[i].bytes);
     if (slots[i].bytes != 0) {
-      check(cudaMemcpyAsync(copies[i].data(), slots[i].data, slots[i].bytes, cudaMemcpyDeviceToHost,
+      check(cudaMemcpyAsync(copies[i].get(), slots[i].data, slots[i].bytes, cudaMemcpyDeviceToHost,
                             stream),
             "cudaMemcpyAsync (verify: copying an output)");
     }
@@ -221,7 +223,7 @@ verify_report verify_slots(Graph& graph, Work&& work, const verify_options& opti
     require_device_memory(slots[i], i);
   }
   run_eagerly(std::forward<Work>(work), stream);
-  std::vector<std::vector<std::byte>> eager;
+  std::vector<std::unique_ptr<std::byte[]>> eager;
   copy_outputs(slots, eager, stream);
   for (const verify_slot& slot : slots) {
     if (slot.bytes != 0) {
@@ -230,14 +232,14 @@ verify_report verify_slots(Graph& graph, Work&& work, const verify_options& opti
     }
   }
   graph.replay(stream);
-  std::vector<std::vector<std::byte>> replayed;
+  std::vector<std::unique_ptr<std::byte[]>> replayed;
   copy_outputs(slots, replayed, stream);
   const compare_settings settings{options.atol, options.rtol, options.poison};
   verify_report report{options.atol, options.rtol, options.poison};
   for (std::size_t i = 0; i < slots.size(); ++i) {
     const verify_slot& slot = slots[i];
     comparison compared;
-    slot.compare(eager[i].data(), replayed[i].data(), slot.count, settings, compared);
+    slot.compare(eager[i].get(), replayed[i].get(), slot.count, settings, compared);
     report.add(output_report{i, slot.name, slot.type, slot.count, slot.floating, compared});
   }
   return report;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -36,12 +37,6 @@ struct comparison {
   double max_abs_diff = 0.0; // floating-point outputs: over every element
   double max_rel_diff = 0.0;
 };
-
-/// Whether all `size` bytes at `bytes` are `pattern`.
-inline bool holds_pattern(const std::byte* bytes, std::size_t size, unsigned char pattern) {
-  return std::all_of(bytes, bytes + size,
-                     [pattern](std::byte b) { return b == static_cast<std::byte>(pattern); });
-}
 
 /// The object's bytes in hex, most significant first on a little-endian machine: "0xffffffff".
 template <class T>
@@ -94,42 +89,68 @@ inline void float_difference(double eager, double replay, double& absolute, doub
   }
 }
 
-/// Compares `count` objects of T: `eager` (the eager run's copy) against `replay`.
+/// Compares one element `i` of T (see compare_elements). `is_poison` tells whether an element's
+/// bytes are the poison pattern.
+template <class T, class IsPoison>
+void compare_element(const std::byte* eager, const std::byte* replay, std::size_t i,
+                     const compare_settings& settings, const IsPoison& is_poison, comparison& out) {
+  const std::byte* expected_bytes = eager + i * sizeof(T);
+  const std::byte* actual_bytes = replay + i * sizeof(T);
+  const bool identical = std::memcmp(expected_bytes, actual_bytes, sizeof(T)) == 0;
+  T expected;
+  T actual;
+  std::memcpy(&expected, expected_bytes, sizeof(T));
+  std::memcpy(&actual, actual_bytes, sizeof(T));
+  bool good = identical;
+  if constexpr (std::is_floating_point_v<T>) {
+    double absolute = 0.0;
+    double relative = 0.0;
+    if (!identical) {
+      float_difference(static_cast<double>(expected), static_cast<double>(actual), absolute,
+                       relative);
+      good = absolute <= settings.atol + settings.rtol * std::fabs(static_cast<double>(expected));
+    }
+    out.max_abs_diff = std::max(out.max_abs_diff, absolute);
+    out.max_rel_diff = std::max(out.max_rel_diff, relative);
+  }
+  out.not_identical += identical ? 0U : 1U;
+  out.eager_poison += is_poison(expected_bytes) ? 1U : 0U;
+  if (good) {
+    return;
+  }
+  if (out.mismatches == 0) {
+    out.first_mismatch = i;
+    out.eager_value = element_text(expected);
+    out.replay_value = element_text(actual);
+  }
+  ++out.mismatches;
+  out.poisoned += is_poison(actual_bytes) ? 1U : 0U;
+}
+
+/// Compares `count` objects of T: `eager` (the eager run's copy) against `replay`. Runs of
+/// elements whose bytes are identical (the usual case) are compared with one memcmp, and only
+/// counted for the poison; the others element by element.
 template <class T>
 void compare_elements(const std::byte* eager, const std::byte* replay, std::size_t count,
                       const compare_settings& settings, comparison& out) {
-  for (std::size_t i = 0; i < count; ++i) {
-    const std::byte* expected_bytes = eager + i * sizeof(T);
-    const std::byte* actual_bytes = replay + i * sizeof(T);
-    const bool identical = std::memcmp(expected_bytes, actual_bytes, sizeof(T)) == 0;
-    T expected;
-    T actual;
-    std::memcpy(&expected, expected_bytes, sizeof(T));
-    std::memcpy(&actual, actual_bytes, sizeof(T));
-    bool good = identical;
-    if constexpr (std::is_floating_point_v<T>) {
-      double absolute = 0.0;
-      double relative = 0.0;
-      if (!identical) {
-        float_difference(static_cast<double>(expected), static_cast<double>(actual), absolute,
-                         relative);
-        good = absolute <= settings.atol + settings.rtol * std::fabs(static_cast<double>(expected));
+  std::array<std::byte, sizeof(T)> pattern{};
+  pattern.fill(static_cast<std::byte>(settings.poison));
+  const auto is_poison = [&pattern](const std::byte* bytes) {
+    return std::memcmp(bytes, pattern.data(), sizeof(T)) == 0;
+  };
+  constexpr std::size_t run = 1024; // elements per memcmp
+  for (std::size_t begin = 0; begin < count; begin += run) {
+    const std::size_t end = std::min(count, begin + run);
+    if (std::memcmp(eager + begin * sizeof(T), replay + begin * sizeof(T),
+                    (end - begin) * sizeof(T)) == 0) {
+      for (std::size_t i = begin; i < end; ++i) { // identical: differences are all 0
+        out.eager_poison += is_poison(eager + i * sizeof(T)) ? 1U : 0U;
       }
-      out.max_abs_diff = std::max(out.max_abs_diff, absolute);
-      out.max_rel_diff = std::max(out.max_rel_diff, relative);
-    }
-    out.not_identical += identical ? 0U : 1U;
-    out.eager_poison += holds_pattern(expected_bytes, sizeof(T), settings.poison) ? 1U : 0U;
-    if (good) {
       continue;
     }
-    if (out.mismatches == 0) {
-      out.first_mismatch = i;
-      out.eager_value = element_text(expected);
-      out.replay_value = element_text(actual);
+    for (std::size_t i = begin; i < end; ++i) {
+      compare_element<T>(eager, replay, i, settings, is_poison, out);
     }
-    ++out.mismatches;
-    out.poisoned += holds_pattern(actual_bytes, sizeof(T), settings.poison) ? 1U : 0U;
   }
 }
 

@@ -114,14 +114,10 @@ TEST_CASE("annotated kernels of a WHILE body carry the ids of their replays' act
       gctest::launch_count_down(body.stream(), counter.get(), more);
     });
   });
-  const std::vector<gc::node_annotation>& annotations = graph.annotations();
-  std::vector<gc::node_annotation> kernels;
-  for (const gc::node_annotation& node : annotations) {
-    if (node.type == cudaGraphNodeTypeKernel) {
-      kernels.push_back(node);
-      CHECK(node.name() == "step");
-      CHECK(node.value("phase") == "decode");
-    }
+  std::vector<gc::node_annotation> kernels = kernel_annotations(graph);
+  for (const gc::node_annotation& node : kernels) {
+    CHECK(node.name() == "step");
+    CHECK(node.value("phase") == "decode");
   }
   REQUIRE(kernels.size() == 2);
   if (graph.annot_policy().id_source() != gc::node_id_source::cupti) {
@@ -198,12 +194,7 @@ TEST_CASE("kernels before and after an if_else and a while_ carry their records'
       gctest::launch_count_down(body.stream(), counter.get(), more);
     });
   });
-  std::vector<gc::node_annotation> kernels;
-  for (const gc::node_annotation& node : graph.annotations()) {
-    if (node.type == cudaGraphNodeTypeKernel) {
-      kernels.push_back(node);
-    }
-  }
+  std::vector<gc::node_annotation> kernels = kernel_annotations(graph);
   REQUIRE(kernels.size() == 8);
   if (graph.annot_policy().id_source() != gc::node_id_source::cupti) {
     WARN("CUPTI is held by another tool or unavailable: the ids are not checked");

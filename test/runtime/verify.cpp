@@ -292,3 +292,26 @@ TEST_CASE("verify: wrong arguments are clear errors") {
   }
   gctest::require_no_last_error();
 }
+
+TEST_CASE("verify's comparison: identical runs skipped whole, differences and poison still found") {
+  // 3000 floats: runs of 1024 elements are compared with one memcmp where identical; the
+  // difference sits in the second run, eager poison-valued elements in the first and third.
+  constexpr std::size_t count = 3000;
+  std::vector<float> eager(count, 1.0F);
+  std::vector<float> replay(count, 1.0F);
+  const auto poison_at = [&](std::size_t i) { std::memset(&eager[i], 0xFF, sizeof(float)); };
+  poison_at(5);
+  poison_at(2500);
+  replay[5] = eager[5]; // the same bytes: identical, still counted as eager poison
+  replay[2500] = eager[2500];
+  replay[1500] = 2.0F; // the one difference
+  gc::detail::comparison compared;
+  gc::detail::compare_elements<float>(reinterpret_cast<const std::byte*>(eager.data()),
+                                      reinterpret_cast<const std::byte*>(replay.data()), count,
+                                      gc::detail::compare_settings{}, compared);
+  CHECK(compared.mismatches == 1);
+  CHECK(compared.not_identical == 1);
+  CHECK(compared.first_mismatch == 1500);
+  CHECK(compared.eager_poison == 2);
+  CHECK(compared.max_abs_diff == 1.0);
+}

@@ -3,9 +3,11 @@
 // JSON (into $OUT when set).
 //
 // A case runs each arm (graphcap, the hand-written raw-CUDA version, ...) in the same process,
-// round by round, rotating which arm goes first, so that clock boosts, other tenants and thermal
-// drift fall on every arm alike. Each arm's closure times itself and appends its samples; the
-// harness only orders the calls and summarizes.
+// round by round, in an order shuffled each round (a fixed seed: every run the same), so that
+// clock boosts, other tenants and thermal drift fall on every arm alike, and so that no arm always
+// runs right after the same neighbour: what one arm leaves behind (a destroyed executable graph
+// the driver frees lazily) would otherwise land on the same other arm every round. Each arm's
+// closure times itself and appends its samples; the harness only orders the calls and summarizes.
 //
 // Results are long-format rows: (metric, param, arm) -> median, p99, mean, min, samples, unit,
 // and the samples themselves, in round order. The first arm added for a (metric, param) is the
@@ -30,6 +32,7 @@
 #include <ctime>
 #include <functional>
 #include <map>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -204,31 +207,39 @@ inline summary summarize(std::vector<double> values) {
 
 /// Runs at least `warmup` unrecorded rounds (and for at least the warm-up time, see the top of
 /// this file), then at least `rounds` recorded rounds of every arm (more while they have lasted
-/// less than BENCH_MIN_SECONDS, up to 8 times as many); round r starts with arm r % arms.size()
-/// so that no arm always runs first (or right after the same neighbour). An arm receives whether
-/// the round is recorded and appends its own samples when it is.
+/// less than BENCH_MIN_SECONDS, up to 8 times as many). Each round runs the arms in a new order,
+/// shuffled with a fixed seed: each arm goes first, and follows each other arm, about equally
+/// often. (Rotating the order is not enough: arm i would still follow arm i-1 in every round
+/// where it is not first; session 7 measured a 20% bias on 10,000-node captures from it.) An arm
+/// receives whether the round is recorded and appends its own samples when it is.
 inline void interleave(int rounds, int warmup, const std::vector<std::function<void(bool)>>& arms) {
   static bool warmed_before = false; // the first case of a process warms the GPU up longest
   const double warm_seconds = seconds_setting("BENCH_WARM_SECONDS", warmed_before ? 0.1 : 0.5);
   const double min_seconds = seconds_setting("BENCH_MIN_SECONDS", 0.5);
   warmed_before = true;
-  const std::size_t count = arms.size();
-  const auto run_round = [&](int round, bool record) {
-    for (std::size_t i = 0; i < count; ++i) {
-      arms[(static_cast<std::size_t>(round) + i) % count](record);
+  std::vector<std::size_t> order(arms.size());
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    order[i] = i;
+  }
+  std::mt19937 shuffler(0x5eed5eedU); // the same orders in every run of the binary
+  const auto run_round = [&](bool record) {
+    std::shuffle(order.begin(), order.end(), shuffler);
+    for (const std::size_t arm : order) {
+      arms[arm](record);
     }
   };
   int round = 0;
   const auto warm_start = steady::now();
   while (round < warmup || micros(warm_start, steady::now()) < warm_seconds * 1e6) {
-    run_round(round++, false);
+    run_round(false);
+    ++round;
   }
   const auto start = steady::now();
   for (int recorded = 0; recorded < rounds * 8; ++recorded) {
     if (recorded >= rounds && micros(start, steady::now()) >= min_seconds * 1e6) {
       break;
     }
-    run_round(round++, true);
+    run_round(true);
   }
 }
 

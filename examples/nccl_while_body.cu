@@ -162,8 +162,9 @@ int main() {
     }
   } catch (const std::exception& refused) {
     std::printf("nccl_while_body: graphcap refused the capture:\n  %s\n", refused.what());
-    std::printf("nccl_while_body: instead, loop outside the collective (replay(stream, n)) or "
-                "keep the collective outside the body (docs/multi-gpu.md)\n");
+    std::printf("nccl_while_body: instead, replay a graph of one iteration n times "
+                "(graphcap::replay_loop), or keep the collective outside the body "
+                "(docs/multi-gpu.md)\n");
     captured = false; // an answer to the question, not a failure: the example still succeeds
   }
 

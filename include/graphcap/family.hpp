@@ -322,8 +322,7 @@ private:
   }
 
   std::size_t index_at_least(const Key& n) const noexcept(detail::nothrow_keys<Key>) {
-    return static_cast<std::size_t>(std::lower_bound(keys_.begin(), keys_.end(), n) -
-                                    keys_.begin());
+    return detail::lower_bound_index(keys_.data(), keys_.size(), n);
   }
   std::size_t index_of(const Key& key) const noexcept(detail::nothrow_keys<Key>) {
     const std::size_t index = index_at_least(key);

@@ -5,8 +5,8 @@
 // A case runs each arm (graphcap, the hand-written raw-CUDA version, ...) in the same process,
 // round by round, in an order shuffled each round (a fixed seed: every run the same), so that
 // clock boosts, other tenants and thermal drift fall on every arm alike, and so that no arm always
-// runs right after the same neighbour: what one arm leaves behind (a destroyed executable graph
-// the driver frees lazily) would otherwise land on the same other arm every round. Each arm's
+// runs right after the same neighbour: whatever one arm leaves behind (memory the driver releases
+// later, caches) would otherwise land on the same other arm every round. Each arm's
 // closure times itself and appends its samples; the harness only orders the calls and summarizes.
 //
 // Results are long-format rows: (metric, param, arm) -> median, p99, mean, min, samples, unit,
@@ -210,8 +210,8 @@ inline summary summarize(std::vector<double> values) {
 /// less than BENCH_MIN_SECONDS, up to 8 times as many). Each round runs the arms in a new order,
 /// shuffled with a fixed seed: each arm goes first, and follows each other arm, about equally
 /// often. (Rotating the order is not enough: arm i would still follow arm i-1 in every round
-/// where it is not first; session 7 measured a 20% bias on 10,000-node captures from it.) An arm
-/// receives whether the round is recorded and appends its own samples when it is.
+/// where it is not first.) An arm receives whether the round is recorded and appends its own
+/// samples when it is.
 inline void interleave(int rounds, int warmup, const std::vector<std::function<void(bool)>>& arms) {
   static bool warmed_before = false; // the first case of a process warms the GPU up longest
   const double warm_seconds = seconds_setting("BENCH_WARM_SECONDS", warmed_before ? 0.1 : 0.5);

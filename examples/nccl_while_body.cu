@@ -187,8 +187,9 @@ int main() {
                      "cudaMemcpy");
       const bool rank_right = left == 0 && std::all_of(host.begin(), host.end(),
                                                        [&](float v) { return v == expected; });
-      std::printf("  rank %d: %zu nodes, counter %d, receive[0] = %g (expected %g)%s\n", rank,
-                  graphs[rank].node_count(), left, static_cast<double>(host[0]),
+      std::printf("  rank %d: graph of %zu top-level node(s), counter %d, receive[0] = %g "
+                  "(expected %g)%s\n",
+                  rank, graphs[rank].node_count(), left, static_cast<double>(host[0]),
                   static_cast<double>(expected), rank_right ? "" : "  WRONG");
       right = right && rank_right;
     });

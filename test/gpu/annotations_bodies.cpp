@@ -93,6 +93,33 @@ std::vector<gc::node_annotation> kernel_annotations(const Graph& graph) {
   return kernels;
 }
 
+/// Instantiates `graph` and returns its annotated kernels, keyed to the executable's ids (copies
+/// taken before instantiation keep the template ids).
+template <class Graph>
+std::vector<gc::node_annotation> instantiated_kernels(Graph& graph) {
+  graph.instantiate();
+  return kernel_annotations(graph);
+}
+
+/// CUPTI's id of `graph`'s executable, which its kernels' activity records carry.
+template <class Graph>
+std::uint32_t exec_id_of(const Graph& graph) {
+  std::uint32_t exec_id = 0;
+  REQUIRE(cuptiGetGraphExecId(graph.raw_exec(), &exec_id) == CUPTI_SUCCESS);
+  return exec_id;
+}
+
+/// On a mismatch, every annotation next to every record: the true numbering, for the fix.
+void print_numbering_unless(bool all_matched, std::uint32_t exec_id,
+                            const std::vector<gc::node_annotation>& kernels,
+                            const std::vector<gc::kernel_record>& records) {
+  if (!all_matched) {
+    WARN("executable id " << exec_id << "\nannotated kernels:\n"
+                          << describe(kernels) << "activity records:\n"
+                          << describe(records));
+  }
+}
+
 } // namespace
 
 TEST_CASE("annotated kernels of a WHILE body carry the ids of their replays' activity records") {
@@ -124,8 +151,7 @@ TEST_CASE("annotated kernels of a WHILE body carry the ids of their replays' act
     WARN("CUPTI is held by another tool or unavailable: the ids are not checked");
     return;
   }
-  graph.instantiate();
-  kernels = kernel_annotations(graph); // re-keyed to the executable's ids (copies are not)
+  kernels = instantiated_kernels(graph);
   gc::trace_recorder recorder;
   REQUIRE(recorder.available());
   const int host_trips = trips;
@@ -138,17 +164,12 @@ TEST_CASE("annotated kernels of a WHILE body carry the ids of their replays' act
   CUDA_REQUIRE(cudaMemcpy(&ran, iterations.get(), sizeof ran, cudaMemcpyDeviceToHost));
   REQUIRE(ran == trips);
   // Each trip ran each body kernel once: CUPTI reports them, with the annotation's id.
-  std::uint32_t exec_id = 0;
-  REQUIRE(cuptiGetGraphExecId(graph.raw_exec(), &exec_id) == CUPTI_SUCCESS);
+  const std::uint32_t exec_id = exec_id_of(graph);
   bool all = true;
   for (const std::string name : {"count_iteration", "count_down"}) {
     all = ids_match(kernels, recorder.kernels(), exec_id, name, trips) && all;
   }
-  if (!all) {
-    WARN("executable id " << exec_id << "\nannotated kernels:\n"
-                          << describe(kernels) << "activity records:\n"
-                          << describe(recorder.kernels()));
-  }
+  print_numbering_unless(all, exec_id, kernels, recorder.kernels());
   for (const gc::node_annotation& node : kernels) {
     CHECK(node.template_id != 0);
     const auto found = gc::find_annotation(node.id); // published, as the graph's own nodes
@@ -200,8 +221,7 @@ TEST_CASE("kernels before and after an if_else and a while_ carry their records'
     WARN("CUPTI is held by another tool or unavailable: the ids are not checked");
     return;
   }
-  graph.instantiate();
-  kernels = kernel_annotations(graph); // re-keyed to the executable's ids (copies are not)
+  kernels = instantiated_kernels(graph);
   gc::trace_recorder recorder;
   REQUIRE(recorder.available());
   for (const int value : {1, 0}) { // the then branch, then the else branch
@@ -215,8 +235,7 @@ TEST_CASE("kernels before and after an if_else and a while_ carry their records'
   int last = -1;
   CUDA_REQUIRE(cudaMemcpy(&last, slot.get(), sizeof last, cudaMemcpyDeviceToHost));
   CHECK(last == 5); // probe_after ran last
-  std::uint32_t exec_id = 0;
-  REQUIRE(cuptiGetGraphExecId(graph.raw_exec(), &exec_id) == CUPTI_SUCCESS);
+  const std::uint32_t exec_id = exec_id_of(graph);
   bool all = true;
   for (const probe which : {probe::before, probe::after}) {
     all = ids_match(kernels, recorder.kernels(), exec_id, gctest::probe_name(which), 2) && all;
@@ -227,10 +246,6 @@ TEST_CASE("kernels before and after an if_else and a while_ carry their records'
        {probe::then_first, probe::then_second, probe::else_first, probe::else_second}) {
     all = ids_match(kernels, recorder.kernels(), exec_id, gctest::probe_name(which), 1) && all;
   }
-  if (!all) {
-    WARN("executable id " << exec_id << "\nannotated kernels:\n"
-                          << describe(kernels) << "activity records:\n"
-                          << describe(recorder.kernels()));
-  }
+  print_numbering_unless(all, exec_id, kernels, recorder.kernels());
   gctest::require_no_last_error();
 }

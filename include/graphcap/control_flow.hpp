@@ -11,7 +11,8 @@
 //   });
 //
 // A body is a callable of the shapes capture() takes (the body's scope, its stream, or nothing).
-// It is captured on a stream graphcap owns, in the graph's capture mode, into the body graph CUDA
+// It is captured on a stream graphcap owns (in relaxed mode: the parent's capture mode guards the
+// thread), into the body graph CUDA
 // made for the node; the body scope offers what the parent does (allocate from the graph's pool,
 // conditions and nested conditionals, work forked to other streams and joined back). A body may
 // hold kernel, memset, memcpy, empty, child-graph and conditional nodes only (CUDA's rule): any
@@ -35,6 +36,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 namespace graphcap {
@@ -92,22 +94,24 @@ struct body {
   unsigned index = 0;              ///< which body of the node
   detail::body_stream_lease lease; ///< the stream it is captured on
   cudaStream_t parent = nullptr;   ///< the stream of the scope that added the node
+  cudaStream_t root = nullptr;     ///< the stream of the outermost capture
 
   /// Ends the body's capture and checks what it captured (the parent's capture goes on).
+  /// A body that left work forked to another stream unjoined, or whose capture was invalidated,
+  /// is a capture_error; CUDA keeps the body graph either way (detail::end_body_capture).
   template <class Lifecycle>
   void end(Lifecycle& lifecycle, cudaStream_t stream) {
     hand_over(lifecycle, stream, parent);
-    detail::graph_handle ended;
-    const cudaError_t status = detail::capture::end(stream, ended);
-    if (status != cudaSuccess) [[unlikely]] {
-      detail::capture::throw_end_failure(status, stream);
-    }
-    // The body graph belongs to its node: the handle must not destroy it.
-    const cudaGraph_t captured = ended.release();
-    if (captured != graph) [[unlikely]] {
-      detail::throw_error<capture_error>(cudaErrorStreamCaptureUnmatched, "cudaStreamEndCapture",
-                                         "a conditional body's capture ended into another graph "
-                                         "than its body");
+    switch (detail::end_body_capture(stream, graph, parent, root)) {
+    case detail::body_capture_end::ended:
+      break;
+    case detail::body_capture_end::joined_work:
+      detail::refuse_unjoined_body(construct, index);
+    case detail::body_capture_end::left_open:
+      lease.keep(); // CUDA would destroy the body graph if this capture ended
+      detail::refuse_invalidated_body(construct, index, stream);
+    case detail::body_capture_end::root_ended:
+      detail::refuse_invalidated_body(construct, index, stream);
     }
     detail::check_body_rules(graph, construct, index);
   }
@@ -116,7 +120,10 @@ struct body {
   template <class Lifecycle>
   void abandon(Lifecycle& lifecycle, cudaStream_t stream) noexcept {
     forget(lifecycle, stream);
-    detail::abandon_into_existing_graph(stream);
+    if (detail::end_body_capture(stream, graph, parent, root) ==
+        detail::body_capture_end::left_open) {
+      lease.keep();
+    }
   }
 
 private:
@@ -148,7 +155,6 @@ template <class Scope>
 struct control_flow {
   using graph_type = typename Scope::graph_type;
   using body_scope = basic_scope<graph_type, capture_kind::body>;
-  static constexpr cudaStreamCaptureMode mode = graph_type::mode_type::value;
 
   static graphcap::condition condition(Scope& cap, unsigned initial, condition_reset reset) {
     const capture_point point = capture_point_of(cap.stream(), "condition()");
@@ -242,7 +248,11 @@ private:
     }
     body_stream_lease lease = body_stream_lease::take();
     const cudaStream_t stream = lease.stream();
-    check_in_capture(cudaStreamBeginCaptureToGraph(stream, graph, nullptr, nullptr, 0, mode),
+    // Relaxed: the parent's capture already guards this thread (and, in global mode, the
+    // others) against capture-unsafe calls, and such a call then invalidates the parent alone;
+    // a body capture that CUDA invalidates cannot be ended without losing the body graph.
+    check_in_capture(cudaStreamBeginCaptureToGraph(stream, graph, nullptr, nullptr, 0,
+                                                   cudaStreamCaptureModeRelaxed),
                      "cudaStreamBeginCaptureToGraph");
     if constexpr (requires { cap.lifecycle_of().pool_.hand_over_stream(cap.stream(), stream); }) {
       // What the parent's stream freed so far ran before the node: the body may reuse it (the
@@ -252,8 +262,13 @@ private:
     if constexpr (requires { cap.lifecycle_of().annot_.add_body(node, graph, stream); }) {
       cap.lifecycle_of().annot_.add_body(node, graph, stream); // annot::on tags body nodes
     }
+    cudaStream_t root = cap.stream();
+    if constexpr (std::is_same_v<typename Scope::kind_type, capture_kind::body>) {
+      root = cap.kind_.root;
+    }
     body_scope scope{cap.lifecycle_of(), stream,
-                     capture_kind::body{graph, construct, index, std::move(lease), cap.stream()}};
+                     capture_kind::body{graph, construct, index, std::move(lease), cap.stream(),
+                                        root}};
     body_scope::run(std::move(scope), std::forward<Body>(body));
   }
 

@@ -31,9 +31,14 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 
 namespace graphcap {
 
@@ -52,8 +57,44 @@ public:
       : graph_(&graph), options_(options) {}
 
   /// Runs the graph `n` times on `stream`, in order, as n / copies() launches of the unrolled
-  /// executable and n % copies() replays of the graph.
-  void replay(stream_ref stream, std::size_t n) {
+  /// executable and n % copies() replays of the graph. std::invalid_argument, before anything
+  /// is launched, for a negative `n` or one over max_count (what a negative count converted to
+  /// std::size_t becomes: replay(s, -1) would otherwise launch for ever).
+  template <std::integral Count>
+  void replay(stream_ref stream, Count n) {
+    static_assert(!std::is_same_v<Count, bool>,
+                  "graphcap: replay_loop::replay(stream, n) takes a count of replays, not a bool");
+    bool negative = false;
+    if constexpr (std::is_signed_v<Count>) {
+      negative = n < Count{0};
+    }
+    if (negative || static_cast<unsigned long long>(n) > max_count) [[unlikely]] {
+      throw std::invalid_argument(
+          "graphcap: replay_loop::replay() was given a count of " + std::to_string(n) +
+          (negative ? ", which is negative" : ", which is over replay_loop::max_count (2^62)") +
+          ": pass the number of replays, from 0 up");
+    }
+    replay_count(stream, static_cast<std::size_t>(n));
+  }
+
+  /// The largest count replay() takes: 2^62 replays (more than a century at a nanosecond each),
+  /// so that a negative count converted to std::size_t is refused, not launched.
+  static constexpr std::size_t max_count = std::size_t{1} << 62U;
+
+  /// Iterations one launch of the unrolled executable runs (1 where it does not unroll).
+  [[nodiscard]] std::size_t copies() noexcept {
+    prepare_quietly();
+    return unrolled_ ? copies_ : 1;
+  }
+
+  /// Why the loop does not unroll ("" where it does).
+  [[nodiscard]] std::string_view unrolled_reason() noexcept {
+    prepare_quietly();
+    return reason_;
+  }
+
+private:
+  void replay_count(stream_ref stream, std::size_t n) {
     if (n == 0) {
       return;
     }
@@ -74,19 +115,6 @@ public:
     }
   }
 
-  /// Iterations one launch of the unrolled executable runs (1 where it does not unroll).
-  [[nodiscard]] std::size_t copies() noexcept {
-    prepare_quietly();
-    return unrolled_ ? copies_ : 1;
-  }
-
-  /// Why the loop does not unroll ("" where it does).
-  [[nodiscard]] std::string_view unrolled_reason() noexcept {
-    prepare_quietly();
-    return reason_;
-  }
-
-private:
   /// Builds the unrolled executable for the graph's current executable, once.
   void prepare() {
     if (graph_->state() == graph_state::captured) {

@@ -15,6 +15,7 @@
 // discards the capture, leaving the stream not capturing.
 #pragma once
 
+#include <graphcap/detail/allocation_size.hpp>
 #include <graphcap/detail/graph_lifecycle.hpp>
 #include <graphcap/detail/unique_handle.hpp>
 #include <graphcap/error.hpp>
@@ -24,6 +25,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <concepts>
 #include <cstddef>
 #include <initializer_list>
 #include <memory>
@@ -190,31 +192,34 @@ public:
   }
 
   /// Memory for `count` objects of type T from the graph's pool, at an address fixed for every
-  /// replay, for work on the capture stream. Needs an allocating Pool policy.
-  template <class T>
-  [[nodiscard]] T* allocate(std::size_t count) {
+  /// replay, for work on the capture stream. Needs an allocating Pool policy. A negative count,
+  /// or one whose byte size is over PTRDIFF_MAX, is a std::invalid_argument naming it.
+  template <class T, std::integral Count>
+  [[nodiscard]] T* allocate(Count count) {
     return allocate<T>(count, stream_);
   }
   /// The same, for work on `stream`, a stream forked from the capture stream.
-  template <class T>
-  [[nodiscard]] T* allocate(std::size_t count, stream_ref stream) {
+  template <class T, std::integral Count>
+  [[nodiscard]] T* allocate(Count count, stream_ref stream) {
     detail::require_allocating_pool<pool_type>();
     detail::require_pool_allowed_in<pool_type, Kind>();
-    return active_graph().pool_.template allocate<T>(count, stream.get());
+    const std::size_t objects = detail::element_count<T>(count, "allocate");
+    return active_graph().pool_.template allocate<T>(objects, stream.get());
   }
 
   /// Memory for `count` objects of type T from the graph's pool, owned by the returned buffer:
   /// it stays valid, at the same address, while any copy of the buffer lives, even after the
-  /// graph is reset or destroyed (an output you keep). Needs a slab pool.
-  template <class T>
-  [[nodiscard]] buffer<T> make_buffer(std::size_t count) {
+  /// graph is reset or destroyed (an output you keep). Needs a slab pool. Counts as allocate().
+  template <class T, std::integral Count>
+  [[nodiscard]] buffer<T> make_buffer(Count count) {
     return make_buffer<T>(count, stream_);
   }
   /// The same, for work on `stream`, a stream forked from the capture stream.
-  template <class T>
-  [[nodiscard]] buffer<T> make_buffer(std::size_t count, stream_ref stream) {
+  template <class T, std::integral Count>
+  [[nodiscard]] buffer<T> make_buffer(Count count, stream_ref stream) {
     detail::require_slab_pool<pool_type>();
-    return active_graph().pool_.template make_buffer<T>(count, stream.get());
+    const std::size_t objects = detail::element_count<T>(count, "make_buffer");
+    return active_graph().pool_.template make_buffer<T>(objects, stream.get());
   }
 
   /// Gives back memory allocate() returned in this capture: later allocations of the same size

@@ -8,6 +8,7 @@
 #include "cuda_helpers.hpp"
 
 #include <cstddef>
+#include <stdexcept>
 #include <vector>
 
 namespace gc = graphcap;
@@ -113,4 +114,29 @@ TEST_CASE("replay_loop before a capture is the graph's state_error") {
   gc::replay_loop loop{graph};
   CHECK_THROWS_AS(loop.replay(stream, 3), gc::state_error);
   CHECK(loop.copies() == 1);
+}
+
+TEST_CASE("replay_loop refuses a negative or absurd count before launching anything") {
+  gctest::stream stream;
+  iteration_log log;
+  gc::lean_graph graph{gc::keep_graph};
+  capture_logging(graph, stream, log);
+  gc::replay_loop loop{graph, {.max_copies = 4}};
+  using loop_type = decltype(loop);
+  const auto refused = [&](auto n, const char* why) {
+    INFO("count " << n);
+    CHECK_THROWS_AS(loop.replay(stream, n), std::invalid_argument);
+    CHECK_THROWS_WITH(loop.replay(stream, n), gctest::contains(why));
+  };
+  refused(-1, "which is negative");
+  refused(-100L, "which is negative");
+  refused(static_cast<short>(-3), "which is negative");
+  refused(static_cast<std::size_t>(-1), "over replay_loop::max_count");
+  refused(loop_type::max_count + 1, "over replay_loop::max_count");
+  stream.synchronize();
+  CHECK(log.entries.empty()); // nothing was launched
+  loop.replay(stream, 3);     // signed counts that fit are taken
+  loop.replay(stream, 2U);
+  stream.synchronize();
+  CHECK(log.entries.size() == 5);
 }

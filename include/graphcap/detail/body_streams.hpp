@@ -14,6 +14,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
+#include <cstddef>
 #include <utility>
 
 namespace graphcap::detail {
@@ -45,10 +47,28 @@ public:
     return lease;
   }
 
+  /// Gives the stream up without destroying it: it holds a capture that CUDA invalidated and that
+  /// must not end (detail::end_body_capture), and destroying a capturing stream ends it. One
+  /// stream kept per such failure, counted by streams_kept().
+  void keep() noexcept {
+    if (std::exchange(stream_, nullptr) != nullptr) {
+      kept_streams().fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  /// How many body streams keep() gave up in this process.
+  [[nodiscard]] static std::size_t streams_kept() noexcept {
+    return kept_streams().load(std::memory_order_relaxed);
+  }
+
   /// The leased stream.
   [[nodiscard]] cudaStream_t stream() const noexcept { return stream_; }
 
 private:
+  static std::atomic<std::size_t>& kept_streams() noexcept {
+    static std::atomic<std::size_t> count{0};
+    return count;
+  }
+
   void release() noexcept {
     if (stream_ != nullptr) {
       const relaxed_capture_mode_guard relaxed;

@@ -107,6 +107,24 @@ void drop_capture(Capture& c) {
   state().captures.erase(c.id);
 }
 
+// A capture that fails to end takes its graph with it: CUDA destroys the graph it was into, one
+// the caller made (benchmark/probes/body_abandon.cu, case N) or a conditional body, which its
+// node still holds (cases A, F: the parent's destruction then crashes on the H200).
+void fail_capture(Capture& c) {
+  CUgraph_st* const target = c.graph;
+  const bool owned = c.owns_graph;
+  drop_capture(c);
+  if (owned || target == nullptr)
+    return;
+  if (state().graphs.count(target)) {
+    destroy_graph(target);
+  } else if (state().bodies.count(target)) {
+    release_graph_contents(*target);
+    target->destroyed_by_capture = true;
+    state().bodies.erase(target);
+  }
+}
+
 // A joined stream's last work must already be ordered before the origin
 // stream's frontier: every node of its frontier is an ancestor-or-self of
 // the origin's frontier.
@@ -252,12 +270,18 @@ cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* pGraph) {
       return cudaErrorStreamCaptureWrongThread;
     }
     *pGraph = nullptr;
-    if (c->invalidated) {
+    if (c->orphaned) {
+      violation("cudaStreamEndCapture of a capture whose body graph was destroyed with its "
+                "parent graph (the H200 crashes here: benchmark/probes/body_abandon.cu)");
       drop_capture(*c);
       return cudaErrorStreamCaptureInvalidated;
     }
+    if (c->invalidated) {
+      fail_capture(*c);
+      return cudaErrorStreamCaptureInvalidated;
+    }
     if (!all_joined(*c)) {
-      drop_capture(*c);
+      fail_capture(*c);
       return cudaErrorStreamCaptureUnjoined;
     }
     *pGraph = c->graph;

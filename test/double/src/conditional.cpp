@@ -130,6 +130,13 @@ cudaError_t check_tree(const CUgraph_st& graph, bool in_body, bool own_handles,
         return e;
     }
     for (std::size_t b = 0; n->cond && b < n->cond->bodies.size(); ++b) {
+      if (n->cond->bodies[b]->destroyed_by_capture) {
+        violation("a graph is instantiated whose conditional body CUDA destroyed when the body's "
+                  "capture failed to end");
+        result = cudaGraphInstantiateError;
+        err_node = n.get();
+        return cudaErrorInvalidValue;
+      }
       std::vector<CUgraphNode_st*> order;
       if (!topological_order(*n->cond->bodies[b], order)) {
         result = cudaGraphInstantiateInvalidStructure;
@@ -212,11 +219,17 @@ void release_conditional(CUgraphNode_st& node) {
   if (ConditionalHandle* h = find_handle(node.cond->handle); h && h->node == &node)
     h->node = nullptr;
   for (auto& body : node.cond->bodies) {
-    // A capture still writing into the body (its parent capture failed and took the graph
-    // with it) is invalidated rather than left pointing at freed memory.
+    if (body->destroyed_by_capture) {
+      violation("a conditional body destroyed by the failed end of its capture is destroyed "
+                "again with its node (the H200 crashes here: benchmark/probes/body_abandon.cu)");
+    }
+    // A capture still writing into the body (its parent graph was destroyed, or its parent
+    // capture failed and took the graph with it): CUDA lets the graph go, and crashes when that
+    // capture is ended or its stream destroyed later (the probe's cases J, M3, M4).
     for (auto& [id, c] : state().captures) {
       if (c->graph == body.get()) {
         c->invalidated = true;
+        c->orphaned = true;
         c->graph = nullptr;
       }
     }

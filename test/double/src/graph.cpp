@@ -256,9 +256,12 @@ cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
     // Conditional bodies belong to their node.
     if (!live_graph(graph) || graph->owner)
       return cudaErrorInvalidValue;
-    // A graph still receiving captured work (or one of its bodies) must outlive the capture.
-    if (capture_within(graph))
-      return cudaErrorIllegalState;
+    // A graph still receiving captured work must outlive the capture; one whose body receives it
+    // is destroyed (the H200 returns cudaSuccess) and leaves that capture orphaned.
+    for (const auto& [id, c] : state().captures) {
+      if (c->graph == graph)
+        return cudaErrorIllegalState;
+    }
     destroy_graph(graph);
     return cudaSuccess;
   });

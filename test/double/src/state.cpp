@@ -3,6 +3,9 @@
 
 #include <cuda_double/control.hpp>
 
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace cuda_double::detail {
@@ -51,6 +54,44 @@ bool take_fault(const char* name, cudaError_t& error) {
 
 } // namespace cuda_double::detail
 
+namespace cuda_double::detail {
+
+std::atomic<bool>& violations_are_expected_flag() {
+  static std::atomic<bool> expected{false};
+  return expected;
+}
+
+namespace {
+
+std::atomic<std::size_t> process_violations{0};
+
+
+// A process in which the H200 would have crashed does not exit successfully, whatever its tests
+// asserted (unless it provokes violations on purpose: expect_violations()).
+void fail_exit_on_violations() {
+  const std::size_t count = process_violations.load();
+  if (count != 0 && !violations_are_expected_flag().load()) {
+    std::fprintf(stderr, "cuda_double: %zu violation(s) in this process (see above): failing it\n",
+                 count);
+    std::fflush(stderr);
+    std::_Exit(1);
+  }
+}
+
+} // namespace
+
+void violation(std::string what) {
+  if (state().resetting)
+    return; // reset() tears everything down, kept graphs included
+  static const bool registered = (std::atexit(fail_exit_on_violations), true);
+  static_cast<void>(registered);
+  process_violations.fetch_add(1);
+  std::fprintf(stderr, "cuda_double: VIOLATION: %s\n", what.c_str());
+  state().violations.push_back(std::move(what));
+}
+
+} // namespace cuda_double::detail
+
 namespace cuda_double {
 
 using namespace detail;
@@ -58,6 +99,7 @@ using namespace detail;
 void reset() {
   State& st = state();
   std::lock_guard<std::recursive_mutex> lock(st.mu);
+  st.resetting = true;
   end_all_captures();
   while (!st.execs.empty())
     destroy_exec(*st.execs.begin());
@@ -75,10 +117,26 @@ void reset() {
   st.cond_handles.clear();
   st.calls.clear();
   st.faults.clear();
+  st.violations.clear();
+  st.resetting = false;
   st.hidden_driver_functions.clear();
   st.device_count = 1;
   st.no_driver = false;
   ++st.generation;
+}
+
+std::vector<std::string> violations() {
+  std::lock_guard<std::recursive_mutex> lock(state().mu);
+  return state().violations;
+}
+
+void expect_violations() {
+  detail::violations_are_expected_flag().store(true);
+}
+
+void clear_violations() {
+  std::lock_guard<std::recursive_mutex> lock(state().mu);
+  state().violations.clear();
 }
 
 void set_device_count(int count) {

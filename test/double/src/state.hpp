@@ -84,6 +84,9 @@ struct CUgraph_st {
   // created on this graph (copied by clones, so that snapshots know which defaults to apply).
   CUgraphNode_st* owner = nullptr;
   std::vector<cudaGraphConditionalHandle> handles;
+  // A body whose capture failed to end: CUDA destroys the graph a capture was into when its end
+  // fails, a body too (benchmark/probes/body_abandon.cu); its node then holds a freed body.
+  bool destroyed_by_capture = false;
 };
 
 struct CUgraphNode_st {
@@ -135,6 +138,9 @@ struct Capture {
   std::thread::id thread;
   cudaStream_t origin = nullptr;
   bool invalidated = false;
+  // The graph it captured into (a body) was destroyed with its parent while the capture ran:
+  // CUDA crashes if such a capture is ended or its stream destroyed (probe cases J, M3, M4).
+  bool orphaned = false;
   std::vector<cudaStream_t> streams; // origin first, then joined streams
 };
 
@@ -192,6 +198,8 @@ struct State {
   std::unordered_set<cudaEvent_t> events;
   std::unordered_set<cudaGraph_t> graphs;    // user-visible graphs
   std::unordered_set<cudaGraph_t> bodies;    // conditional bodies of user-visible graphs
+  std::vector<std::string> violations;       // what the H200 would not survive
+  bool resetting = false;                     // in reset(): no violations recorded
   std::unordered_set<cudaGraphNode_t> nodes; // nodes of user-visible graphs and their bodies
   std::unordered_set<cudaGraphExec_t> execs;
   std::map<unsigned long long, std::unique_ptr<Capture>> captures;
@@ -343,6 +351,9 @@ void invalidate(Capture* capture);
 // --- graphs --------------------------------------------------------------
 CUgraph_st* new_graph(bool user_visible);
 void destroy_graph(CUgraph_st* graph);
+// Records where the H200 would crash or corrupt memory (cuda_double::violations()).
+void violation(std::string what);
+std::atomic<bool>& violations_are_expected_flag();
 CUgraphNode_st* add_node(CUgraph_st* graph, cudaGraphNodeType type, CUgraphNode_st* const* deps,
                          const cudaGraphEdgeData* edges, std::size_t count);
 bool is_node_of(const CUgraph_st* graph, const CUgraphNode_st* node);

@@ -95,6 +95,11 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
     if (!st.streams.count(stream))
       return cudaErrorInvalidResourceHandle;
     if (Capture* c = stream->capture) {
+      if (c->orphaned) {
+        violation("cudaStreamDestroy of a stream capturing into a body graph that was destroyed "
+                  "with its parent graph (the H200 crashes here: benchmark/probes/"
+                  "body_abandon.cu)");
+      }
       // A capture cannot survive losing one of its streams.
       invalidate(c);
       std::erase(c->streams, stream);

@@ -448,6 +448,7 @@ TEST_CASE("bodies are captured into on other streams (the capturedWhileGraph pat
 
 TEST_CASE("a failed parent capture invalidates the capture into its body", "[conditional]") {
   Clean clean;
+  cuda_double::expect_violations(); // provoked on purpose
   cudaStream_t a = make_stream();
   cudaStream_t b = make_stream();
   void* dev = device_alloc(1); // before the captures: cudaMalloc would invalidate them
@@ -467,17 +468,103 @@ TEST_CASE("a failed parent capture invalidates the capture into its body", "[con
   CHECK(st == cudaStreamCaptureStatusActive);
   cudaGraph_t out = nullptr;
   CHECK(cudaStreamEndCapture(a, &out) == cudaErrorStreamCaptureInvalidated);
-  // The parent graph is gone, and its body with it. The double invalidates the capture into the
-  // body (on the H200 it stays active and the next captured work crashes).
+  // The parent graph is gone, and its body with it. The capture into the body is orphaned: on the
+  // H200 ending it (or destroying its stream) crashes (benchmark/probes/body_abandon.cu, cases
+  // M3 and M4); the double records a violation there and goes on.
   CHECK(cuda_double::live_graphs() == 0);
   CHECK(cuda_double::live_conditional_bodies() == 0);
   CUDA_OK(cudaStreamIsCapturing(b, &st));
   CHECK(st == cudaStreamCaptureStatusInvalidated);
   CHECK(cudaMemsetAsync(dev, 0, 1, b) == cudaErrorStreamCaptureInvalidated);
+  CHECK(cuda_double::violations().empty());
   CHECK(cudaStreamEndCapture(b, &out) == cudaErrorStreamCaptureInvalidated);
   CHECK(out == nullptr);
+  CHECK(cuda_double::violations().size() == 1);
   CUDA_OK(cudaStreamIsCapturing(b, &st));
   CHECK(st == cudaStreamCaptureStatusNone);
+}
+
+// The H200's behaviour, read by benchmark/probes/body_abandon.cu (docs/testing.md): a capture into
+// a graph that fails to end destroys that graph, a conditional body too, which its node still
+// holds; destroying the parent graph then crashes. The old double kept the body.
+TEST_CASE("a body capture that fails to end destroys the body graph", "[conditional]") {
+  for (const bool unjoined : {false, true}) {
+    INFO((unjoined ? "forked work left unjoined" : "invalidated"));
+    Clean clean;
+    cuda_double::expect_violations(); // provoked on purpose
+    cudaStream_t a = make_stream();
+    cudaStream_t b = make_stream();
+    cudaStream_t side = make_stream();
+    void* dev = device_alloc(1);
+    cudaEvent_t fork = make_event(cudaEventDisableTiming);
+    CUDA_OK(cudaStreamBeginCapture(a, cudaStreamCaptureModeGlobal));
+    cudaStreamCaptureStatus st{};
+    cudaGraph_t graph = nullptr;
+    CUDA_OK(cudaStreamGetCaptureInfo(a, &st, nullptr, &graph, nullptr, nullptr, nullptr));
+    const Cond w = add_cond(graph, {}, make_handle(graph), cudaGraphCondTypeWhile, 1);
+    cudaGraphNode_t node = w.node;
+    CUDA_OK(cudaStreamUpdateCaptureDependencies(a, &node, nullptr, 1,
+                                                cudaStreamSetCaptureDependencies));
+    CUDA_OK(cudaStreamBeginCaptureToGraph(b, w.bodies[0], nullptr, nullptr, 0,
+                                          cudaStreamCaptureModeRelaxed));
+    CUDA_OK(cudaMemsetAsync(dev, 1, 1, b));
+    if (unjoined) {
+      CUDA_OK(cudaEventRecord(fork, b));
+      CUDA_OK(cudaStreamWaitEvent(side, fork, 0));
+      CUDA_OK(cudaMemsetAsync(dev, 2, 1, side));
+    } else {
+      CHECK(cudaStreamSynchronize(b) == cudaErrorStreamCaptureUnsupported);
+    }
+    cudaGraph_t out = nullptr;
+    CHECK(cudaStreamEndCapture(b, &out) == (unjoined ? cudaErrorStreamCaptureUnjoined
+                                                     : cudaErrorStreamCaptureInvalidated));
+    CHECK(out == nullptr);
+    std::size_t count = 0;
+    CHECK(cudaGraphGetNodes(w.bodies[0], nullptr, &count) == cudaErrorInvalidValue);
+    CUDA_OK(cudaStreamIsCapturing(side, &st));
+    CHECK(st == cudaStreamCaptureStatusNone);
+    CUDA_OK(cudaStreamEndCapture(a, &out));
+    CHECK(cuda_double::violations().empty());
+    cudaGraphExec_t exec = nullptr;
+    CHECK(cudaGraphInstantiate(&exec, out, 0) == cudaErrorInvalidValue);
+    CHECK(cuda_double::violations().size() == 1);
+    CUDA_OK(cudaGraphDestroy(out)); // the H200 crashes here
+    CHECK(cuda_double::violations().size() == 2);
+  }
+}
+
+TEST_CASE("a capture into a caller's graph that fails to end destroys that graph",
+          "[conditional]") {
+  Clean clean;
+  cudaStream_t s = make_stream();
+  cudaGraph_t g = make_graph();
+  CUDA_OK(cudaStreamBeginCaptureToGraph(s, g, nullptr, nullptr, 0, cudaStreamCaptureModeGlobal));
+  CHECK(cudaStreamSynchronize(s) == cudaErrorStreamCaptureUnsupported);
+  cudaGraph_t out = nullptr;
+  CHECK(cudaStreamEndCapture(s, &out) == cudaErrorStreamCaptureInvalidated);
+  CHECK(cudaGraphDestroy(g) == cudaErrorInvalidValue); // already gone, as on the H200
+  CHECK(cuda_double::live_graphs() == 0);
+}
+
+TEST_CASE("a graph whose body is being captured into can be destroyed; the capture is orphaned",
+          "[conditional]") {
+  Clean clean;
+  cuda_double::expect_violations(); // provoked on purpose
+  cudaStream_t a = make_stream();
+  cudaStream_t b = make_stream();
+  CUDA_OK(cudaStreamBeginCapture(a, cudaStreamCaptureModeGlobal));
+  cudaStreamCaptureStatus st{};
+  cudaGraph_t graph = nullptr;
+  CUDA_OK(cudaStreamGetCaptureInfo(a, &st, nullptr, &graph, nullptr, nullptr, nullptr));
+  const Cond w = add_cond(graph, {}, make_handle(graph), cudaGraphCondTypeWhile, 1);
+  CUDA_OK(cudaStreamBeginCaptureToGraph(b, w.bodies[0], nullptr, nullptr, 0,
+                                        cudaStreamCaptureModeRelaxed));
+  cudaGraph_t out = nullptr;
+  CUDA_OK(cudaStreamEndCapture(a, &out));
+  CUDA_OK(cudaGraphDestroy(out)); // the H200 returns cudaSuccess (probe case J)
+  CHECK(cuda_double::violations().empty());
+  CUDA_OK(cudaStreamDestroy(b)); // and crashes here or at the body's end
+  CHECK(cuda_double::violations().size() == 1);
 }
 
 TEST_CASE("instantiation snapshots bodies; cudaGraphExecUpdate reaches into them",

@@ -88,4 +88,15 @@ inline constexpr std::size_t endless_while_limit = 1'000'000;
 // Body graphs of conditional nodes of user-visible graphs (not counted by live_graphs()).
 std::size_t live_conditional_bodies();
 
+// What the H200 does not survive, recorded where the double goes on (each also printed to
+// stderr at once): a body graph destroyed by a failed end of its capture and then destroyed
+// again with its node, a graph with such a body instantiated, a capture into a body ended (or
+// its stream destroyed) after the body's parent graph was destroyed. Cleared by reset() and
+// clear_violations(); a test that ends with any is wrong whatever it asserted, and a process
+// that recorded any exits with status 1 (after its own output), unless expect_violations() said
+// it provokes them on purpose (the double's own tests of these rules).
+std::vector<std::string> violations();
+void clear_violations();
+void expect_violations();
+
 } // namespace cuda_double

@@ -23,6 +23,7 @@
 
 #include <graphcap/basic_graph.hpp>
 #include <graphcap/config.hpp>
+#include <graphcap/detail/body_capture_end.hpp>
 #include <graphcap/detail/body_streams.hpp>
 #include <graphcap/detail/capture.hpp>
 #include <graphcap/detail/conditional_rules.hpp>

@@ -11,6 +11,7 @@
 #include "cuda_helpers.hpp"
 
 #include <cstddef>
+#include <vector>
 
 namespace gc = graphcap;
 
@@ -189,4 +190,35 @@ TEST_CASE("a negative or overflowing count in a body is refused like the parent'
         static_cast<void>(body.template make_buffer<int>(static_cast<std::size_t>(-1)));
       },
       "make_buffer<int>() was given a count of 18446744073709551615");
+}
+
+TEST_CASE("a body copying to pageable host memory is refused at capture, naming the rule") {
+  setting at;
+  gc::graph graph;
+  std::vector<unsigned char> pageable(bytes, 0); // what cuda-samples' CG iteration copies to
+  try {
+    graph.capture(at.stream, [&](auto& cap) {
+      cap.while_(cap.condition(0), [&](auto& body) {
+        CUDA_REQUIRE(cudaMemcpyAsync(pageable.data(), at.target.get(), 4, cudaMemcpyDeviceToHost,
+                                     body.stream()));
+      });
+    });
+    FAIL("the capture succeeded");
+  } catch (const gc::capture_error& failure) {
+    CHECK_THAT(failure.what(), gctest::contains("body 0 of while_() holds a memcpy node whose "
+                                                "destination is pageable host memory"));
+    CHECK_THAT(failure.what(), gctest::contains("pinned host memory only"));
+  }
+  require_recovered(graph, at);
+  // Pinned host memory is allowed.
+  gctest::pinned_buffer<unsigned char> pinned(bytes);
+  graph.reset();
+  graph.capture(at.stream, [&](auto& cap) {
+    cap.if_(cap.condition(1), [&](auto& body) {
+      CUDA_REQUIRE(cudaMemcpyAsync(pinned.get(), at.target.get(), 4, cudaMemcpyDeviceToHost,
+                                   body.stream()));
+    });
+  });
+  graph.replay(at.stream);
+  at.stream.synchronize();
 }

@@ -69,6 +69,22 @@ private:
   std::size_t count_;
 };
 
+/// Pinned host memory for `count` objects of T (cudaMallocHost), owned by the test.
+template <class T>
+class pinned_buffer {
+public:
+  explicit pinned_buffer(std::size_t count) {
+    CUDA_REQUIRE(cudaMallocHost(reinterpret_cast<void**>(&data_), count * sizeof(T)));
+  }
+  ~pinned_buffer() { static_cast<void>(cudaFreeHost(data_)); }
+  pinned_buffer(const pinned_buffer&) = delete;
+  pinned_buffer& operator=(const pinned_buffer&) = delete;
+  [[nodiscard]] T* get() const noexcept { return data_; }
+
+private:
+  T* data_ = nullptr;
+};
+
 /// A memset of `value` over `device` and a copy of it into `host` (at least as long), on
 /// `stream`: two nodes when captured, work the test double can run too.
 inline void fill_and_copy(cudaStream_t stream, const device_buffer<unsigned char>& device,

@@ -116,12 +116,30 @@ cudaError_t run_body(const CUgraph_st& body) {
 
 // Instantiation rules for `graph`; `in_body` once inside a conditional body, `own_handles` for
 // the graphs whose handles must each be used by one of their nodes (not child graphs).
+// Memory no allocation of the double holds (malloc'ed host memory, a host stack).
+bool pageable(const void* pointer) {
+  const Allocation* a = find_allocation(pointer);
+  return pointer != nullptr && (a == nullptr || !a->mapped);
+}
+
+bool touches_pageable_memory(const cudaMemcpy3DParms& copy) {
+  return (copy.srcArray == nullptr && pageable(copy.srcPtr.ptr)) ||
+         (copy.dstArray == nullptr && pageable(copy.dstPtr.ptr));
+}
+
 cudaError_t check_tree(const CUgraph_st& graph, bool in_body, bool own_handles,
                        cudaGraphInstantiateResult& result, cudaGraphNode_t& err_node) {
   for (const auto& n : graph.nodes) {
     if (in_body && !allowed_in_body(n->type)) {
       // As on the H200: the node is accepted at creation, the graph refused here.
       result = cudaGraphInstantiateNodeOperationNotSupported;
+      err_node = n.get();
+      return cudaErrorInvalidValue;
+    }
+    if (in_body && n->type == cudaGraphNodeTypeMemcpy && touches_pageable_memory(n->memcpy)) {
+      // As on the H200 (benchmark/probes/body_abandon.cu, case H1): a memcpy node in a body may
+      // not touch pageable host memory; the result it reports is this one.
+      result = cudaGraphInstantiateMultipleDevicesNotSupported;
       err_node = n.get();
       return cudaErrorInvalidValue;
     }

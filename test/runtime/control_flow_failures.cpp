@@ -60,7 +60,7 @@ void require_recovered(Graph& graph, const setting& at) {
   graph.capture(at.stream, [&](auto& cap) {
     CUDA_REQUIRE(cudaMemsetAsync(at.target.get(), 7, bytes, cap.stream()));
   });
-  CUDA_REQUIRE(cudaMemset(at.target.get(), 0, bytes));
+  CUDA_REQUIRE(cudaMemsetAsync(at.target.get(), 0, bytes, at.stream)); // ordered before the replay
   graph.replay(at.stream);
   at.stream.synchronize();
   unsigned char value = 0;

@@ -272,7 +272,6 @@ static void case_pageable_in_body(bool pinned) {
   SAY(cudaGraphDestroy(parent));
 }
 
-
 // The sinks of `g` (nodes nothing depends on).
 static std::size_t sinks(cudaGraph_t g, cudaGraphNode_t* out, std::size_t cap) {
   std::size_t n = 0;
@@ -352,7 +351,8 @@ static void case_invalid_destroy_node() {
   cudaGraph_t parent = nullptr;
   SAY(cudaStreamEndCapture(x.s, &parent));
   std::fflush(stdout);
-  if (parent) SAY(cudaGraphDestroy(parent));
+  if (parent)
+    SAY(cudaGraphDestroy(parent));
 }
 
 // Case L: cudaMalloc in global mode during the body's capture: which captures are invalidated,
@@ -369,7 +369,8 @@ static void case_global_malloc() {
   SAY(cudaStreamEndCapture(x.s, &parent));
   std::printf("  ended parent -> %p\n", static_cast<void*>(parent));
   std::fflush(stdout);
-  if (parent) SAY(cudaGraphDestroy(parent));
+  if (parent)
+    SAY(cudaGraphDestroy(parent));
 }
 
 // Case M: an invalidated body whose parent is then invalidated too, before either ends.
@@ -474,8 +475,7 @@ static void case_moved_child(bool fail) {
   // The body's work goes into a graph of graphcap's own.
   cudaGraph_t own{};
   cudaGraphCreate(&own, 0);
-  SAY(cudaStreamBeginCaptureToGraph(x.body, own, nullptr, nullptr, 0,
-                                    cudaStreamCaptureModeGlobal));
+  SAY(cudaStreamBeginCaptureToGraph(x.body, own, nullptr, nullptr, 0, cudaStreamCaptureModeGlobal));
   cudaGraph_t g{};
   cudaStreamGetCaptureInfo(x.body, &status, nullptr, &g, &deps, nullptr, &count);
   cudaGraphConditionalHandle more{};
@@ -539,7 +539,8 @@ static void case_relaxed_body(bool device_sync) {
   cudaGraph_t parent = nullptr;
   SAY(cudaStreamEndCapture(x.s, &parent));
   std::printf("  ended parent -> %p\n", static_cast<void*>(parent));
-  if (parent) SAY(cudaGraphDestroy(parent));
+  if (parent)
+    SAY(cudaGraphDestroy(parent));
   SAY(cudaStreamBeginCapture(x.s, cudaStreamCaptureModeGlobal));
   tiny<<<1, 1, 0, x.s>>>(nullptr);
   SAY(cudaStreamEndCapture(x.s, &parent));
@@ -617,7 +618,8 @@ int main() {
   run("H2: pinned memcpy in a WHILE body", [] { case_pageable_in_body(true); });
   run("I: unjoined body, its stream made to depend on every sink first", case_join_sinks);
   run("I2: the side stream only waited on the body", case_wait_only);
-  run("J: invalidated body, parent destroyed before the body ends", case_invalid_destroy_parent_first);
+  run("J: invalidated body, parent destroyed before the body ends",
+      case_invalid_destroy_parent_first);
   run("K: invalidated body, conditional node destroyed first", case_invalid_destroy_node);
   run("L: cudaMalloc (global mode) during the body", case_global_malloc);
   run("M: body and parent invalidated", case_invalidate_parent_too);
@@ -627,9 +629,11 @@ int main() {
   run("M4: body and parent invalidated, body stream destroyed", case_both_invalid_destroy_stream);
   run("P1: body in a graph of its own, moved in as a child graph", [] { case_moved_child(false); });
   run("P2: the same, the body's capture invalidated", [] { case_moved_child(true); });
-  run("R1: relaxed body under a global parent, cudaMalloc inside", [] { case_relaxed_body(false); });
+  run("R1: relaxed body under a global parent, cudaMalloc inside",
+      [] { case_relaxed_body(false); });
   run("R2: relaxed body, cudaDeviceSynchronize inside", [] { case_relaxed_body(true); });
-  run("M5: both invalidated, parent ended first, body stream left alone", case_both_invalid_leak_stream);
+  run("M5: both invalidated, parent ended first, body stream left alone",
+      case_both_invalid_leak_stream);
   run("M6: body invalidated, parent ended and never destroyed", case_body_invalid_leak_parent);
   return 0;
 }

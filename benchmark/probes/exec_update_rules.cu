@@ -8,8 +8,14 @@
 #include <cstdio>
 #include <thread>
 
-__global__ void k1(int* p) { if (p) *p = 1; }
-__global__ void k2(int* p) { if (p) *p = 2; }
+__global__ void k1(int* p) {
+  if (p)
+    *p = 1;
+}
+__global__ void k2(int* p) {
+  if (p)
+    *p = 2;
+}
 
 #define SAY(call)                                                                                  \
   do {                                                                                             \
@@ -20,16 +26,26 @@ __global__ void k2(int* p) { if (p) *p = 2; }
 
 static const char* result_name(cudaGraphExecUpdateResult r) {
   switch (r) {
-  case cudaGraphExecUpdateSuccess: return "Success";
-  case cudaGraphExecUpdateError: return "Error";
-  case cudaGraphExecUpdateErrorTopologyChanged: return "TopologyChanged";
-  case cudaGraphExecUpdateErrorNodeTypeChanged: return "NodeTypeChanged";
-  case cudaGraphExecUpdateErrorFunctionChanged: return "FunctionChanged";
-  case cudaGraphExecUpdateErrorParametersChanged: return "ParametersChanged";
-  case cudaGraphExecUpdateErrorNotSupported: return "NotSupported";
-  case cudaGraphExecUpdateErrorUnsupportedFunctionChange: return "UnsupportedFunctionChange";
-  case cudaGraphExecUpdateErrorAttributesChanged: return "AttributesChanged";
-  default: return "?";
+  case cudaGraphExecUpdateSuccess:
+    return "Success";
+  case cudaGraphExecUpdateError:
+    return "Error";
+  case cudaGraphExecUpdateErrorTopologyChanged:
+    return "TopologyChanged";
+  case cudaGraphExecUpdateErrorNodeTypeChanged:
+    return "NodeTypeChanged";
+  case cudaGraphExecUpdateErrorFunctionChanged:
+    return "FunctionChanged";
+  case cudaGraphExecUpdateErrorParametersChanged:
+    return "ParametersChanged";
+  case cudaGraphExecUpdateErrorNotSupported:
+    return "NotSupported";
+  case cudaGraphExecUpdateErrorUnsupportedFunctionChange:
+    return "UnsupportedFunctionChange";
+  case cudaGraphExecUpdateErrorAttributesChanged:
+    return "AttributesChanged";
+  default:
+    return "?";
   }
 }
 
@@ -64,8 +80,8 @@ static void update(const char* what, cudaGraphExec_t exec, cudaGraph_t g) {
   static_cast<void>(cudaGetLastError());
 }
 
-static cudaGraph_t memset_graph(void* dst, std::size_t width, std::size_t height,
-                                std::size_t pitch, unsigned element) {
+static cudaGraph_t memset_graph(void* dst, std::size_t width, std::size_t height, std::size_t pitch,
+                                unsigned element) {
   cudaGraph_t g{};
   cudaGraphCreate(&g, 0);
   cudaMemsetParams p{};
@@ -109,7 +125,8 @@ int main() {
     SAY(cudaGraphAddNode(&node, c, nullptr, nullptr, 0, &params)); // c made no handles
     cudaGraphExec_t exec{};
     SAY(cudaGraphInstantiate(&exec, b, 0));
-    if (exec) cudaGraphExecDestroy(exec);
+    if (exec)
+      cudaGraphExecDestroy(exec);
   }
 
   std::printf("== cudaGraphExecUpdate: the same diamond, dependencies listed in another order\n");
@@ -159,7 +176,8 @@ int main() {
       } else {
         SAY(cudaGraphExecDestroy(ready));
       }
-      if (exec) cudaGraphExecDestroy(exec);
+      if (exec)
+        cudaGraphExecDestroy(exec);
     });
     t.join();
     cudaStreamCaptureStatus st{};
@@ -169,7 +187,8 @@ int main() {
                 st == cudaStreamCaptureStatusActive ? "active" : "invalidated or none");
     cudaGraph_t g{};
     SAY(cudaStreamEndCapture(s, &g));
-    if (g) cudaGraphDestroy(g);
+    if (g)
+      cudaGraphDestroy(g);
     // The same with the other thread in relaxed mode.
     SAY(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
     k1<<<1, 1, 0, s>>>(arg);
@@ -189,7 +208,8 @@ int main() {
       } else {
         SAY(cudaGraphExecDestroy(ready2));
       }
-      if (exec) cudaGraphExecDestroy(exec);
+      if (exec)
+        cudaGraphExecDestroy(exec);
       cudaThreadExchangeStreamCaptureMode(&m);
     });
     t2.join();
@@ -197,7 +217,8 @@ int main() {
     std::printf("  relaxed other thread: capture %s\n",
                 st == cudaStreamCaptureStatusActive ? "active" : "invalidated or none");
     SAY(cudaStreamEndCapture(s, &g));
-    if (g) cudaGraphDestroy(g);
+    if (g)
+      cudaGraphDestroy(g);
   }
   return 0;
 }

@@ -267,9 +267,9 @@ private:
     if constexpr (std::is_same_v<typename Scope::kind_type, capture_kind::body>) {
       root = cap.kind_.root;
     }
-    body_scope scope{cap.lifecycle_of(), stream,
-                     capture_kind::body{graph, construct, index, std::move(lease), cap.stream(),
-                                        root}};
+    body_scope scope{
+        cap.lifecycle_of(), stream,
+        capture_kind::body{graph, construct, index, std::move(lease), cap.stream(), root}};
     body_scope::run(std::move(scope), std::forward<Body>(body));
   }
 

@@ -9,8 +9,8 @@
 
 #include <cstddef>
 #include <limits>
-#include <stdexcept>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <type_traits>

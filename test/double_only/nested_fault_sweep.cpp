@@ -79,8 +79,18 @@ struct fixture {
 };
 
 /// Where the work throws the user's exception (none: it does not).
-enum class point : int { none = -1, start, if_body, before_fork, after_fork, while_body_end,
-                         after_while, unjoined_body, end, count };
+enum class point : int {
+  none = -1,
+  start,
+  if_body,
+  before_fork,
+  after_fork,
+  while_body_end,
+  after_while,
+  unjoined_body,
+  end,
+  count
+};
 
 /// The depth-3 capture. `unjoined`: the second if_ body forks to the side stream and returns
 /// without joining (a capture_error even when nothing else fails).

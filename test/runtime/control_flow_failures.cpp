@@ -73,21 +73,20 @@ void require_recovered(Graph& graph, const setting& at) {
 TEST_CASE("nested bodies: a fork never joined, then a user exception, leave nothing capturing") {
   setting at;
   gc::graph graph;
-  CHECK_THROWS_AS(graph.capture(at.stream,
-                                [&](auto& cap) {
-                                  CUDA_REQUIRE(cudaMemsetAsync(at.target.get(), 1, bytes,
-                                                               cap.stream()));
-                                  cap.if_(cap.condition(1), [&](auto& body) {
-                                    unsigned char* block =
-                                        body.template allocate<unsigned char>(16);
-                                    CUDA_REQUIRE(cudaMemsetAsync(block, 3, 16, body.stream()));
-                                    body.while_(body.condition(0), [&](auto& inner) {
-                                      at.fork_unjoined(inner.stream());
-                                      throw user_exception{};
-                                    });
-                                  });
-                                }),
-                  user_exception);
+  CHECK_THROWS_AS(
+      graph.capture(at.stream,
+                    [&](auto& cap) {
+                      CUDA_REQUIRE(cudaMemsetAsync(at.target.get(), 1, bytes, cap.stream()));
+                      cap.if_(cap.condition(1), [&](auto& body) {
+                        unsigned char* block = body.template allocate<unsigned char>(16);
+                        CUDA_REQUIRE(cudaMemsetAsync(block, 3, 16, body.stream()));
+                        body.while_(body.condition(0), [&](auto& inner) {
+                          at.fork_unjoined(inner.stream());
+                          throw user_exception{};
+                        });
+                      });
+                    }),
+      user_exception);
   require_recovered(graph, at);
 }
 
@@ -175,8 +174,7 @@ TEST_CASE("a negative or overflowing count in a body is refused like the parent'
   const auto refused = [&](auto request, const char* expected) {
     CHECK_THROWS_WITH(graph.capture(at.stream,
                                     [&](auto& cap) {
-                                      cap.if_(cap.condition(1),
-                                              [&](auto& body) { request(body); });
+                                      cap.if_(cap.condition(1), [&](auto& body) { request(body); });
                                     }),
                       gctest::contains(expected));
     CHECK(graph.pool_statistics().blocks_in_use == 0);
@@ -215,8 +213,8 @@ TEST_CASE("a body copying to pageable host memory is refused at capture, naming 
   graph.reset();
   graph.capture(at.stream, [&](auto& cap) {
     cap.if_(cap.condition(1), [&](auto& body) {
-      CUDA_REQUIRE(cudaMemcpyAsync(pinned.get(), at.target.get(), 4, cudaMemcpyDeviceToHost,
-                                   body.stream()));
+      CUDA_REQUIRE(
+          cudaMemcpyAsync(pinned.get(), at.target.get(), 4, cudaMemcpyDeviceToHost, body.stream()));
     });
   });
   graph.replay(at.stream);

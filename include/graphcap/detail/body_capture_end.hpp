@@ -31,8 +31,8 @@ enum class body_capture_end : unsigned char {
 
 /// The capture status of `stream`, and what its next captured node depends on; false when CUDA
 /// could not say.
-inline bool capture_status(cudaStream_t stream, cudaStreamCaptureStatus& status,
-                           cudaGraph_t* graph, std::vector<cudaGraphNode_t>& waited) noexcept {
+inline bool capture_status(cudaStream_t stream, cudaStreamCaptureStatus& status, cudaGraph_t* graph,
+                           std::vector<cudaGraphNode_t>& waited) noexcept {
   const cudaGraphNode_t* dependencies = nullptr;
   std::size_t count = 0;
   status = cudaStreamCaptureStatusNone;

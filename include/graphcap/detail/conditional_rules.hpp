@@ -64,8 +64,7 @@ inline std::string describe_body(const char* construct, unsigned index) {
 }
 
 /// Throws the capture_error for a body that returned with work forked from it left unjoined.
-GRAPHCAP_COLD [[noreturn]] inline void refuse_unjoined_body(const char* construct,
-                                                            unsigned index) {
+GRAPHCAP_COLD [[noreturn]] inline void refuse_unjoined_body(const char* construct, unsigned index) {
   throw_error<capture_error>(
       cudaErrorStreamCaptureUnjoined, "graphcap: " + describe_body(construct, index),
       "work forked from the body to another stream (cudaEventRecord on body.stream(), "
@@ -75,9 +74,8 @@ GRAPHCAP_COLD [[noreturn]] inline void refuse_unjoined_body(const char* construc
 }
 
 /// Throws the capture_error for a body whose capture CUDA invalidated.
-GRAPHCAP_COLD [[noreturn]] inline void refuse_invalidated_body(const char* construct,
-                                                               unsigned index,
-                                                               cudaStream_t stream) {
+GRAPHCAP_COLD [[noreturn]] inline void
+refuse_invalidated_body(const char* construct, unsigned index, cudaStream_t stream) {
   throw_error<capture_error>(
       cudaErrorStreamCaptureInvalidated, "graphcap: " + describe_body(construct, index),
       capture::failure_hint(cudaErrorStreamCaptureInvalidated, stream) +
@@ -120,8 +118,7 @@ GRAPHCAP_COLD [[noreturn]] inline void refuse_pageable_copy(const char* construc
                                                             const void* host, bool source) {
   std::string message = "graphcap: " + describe_body(construct, index) +
                         " holds a memcpy node whose " + (source ? "source" : "destination") +
-                        " is pageable host memory (" +
-                        describe_address(host) +
+                        " is pageable host memory (" + describe_address(host) +
                         "), which CUDA does not allow";
   throw_error<capture_error>(
       cudaErrorInvalidValue, message,

@@ -65,7 +65,6 @@ namespace {
 
 std::atomic<std::size_t> process_violations{0};
 
-
 // A process in which the H200 would have crashed does not exit successfully, whatever its tests
 // asserted (unless it provokes violations on purpose: expect_violations()).
 void fail_exit_on_violations() {

@@ -199,7 +199,7 @@ struct State {
   std::unordered_set<cudaGraph_t> graphs;    // user-visible graphs
   std::unordered_set<cudaGraph_t> bodies;    // conditional bodies of user-visible graphs
   std::vector<std::string> violations;       // what the H200 would not survive
-  bool resetting = false;                     // in reset(): no violations recorded
+  bool resetting = false;                    // in reset(): no violations recorded
   std::unordered_set<cudaGraphNode_t> nodes; // nodes of user-visible graphs and their bodies
   std::unordered_set<cudaGraphExec_t> execs;
   std::map<unsigned long long, std::unique_ptr<Capture>> captures;

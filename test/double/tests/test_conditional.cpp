@@ -516,8 +516,8 @@ TEST_CASE("a body capture that fails to end destroys the body graph", "[conditio
       CHECK(cudaStreamSynchronize(b) == cudaErrorStreamCaptureUnsupported);
     }
     cudaGraph_t out = nullptr;
-    CHECK(cudaStreamEndCapture(b, &out) == (unjoined ? cudaErrorStreamCaptureUnjoined
-                                                     : cudaErrorStreamCaptureInvalidated));
+    CHECK(cudaStreamEndCapture(b, &out) ==
+          (unjoined ? cudaErrorStreamCaptureUnjoined : cudaErrorStreamCaptureInvalidated));
     CHECK(out == nullptr);
     std::size_t count = 0;
     CHECK(cudaGraphGetNodes(w.bodies[0], nullptr, &count) == cudaErrorInvalidValue);

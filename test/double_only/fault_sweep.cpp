@@ -34,29 +34,20 @@
 #include <vector>
 
 namespace gc = graphcap;
+using gctest::own;
+using gctest::own_call_failed;
 
 namespace {
 
 constexpr std::size_t bytes = 4096;
 constexpr cudaError_t injected = cudaErrorUnknown; // graphcap gives it no special meaning
 
-/// A failure of one of the test's own CUDA calls (the user's work inside or around a capture).
-struct own_call_failed : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 /// The exception a scenario's capture body throws on purpose.
 struct body_exception {};
 /// A scenario read wrong data back, or found a stream still capturing.
 struct scenario_broken : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
-
-void own(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) {
-    static_cast<void>(cudaGetLastError());
-    throw own_call_failed(std::string{what} + ": " + cudaGetErrorName(status));
-  }
-}
 
 /// What one graph needs from outside: the caller's streams, an input buffer, a host buffer the
 /// graph copies to, a user memory pool and a shared pool handle. Made before the sweep window.

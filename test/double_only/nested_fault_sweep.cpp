@@ -30,6 +30,8 @@
 #include <vector>
 
 namespace gc = graphcap;
+using gctest::own;
+using gctest::own_call_failed;
 
 namespace {
 
@@ -37,16 +39,6 @@ constexpr std::size_t bytes = 256;
 constexpr cudaError_t injected = cudaErrorUnknown;
 
 struct user_exception {};
-struct own_call_failed : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-void own(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) {
-    static_cast<void>(cudaGetLastError());
-    throw own_call_failed(what);
-  }
-}
 
 /// The caller's streams, events and buffers, made before the sweep window.
 struct fixture {

@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -123,6 +124,20 @@ public:
 private:
   cudaMemPool_t handle_ = nullptr;
 };
+
+/// A failure of one of a test's own CUDA calls (the user's work inside or around a capture), as
+/// the fault sweeps tell it apart from graphcap's errors.
+struct own_call_failed : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// Throws own_call_failed for a test's own CUDA call that failed (and clears the last error).
+inline void own(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) {
+    static_cast<void>(cudaGetLastError());
+    throw own_call_failed(std::string{what} + ": " + cudaGetErrorName(status));
+  }
+}
 
 /// Whether `stream` is capturing, asked of CUDA directly (not through graphcap).
 inline bool capturing(cudaStream_t stream) {

@@ -20,6 +20,8 @@
 // pointer is not the capture's) stays the graph's until reset(), which releases it.
 #pragma once
 
+#include <graphcap/config.hpp>
+
 #include <graphcap/error.hpp>
 #include <graphcap/stream_ref.hpp>
 

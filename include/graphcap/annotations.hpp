@@ -18,6 +18,8 @@
 // policies/annot/on.hpp.
 #pragma once
 
+#include <graphcap/config.hpp>
+
 #include <graphcap/annotations/json.hpp>
 #include <graphcap/annotations/node_type.hpp>
 #include <graphcap/annotations/notices.hpp>

@@ -16,6 +16,8 @@
 // no byte, branch or call behind. The CUDA calls themselves are issued inline.
 #pragma once
 
+#include <graphcap/config.hpp>
+
 #include <graphcap/detail/capture.hpp>
 #include <graphcap/detail/capture_mode_guard.hpp>
 #include <graphcap/detail/cuda_check.hpp>

@@ -9,6 +9,8 @@
 // every replay, like any other capture-time allocation.
 #pragma once
 
+#include <graphcap/config.hpp>
+
 #include <graphcap/detail/pool_core.hpp>
 
 #include <cstddef>

@@ -11,6 +11,14 @@
 // (<cxxabi.h> only in detail/demangle.hpp), so that the lean core includes nothing it does not use.
 #pragma once
 
+// graphcap is C++20. Below it, the compilation stops here with one message instead of dozens of
+// errors from the first concept (a missing header is fatal in every compiler, so the #include
+// after the #error ends it). Every public header includes this one first.
+#if !defined(__cplusplus) || __cplusplus < 202002L
+#error "graphcap needs C++20: -std=c++20 (CMake: link graphcap::graphcap); docs/building.md"
+#include <graphcap/compilation_stops_here_below_cxx20> // NOLINT: intentionally missing
+#endif
+
 #if defined(__GNUC__) || defined(__clang__)
 #define GRAPHCAP_COLD [[gnu::cold, gnu::noinline]]
 #else

@@ -21,8 +21,9 @@
 // The lean core never includes this header.
 #pragma once
 
-#include <graphcap/basic_graph.hpp>
 #include <graphcap/config.hpp>
+
+#include <graphcap/basic_graph.hpp>
 #include <graphcap/detail/body_capture_end.hpp>
 #include <graphcap/detail/body_streams.hpp>
 #include <graphcap/detail/capture.hpp>

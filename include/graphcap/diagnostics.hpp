@@ -18,6 +18,8 @@
 // leave on in production. docs/diagnostics.md.
 #pragma once
 
+#include <graphcap/config.hpp>
+
 #include <graphcap/detail/call_recorder.hpp>
 #include <graphcap/detail/capture_mode_guard.hpp>
 #include <graphcap/detail/creation_callbacks.hpp>

@@ -17,6 +17,8 @@
 // The lean core never includes this header.
 #pragma once
 
+#include <graphcap/config.hpp>
+
 #include <graphcap/detail/dot_writer.hpp>
 #include <graphcap/detail/graph_layout.hpp>
 #include <graphcap/error.hpp>

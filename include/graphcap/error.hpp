@@ -12,6 +12,8 @@
 // default stream, which graphcap rejects before calling CUDA, mirroring what CUDA would return).
 #pragma once
 
+#include <graphcap/config.hpp>
+
 #include <cuda_runtime_api.h>
 
 #include <stdexcept>

@@ -17,6 +17,8 @@
 // docs/families.md has the details; a family is not synchronized: one thread at a time.
 #pragma once
 
+#include <graphcap/config.hpp>
+
 #include <graphcap/basic_graph.hpp>
 #include <graphcap/detail/cuda_check.hpp>
 #include <graphcap/detail/family_types.hpp>

@@ -3,6 +3,8 @@
 // (basic_graph is declared with its constraints, in basic_graph.hpp.)
 #pragma once
 
+#include <graphcap/config.hpp>
+
 #include <cstdint>
 #include <string_view>
 #include <utility>

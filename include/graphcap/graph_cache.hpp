@@ -14,6 +14,8 @@
 // last replay: see docs/pools.md). A cache is not synchronized: use it from one thread at a time.
 #pragma once
 
+#include <graphcap/config.hpp>
+
 #include <graphcap/basic_graph.hpp>
 #include <graphcap/error.hpp>
 #include <graphcap/policies/mode.hpp>

@@ -7,6 +7,8 @@
 // switches one feature on. The selection runs on Boost.Hana, in host code only.
 #pragma once
 
+#include <graphcap/config.hpp>
+
 #include <graphcap/basic_graph.hpp>
 #include <graphcap/policies/concepts.hpp>
 

@@ -10,6 +10,8 @@
 //   for (int i = 0; i < steps; ++i) g.replay(stream);
 #pragma once
 
+#include <graphcap/config.hpp>
+
 #include <graphcap/basic_graph.hpp>
 #include <graphcap/buffer.hpp>
 #include <graphcap/error.hpp>

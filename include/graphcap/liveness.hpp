@@ -8,5 +8,7 @@
 //   g.replay(stream); // throws graphcap::liveness_error, naming the freed input; nothing runs
 #pragma once
 
+#include <graphcap/config.hpp>
+
 #include <graphcap/basic_graph.hpp>
 #include <graphcap/policies/liveness/check.hpp>

@@ -10,6 +10,8 @@
 // even the outputs it was not meant to keep, of an earlier one.
 #pragma once
 
+#include <graphcap/config.hpp>
+
 #include <graphcap/detail/pool_core.hpp>
 
 #include <memory>

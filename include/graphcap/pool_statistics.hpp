@@ -2,6 +2,8 @@
 // pool_handle::statistics().
 #pragma once
 
+#include <graphcap/config.hpp>
+
 #include <cstddef>
 
 namespace graphcap {

@@ -13,6 +13,8 @@
 // (docs/control-flow.md, "repeat").
 #pragma once
 
+#include <graphcap/config.hpp>
+
 #if !defined(__CUDACC__)
 #error                                                                                             \
     "graphcap/repeat.cuh holds the kernels of graphcap::repeat(): include it from a .cu file that nvcc compiles (or write the counter kernel yourself and use while_() from <graphcap/control_flow.hpp>)"

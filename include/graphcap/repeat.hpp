@@ -18,6 +18,8 @@
 // The lean core never includes this header.
 #pragma once
 
+#include <graphcap/config.hpp>
+
 #include <graphcap/control_flow.hpp>
 #include <graphcap/detail/conditional_rules.hpp>
 

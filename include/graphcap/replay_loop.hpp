@@ -21,6 +21,8 @@
 // follow into the unrolled executable: its nodes get ids of their own.
 #pragma once
 
+#include <graphcap/config.hpp>
+
 #include <graphcap/basic_graph.hpp>
 #include <graphcap/detail/capture_mode_guard.hpp>
 #include <graphcap/detail/cuda_check.hpp>

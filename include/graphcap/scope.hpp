@@ -15,6 +15,8 @@
 // discards the capture, leaving the stream not capturing.
 #pragma once
 
+#include <graphcap/config.hpp>
+
 #include <graphcap/detail/allocation_size.hpp>
 #include <graphcap/detail/graph_lifecycle.hpp>
 #include <graphcap/detail/unique_handle.hpp>

@@ -2,4 +2,6 @@
 // <graphcap/stream_ref.hpp> with graphcap::stream_ref, the stream parameter type.
 #pragma once
 
+#include <graphcap/config.hpp>
+
 #include <graphcap/stream_ref.hpp>

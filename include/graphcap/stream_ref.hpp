@@ -11,6 +11,8 @@
 // cuda::stream_ref, without CCCL: the core must not need it.)
 #pragma once
 
+#include <graphcap/config.hpp>
+
 #include <graphcap/detail/cuda_check.hpp>
 
 #include <cuda_runtime_api.h>

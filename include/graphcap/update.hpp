@@ -10,6 +10,8 @@
 // why.
 #pragma once
 
+#include <graphcap/config.hpp>
+
 #include <cuda_runtime_api.h>
 
 #include <cstdint>

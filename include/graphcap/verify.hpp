@@ -18,6 +18,8 @@
 // The lean core never includes this header.
 #pragma once
 
+#include <graphcap/config.hpp>
+
 #include <graphcap/buffer.hpp>
 #include <graphcap/detail/cuda_check.hpp>
 #include <graphcap/detail/verify_compare.hpp>

@@ -3,6 +3,8 @@
 // throws verify_error with the report's text. Plain values: no CUDA call.
 #pragma once
 
+#include <graphcap/config.hpp>
+
 #include <graphcap/detail/verify_compare.hpp>
 #include <graphcap/error.hpp>
 

@@ -1,6 +1,8 @@
 // graphcap/version.hpp - the library's version.
 #pragma once
 
+#include <graphcap/config.hpp>
+
 #define GRAPHCAP_VERSION_MAJOR 0
 #define GRAPHCAP_VERSION_MINOR 2
 #define GRAPHCAP_VERSION_PATCH 0

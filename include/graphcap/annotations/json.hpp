@@ -2,6 +2,8 @@
 // pieces the trace writer shares: escaped strings, microseconds, files opened for writing.
 #pragma once
 
+#include <graphcap/config.hpp>
+
 #include <graphcap/annotations/node_type.hpp>
 #include <graphcap/annotations/values.hpp>
 #include <graphcap/error.hpp>

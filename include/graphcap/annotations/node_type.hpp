@@ -2,6 +2,8 @@
 // annotations' JSON and traces give node types.
 #pragma once
 
+#include <graphcap/config.hpp>
+
 #include <cuda_runtime_api.h>
 
 #include <string_view>

@@ -3,6 +3,8 @@
 // handler installed with set_annotation_notice_handler.
 #pragma once
 
+#include <graphcap/config.hpp>
+
 #include <graphcap/detail/cupti.hpp>
 
 #include <cupti.h>

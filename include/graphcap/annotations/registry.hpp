@@ -12,6 +12,8 @@
 // during a recording, what the recording may still need.
 #pragma once
 
+#include <graphcap/config.hpp>
+
 #include <graphcap/annotations/values.hpp>
 
 #include <algorithm>

@@ -4,6 +4,8 @@
 // from (annotation_id_source). Captures in progress keep what they began with.
 #pragma once
 
+#include <graphcap/config.hpp>
+
 #include <graphcap/detail/creation_callbacks.hpp>
 #include <graphcap/detail/cupti.hpp>
 

@@ -3,6 +3,8 @@
 // (write_chrome_trace). Recording them is trace_recorder's (annotations/trace_recorder.hpp).
 #pragma once
 
+#include <graphcap/config.hpp>
+
 #include <graphcap/annotations/json.hpp>
 #include <graphcap/annotations/values.hpp>
 #include <graphcap/detail/graph_queries.hpp>

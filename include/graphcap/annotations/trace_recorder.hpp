@@ -8,6 +8,8 @@
 // in, and the registry drops the rest of what it kept.
 #pragma once
 
+#include <graphcap/config.hpp>
+
 #include <graphcap/annotations/json.hpp>
 #include <graphcap/annotations/notices.hpp>
 #include <graphcap/annotations/registry.hpp>

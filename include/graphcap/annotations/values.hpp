@@ -3,6 +3,8 @@
 // node: its ids, type, kernel name and values). Plain values: no CUDA call, no CUPTI.
 #pragma once
 
+#include <graphcap/config.hpp>
+
 #include <cuda_runtime_api.h>
 
 #include <algorithm>

@@ -41,6 +41,8 @@
 // test/runtime/policy_laws.cpp drives every shipped policy through these on the test double.
 #pragma once
 
+#include <graphcap/config.hpp>
+
 #include <graphcap/fwd.hpp>
 
 #include <cuda_runtime_api.h>

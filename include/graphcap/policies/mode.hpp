@@ -10,6 +10,8 @@
 // The value goes straight into cudaStreamBeginCapture; a mode is a type with no state.
 #pragma once
 
+#include <graphcap/config.hpp>
+
 #include <graphcap/policies/concepts.hpp>
 
 #include <cuda_runtime_api.h>

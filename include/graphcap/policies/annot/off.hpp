@@ -5,6 +5,8 @@
 // unchanged. annot::on (<graphcap/annotations.hpp>) is the policy that records.
 #pragma once
 
+#include <graphcap/config.hpp>
+
 #include <graphcap/detail/hooks.hpp>
 #include <graphcap/fwd.hpp>
 

@@ -22,6 +22,8 @@
 // resolved in detail/annotation_ids.hpp (see detail/cupti.hpp and docs/annotations.md).
 #pragma once
 
+#include <graphcap/config.hpp>
+
 #include <graphcap/annotations/notices.hpp>
 #include <graphcap/annotations/registry.hpp>
 #include <graphcap/annotations/settings.hpp>

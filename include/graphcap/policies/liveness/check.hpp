@@ -13,6 +13,8 @@
 // inputs. A refused replay's message is built in detail/liveness_report.hpp. See docs/liveness.md.
 #pragma once
 
+#include <graphcap/config.hpp>
+
 #include <graphcap/detail/driver.hpp>
 #include <graphcap/detail/hooks.hpp>
 #include <graphcap/detail/liveness_inputs.hpp>

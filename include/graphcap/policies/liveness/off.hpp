@@ -4,6 +4,8 @@
 // inputs were freed.
 #pragma once
 
+#include <graphcap/config.hpp>
+
 #include <graphcap/detail/hooks.hpp>
 
 #include <cstddef>

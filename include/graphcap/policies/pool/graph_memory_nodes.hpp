@@ -2,6 +2,8 @@
 // during a capture is CUDA's own graph memory nodes (cudaMallocAsync inside the capture).
 #pragma once
 
+#include <graphcap/config.hpp>
+
 #include <graphcap/detail/allocation_size.hpp>
 #include <graphcap/detail/capture_mode_guard.hpp>
 #include <graphcap/detail/cuda_check.hpp>

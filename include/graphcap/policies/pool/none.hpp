@@ -2,6 +2,8 @@
 // capture, and no cost.
 #pragma once
 
+#include <graphcap/config.hpp>
+
 #include <graphcap/detail/hooks.hpp>
 
 namespace graphcap::pool {

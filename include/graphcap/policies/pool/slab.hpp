@@ -8,6 +8,8 @@
 // docs/pools.md compares them with pool::none and pool::graph_memory_nodes.
 #pragma once
 
+#include <graphcap/config.hpp>
+
 #include <graphcap/buffer.hpp>
 #include <graphcap/detail/allocation_size.hpp>
 #include <graphcap/detail/capture.hpp>

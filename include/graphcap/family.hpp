@@ -60,11 +60,10 @@ class shape_family {
   static_assert(
       requires { typename Graph::scope; } &&
           std::constructible_from<Graph, keep_graph_t, const pool_handle&>,
-      "graphcap: shape_family<Graph> needs a graphcap::basic_graph whose pool can be "
-      "shared (pool::shared, or pool::private_pool given a handle), so that every key's "
-      "graph draws from the family's one pool: use graphcap::family_graph or "
-      "graph_with<pool::shared, ...>, not pool::none, pool::user or "
-      "pool::graph_memory_nodes");
+      "graphcap: shape_family<Graph> needs a graphcap::basic_graph whose pool can be shared "
+      "(pool::shared, or pool::private_pool given a handle), so that every key's graph draws "
+      "from the family's one pool: use graphcap::family_graph or graph_with<pool::shared, ...>, "
+      "not pool::none, pool::user or pool::graph_memory_nodes");
   static_assert(std::totally_ordered<Key>, "graphcap: shape_family<Graph, Key> needs keys "
                                            "ordered by < (batch sizes, lengths)");
 
@@ -76,18 +75,16 @@ public:
 
   /// An empty family with its own pool (made now) and capture stream (made at the first capture).
   explicit shape_family(options_type options = {}) : options_(std::move(options)) {
-    if (options_.reuse_larger_blocks) {
-      detail::pool_handle_access::core(pool_)->reuse_larger_blocks(true);
-    }
+    detail::pool_handle_access::core(pool_)->reuse_larger_blocks(options_.reuse_larger_blocks);
   }
 
   /// Captures `work` for every key, largest first, into the family's pool on its capture stream,
-  /// after the warm-up runs of the options (eager, on `stream`). `work` is called as
-  /// work(key, scope&) or work(key, cudaStream_t) and kept for captures on demand and switches.
-  /// Throws family_key_error for an empty key set or a duplicate key, state_error if the family
-  /// has keys already, graphcap::error for warm-up with a work taking the scope, and what a
-  /// warm-up run throws. A key whose capture throws is recorded in the result's failures and the
-  /// others go on; a budget reached stops it, and the result lists the keys not tried.
+  /// after the options' warm-up runs (eager, on `stream`); `work(key, scope&)` or `work(key,
+  /// cudaStream_t)` is kept for captures on demand and switches. Throws family_key_error for no
+  /// key or a duplicate, state_error if the family has keys, graphcap::error for warm-up with a
+  /// work taking the scope, and what a warm-up throws. A key whose capture throws goes into the
+  /// result's failures ([[nodiscard]]; a later lookup's error names the first) and the others go
+  /// on; a budget reached stops it, and the result lists the keys not tried.
   template <class Work>
   family_capture_result<Key> capture_all(std::vector<Key> keys, stream_ref stream, Work work) {
     if (!keys_.empty()) {
@@ -115,6 +112,7 @@ public:
       report_progress(order[i], {i + 1, order.size(), now() - start, 0, 0, !captured});
     }
     result.elapsed = now() - start;
+    capture_failures_ = detail::describe_failures(result.failures, order.size());
     return result;
   }
 
@@ -182,6 +180,7 @@ public:
     single_.reset();
     current_.reset();
     work_ = {};
+    capture_failures_.clear();
   }
 
   /// The captured keys, smallest first.
@@ -300,7 +299,8 @@ private:
   std::size_t capture_on_demand(const Key& n, stream_ref stream) {
     if (!options_.capture_on_demand || !work_.capture) {
       throw family_key_error(detail::no_key_at_least(
-          detail::key_text(n), keys_.empty() ? std::string{} : detail::key_text(keys_.back())));
+          detail::key_text(n), keys_.empty() ? std::string{} : detail::key_text(keys_.back()),
+          capture_failures_));
     }
     if (options_.warmup == family_warmup::per_key && work_.eager) {
       work_.warm_up(n, stream.get(), options_.warmup_runs);
@@ -351,6 +351,7 @@ private:
   std::vector<std::unique_ptr<entry>> entries_; // in the order of keys_
   std::unique_ptr<Graph> single_;               // one-executable mode: the one graph
   std::optional<Key> current_;                  // the key single_ holds
+  std::string capture_failures_;                // what capture_all() could not capture, and why
   update_result last_update_{};
   detail::family_work<Key, scope> work_; // what capture_all() was given
 };

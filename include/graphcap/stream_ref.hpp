@@ -1,9 +1,9 @@
 // graphcap/stream_ref.hpp - the one stream parameter type graphcap takes.
 //
 //   void replay(graphcap::stream_ref stream);
-//   graph.replay(stream);                    // a cudaStream_t, 0 or nullptr
+//   graph.replay(stream);                    // a cudaStream_t, 0, nullptr or {}
 //   graph.replay(cuda::stream_ref{stream});  // CCCL's stream_ref, cuda::stream
-//   graph.replay(my_library_stream);         // any class with get() -> cudaStream_t
+//   graph.replay(my_library_stream);         // any class with get(), stream() or get_stream()
 //
 // A non-owning view of a cudaStream_t, one pointer wide and trivially copyable, so that passing
 // it costs what passing the cudaStream_t costs: every graphcap function that takes a stream takes
@@ -23,13 +23,46 @@
 
 namespace graphcap {
 
-/// A stream object that wraps a cudaStream_t and hands it out with get(): CCCL's
-/// cuda::stream_ref and cuda::stream, cuda-api-wrappers' and most libraries' stream classes.
-/// (Types that convert to cudaStream_t implicitly are taken as cudaStream_t already.)
+/// A stream object that wraps a cudaStream_t and hands it out with get(), stream() or
+/// get_stream() (asked in that order, as CCCL's cuda::get_stream does): CCCL's cuda::stream_ref
+/// and cuda::stream, cuda-api-wrappers' and most libraries' stream classes, graphcap's own
+/// capture scopes. (Types that convert to cudaStream_t implicitly are taken as cudaStream_t.)
 template <class Stream>
-concept stream_wrapper = !std::convertible_to<Stream, cudaStream_t> && requires(const Stream& s) {
-  { s.get() } -> std::convertible_to<cudaStream_t>;
-};
+concept stream_wrapper =
+    !std::convertible_to<Stream, cudaStream_t> && (
+                                                      requires(const Stream& s) {
+                                                        {
+                                                          s.get()
+                                                          } -> std::convertible_to<cudaStream_t>;
+                                                      } ||
+                                                      requires(const Stream& s) {
+                                                        {
+                                                          s.stream()
+                                                          } -> std::convertible_to<cudaStream_t>;
+                                                      } ||
+                                                      requires(const Stream& s) {
+                                                        {
+                                                          s.get_stream()
+                                                          } -> std::convertible_to<cudaStream_t>;
+                                                      });
+
+namespace detail {
+/// The cudaStream_t a stream_wrapper holds.
+template <stream_wrapper Stream>
+constexpr cudaStream_t unwrap_stream(const Stream& stream) noexcept {
+  if constexpr (requires {
+                  { stream.get() } -> std::convertible_to<cudaStream_t>;
+                }) {
+    return static_cast<cudaStream_t>(stream.get());
+  } else if constexpr (requires {
+                         { stream.stream() } -> std::convertible_to<cudaStream_t>;
+                       }) {
+    return static_cast<cudaStream_t>(stream.stream());
+  } else {
+    return static_cast<cudaStream_t>(stream.get_stream());
+  }
+}
+} // namespace detail
 
 /// A stream, as graphcap takes it: converts implicitly from a cudaStream_t (0 and nullptr too:
 /// the legacy default stream, or the per-thread one under --default-stream per-thread), from any
@@ -38,10 +71,9 @@ class stream_ref {
 public:
   /// The default stream.
   constexpr stream_ref() noexcept = default;
-  /// `stream` itself.
+  /// `stream` itself; `0` and `nullptr` are the default stream, as they are to CUDA. (No
+  /// separate std::nullptr_t constructor: a literal 0 would be ambiguous between the two.)
   constexpr stream_ref(cudaStream_t stream) noexcept : stream_(stream) {} // NOLINT: implicit
-  /// The default stream (as `0` or `nullptr` means to CUDA).
-  constexpr stream_ref(std::nullptr_t /*null*/) noexcept {} // NOLINT: implicit
   /// A class that converts to cudaStream_t.
   template <class Stream>
   requires(std::is_class_v<Stream>&& std::convertible_to<
@@ -49,10 +81,10 @@ public:
            cudaStream_t>) constexpr stream_ref(const Stream&
                                                    stream) noexcept // NOLINT: implicit by design
       : stream_(static_cast<cudaStream_t>(stream)) {}
-  /// A stream object: its get().
+  /// A stream object: its get(), stream() or get_stream().
   template <stream_wrapper Stream>
   constexpr stream_ref(const Stream& stream) noexcept // NOLINT: implicit by design
-      : stream_(static_cast<cudaStream_t>(stream.get())) {}
+      : stream_(detail::unwrap_stream(stream)) {}
 
   /// The stream.
   [[nodiscard]] constexpr cudaStream_t get() const noexcept { return stream_; }

@@ -94,6 +94,33 @@ static_assert(std::is_trivially_copyable_v<stream_ref>);
 static_assert(std::is_convertible_v<cudaStream_t, stream_ref> &&
               std::is_convertible_v<std::nullptr_t, stream_ref> &&
               std::is_convertible_v<stream_ref, cudaStream_t>);
+// Every spelling a port of cudaGraphLaunch(exec, stream) may write, each a compile test: a literal
+// 0 (once ambiguous between a cudaStream_t and a std::nullptr_t constructor), nullptr, {}, a
+// cudaStream_t, and wrappers with get(), stream() or get_stream() (CCCL's cuda::get_stream order;
+// graphcap's own scopes have stream()).
+struct wrapper_get {
+  [[nodiscard]] cudaStream_t get() const noexcept { return nullptr; }
+};
+struct wrapper_stream {
+  [[nodiscard]] cudaStream_t stream() const noexcept { return nullptr; }
+};
+struct wrapper_get_stream {
+  [[nodiscard]] cudaStream_t get_stream() const noexcept { return nullptr; }
+};
+inline void replay_spellings(lean_graph& graph, cudaStream_t stream, lean_graph::scope& cap) {
+  graph.replay(0);
+  graph.replay(nullptr);
+  graph.replay({});
+  graph.replay();
+  graph.replay(stream);
+  graph.replay(wrapper_get{});
+  graph.replay(wrapper_stream{});
+  graph.replay(wrapper_get_stream{});
+  graph.replay(cap); // a scope's stream
+}
+static_assert(stream_wrapper<wrapper_get> && stream_wrapper<wrapper_stream> &&
+              stream_wrapper<wrapper_get_stream> && stream_wrapper<lean_graph::scope> &&
+              !stream_wrapper<int>);
 
 // ---- the hooks concept: every shipped policy keeps it; noexcept where the graph needs it ------
 static_assert(lifecycle_hooks<pool::none> && lifecycle_hooks<pool::private_pool> &&

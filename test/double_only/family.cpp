@@ -59,9 +59,12 @@ TEST_CASE("shape_family one-executable switch: cudaGraphExecUpdate, no new insta
   gctest::device_buffer<unsigned char> device{bytes};
   std::vector<unsigned char> host(bytes, 0);
   gc::shape_family<> family{{.one_executable = true}};
-  family.capture_all({1, 2}, stream, [&](std::size_t key, cudaStream_t s) {
-    gctest::fill_and_copy(s, device, host, static_cast<int>(key));
-  });
+  REQUIRE(family
+              .capture_all({1, 2}, stream,
+                           [&](std::size_t key, cudaStream_t s) {
+                             gctest::fill_and_copy(s, device, host, static_cast<int>(key));
+                           })
+              .complete());
   cuda_double::clear_call_counts();
   CHECK(family.replay_at_least(2, stream) == 2); // a switch
   CHECK(cuda_double::calls("cudaGraphExecUpdate") == 1);

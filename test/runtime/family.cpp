@@ -87,7 +87,7 @@ TEST_CASE_METHOD(family_fixture, "shape_family captures largest first, on one st
 
 TEST_CASE_METHOD(family_fixture, "shape_family: the bucket of a request at its boundaries") {
   gc::shape_family<> family;
-  family.capture_all({2, 4, 8, 16}, stream, fill());
+  REQUIRE(family.capture_all({2, 4, 8, 16}, stream, fill()).complete());
   CHECK(family.find_at_least(0) == 2u); // below the smallest
   CHECK(family.find_at_least(1) == 2u);
   CHECK(family.find_at_least(2) == 2u); // exact
@@ -108,7 +108,7 @@ TEST_CASE_METHOD(family_fixture, "shape_family: the bucket of a request at its b
 TEST_CASE_METHOD(family_fixture, "shape_family above the largest key: an error, or a capture") {
   SECTION("no capture on demand: family_key_error naming the request and the largest key") {
     gc::shape_family<> family;
-    family.capture_all({2, 4}, stream, fill());
+    REQUIRE(family.capture_all({2, 4}, stream, fill()).complete());
     CHECK_THROWS_AS(family.replay_at_least(17, stream), gc::family_key_error);
     CHECK_THROWS_WITH(family.replay_at_least(17, stream),
                       gctest::contains("at least 17 (the largest is 4)"));
@@ -116,7 +116,7 @@ TEST_CASE_METHOD(family_fixture, "shape_family above the largest key: an error, 
   }
   SECTION("capture on demand: the request itself becomes a key") {
     gc::shape_family<> family{{.capture_on_demand = true}};
-    family.capture_all({2, 4}, stream, fill());
+    REQUIRE(family.capture_all({2, 4}, stream, fill()).complete());
     CHECK(replay_checked(family, 40) == 40);
     CHECK(family.keys() == std::vector<std::size_t>{2, 4, 40});
     CHECK(replay_checked(family, 30) == 40);
@@ -139,10 +139,10 @@ TEST_CASE_METHOD(family_fixture, "shape_family rejects bad key sets, naming the 
                     gctest::contains("the key 2 twice"));
   CHECK(captured.empty());
   CHECK(family.size() == 0);
-  family.capture_all({1}, stream, fill());
+  REQUIRE(family.capture_all({1}, stream, fill()).complete());
   CHECK_THROWS_AS(family.capture_all({2}, stream, fill()), gc::state_error);
   family.clear();
-  family.capture_all({2}, stream, fill());
+  REQUIRE(family.capture_all({2}, stream, fill()).complete());
   CHECK(family.keys() == std::vector<std::size_t>{2});
 }
 
@@ -206,7 +206,7 @@ TEST_CASE("shape_family: smaller keys reuse the temporaries the largest key free
   const std::vector<std::size_t> keys{1, 2, 4, 8, 16, 32};
   SECTION("reusing larger blocks: every key runs in the largest key's one block") {
     gc::shape_family<> family;
-    family.capture_all(keys, stream, step);
+    REQUIRE(family.capture_all(keys, stream, step).complete());
     for (const std::size_t key : keys) {
       CHECK(blocks[key] == blocks[32]);
       CHECK(blocks[key].size() == 1);
@@ -219,7 +219,7 @@ TEST_CASE("shape_family: smaller keys reuse the temporaries the largest key free
   }
   SECTION("exact size classes: one block per key") {
     gc::shape_family<> family{{.reuse_larger_blocks = false}};
-    family.capture_all(keys, stream, step);
+    REQUIRE(family.capture_all(keys, stream, step).complete());
     std::set<void*> distinct;
     for (const std::size_t key : keys) {
       distinct.insert(blocks[key].begin(), blocks[key].end());
@@ -233,11 +233,16 @@ TEST_CASE("shape_family: eviction while buffer outputs are held") {
   std::vector<unsigned char> host(bytes, 0);
   std::map<std::size_t, gc::buffer<unsigned char>> outputs;
   gc::shape_family<> family{{.capture_on_demand = true}};
-  family.capture_all({2, 4, 8}, stream, [&](std::size_t key, gc::family_graph::scope& cap) {
-    gc::buffer<unsigned char> output = cap.make_buffer<unsigned char>(bytes);
-    CUDA_REQUIRE(cudaMemsetAsync(output.data(), static_cast<int>(key), bytes, cap.stream()));
-    outputs[key] = output;
-  });
+  REQUIRE(family
+              .capture_all({2, 4, 8}, stream,
+                           [&](std::size_t key, gc::family_graph::scope& cap) {
+                             gc::buffer<unsigned char> output =
+                                 cap.make_buffer<unsigned char>(bytes);
+                             CUDA_REQUIRE(cudaMemsetAsync(output.data(), static_cast<int>(key),
+                                                          bytes, cap.stream()));
+                             outputs[key] = output;
+                           })
+              .complete());
   for (const std::size_t key : family.keys()) {
     family.replay_at_least(key, stream);
   }
@@ -282,6 +287,23 @@ TEST_CASE_METHOD(family_fixture, "shape_family: a failing capture leaves the oth
   CHECK(replay_checked(family, 2) == 2);
 }
 
+TEST_CASE_METHOD(family_fixture, "shape_family: a lookup after failed captures names the cause") {
+  gc::shape_family<> family;
+  const auto result = family.capture_all({1, 2, 4}, stream, [](std::size_t key, cudaStream_t) {
+    throw std::runtime_error("no kernel for " + std::to_string(key));
+  });
+  CHECK(result.failures.size() == 3);
+  CHECK_FALSE(result.complete());
+  // Not "(it has no key)" alone: the keys' own failure, which the result held.
+  CHECK_THROWS_AS(family.replay_at_least(1, stream), gc::family_key_error);
+  CHECK_THROWS_WITH(family.replay_at_least(1, stream),
+                    gctest::contains("capture_all() failed for 3 of 3 key(s), the first (4) "
+                                     "with: no kernel for 4"));
+  family.clear(); // forgets the failures with the keys
+  CHECK_THROWS_WITH(family.replay_at_least(1, stream),
+                    gctest::contains("(it has no key): capture a larger key"));
+}
+
 TEST_CASE_METHOD(family_fixture, "shape_family: statistics, progress and the report") {
   std::vector<gc::family_progress> steps;
   std::vector<std::size_t> step_keys;
@@ -289,7 +311,7 @@ TEST_CASE_METHOD(family_fixture, "shape_family: statistics, progress and the rep
     step_keys.push_back(key);
     steps.push_back(at);
   }}};
-  family.capture_all({1, 2, 3}, stream, fill());
+  REQUIRE(family.capture_all({1, 2, 3}, stream, fill()).complete());
   REQUIRE(steps.size() == 3);
   CHECK(step_keys == std::vector<std::size_t>{3, 2, 1});
   for (std::size_t i = 0; i < steps.size(); ++i) {
@@ -321,12 +343,12 @@ TEST_CASE_METHOD(family_fixture, "shape_family warm-up: once overall, or once pe
   };
   SECTION("once: the largest key only") {
     gc::shape_family<> family{{.warmup_runs = 2}};
-    family.capture_all({1, 2, 3}, stream, counting);
+    REQUIRE(family.capture_all({1, 2, 3}, stream, counting).complete());
     CHECK(eager == 2);
   }
   SECTION("per key") {
     gc::shape_family<> family{{.warmup_runs = 2, .warmup = gc::family_warmup::per_key}};
-    family.capture_all({1, 2, 3}, stream, counting);
+    REQUIRE(family.capture_all({1, 2, 3}, stream, counting).complete());
     CHECK(eager == 6);
   }
   SECTION("a work taking the scope cannot warm up") {
@@ -368,13 +390,17 @@ TEST_CASE_METHOD(family_fixture, "shape_family one-executable mode switches by u
 TEST_CASE_METHOD(family_fixture, "shape_family one-executable mode: a refused update falls back") {
   int extra = 0;
   gc::shape_family<> family{{.one_executable = true}};
-  family.capture_all({1, 2}, stream, [&](std::size_t key, cudaStream_t s) {
-    fill()(key, s);
-    if (key == 2) { // one node more: another topology
-      CUDA_REQUIRE(cudaLaunchHostFunc(
-          s, [](void* counter) { ++*static_cast<int*>(counter); }, &extra));
-    }
-  });
+  REQUIRE(
+      family
+          .capture_all({1, 2}, stream,
+                       [&](std::size_t key, cudaStream_t s) {
+                         fill()(key, s);
+                         if (key == 2) { // one node more: another topology
+                           CUDA_REQUIRE(cudaLaunchHostFunc(
+                               s, [](void* counter) { ++*static_cast<int*>(counter); }, &extra));
+                         }
+                       })
+          .complete());
   CHECK(family.statistics(1)->fallbacks == 1); // from 2 to 1: the topology changed
   CHECK(family.last_update().outcome == gc::update_outcome::reinstantiated);
   CHECK(replay_checked(family, 2) == 2);
@@ -389,9 +415,13 @@ TEST_CASE("shape_family checks liveness on every replay") {
   CUDA_REQUIRE(cudaMemset(input->get(), 7, bytes));
   CUDA_REQUIRE(cudaDeviceSynchronize());
   gc::shape_family<checked> family;
-  family.capture_all({1, 2}, stream, [&](std::size_t, cudaStream_t s) {
-    CUDA_REQUIRE(cudaMemcpyAsync(host.data(), input->get(), bytes, cudaMemcpyDeviceToHost, s));
-  });
+  REQUIRE(family
+              .capture_all({1, 2}, stream,
+                           [&](std::size_t, cudaStream_t s) {
+                             CUDA_REQUIRE(cudaMemcpyAsync(host.data(), input->get(), bytes,
+                                                          cudaMemcpyDeviceToHost, s));
+                           })
+              .complete());
   family.replay_at_least(1, stream);
   stream.synchronize();
   CHECK(host == filled(7));
@@ -416,14 +446,19 @@ TEST_CASE("shape_family one-executable mode: switching up and down keeps the poo
   gctest::stream stream;
   std::vector<unsigned char> host(bytes, 0);
   gc::shape_family<> family{{.one_executable = true}};
-  family.capture_all({1, 8, 64}, stream, [&](std::size_t key, gc::family_graph::scope& cap) {
-    // 64 KiB per unit of key: key 64's temporary is a slab of its own (4 MiB).
-    const std::size_t size = 16 * bytes * key;
-    auto* temporary = cap.allocate<unsigned char>(size);
-    CUDA_REQUIRE(cudaMemsetAsync(temporary, static_cast<int>(key), size, cap.stream()));
-    CUDA_REQUIRE(
-        cudaMemcpyAsync(host.data(), temporary, bytes, cudaMemcpyDeviceToHost, cap.stream()));
-  });
+  REQUIRE(family
+              .capture_all({1, 8, 64}, stream,
+                           [&](std::size_t key, gc::family_graph::scope& cap) {
+                             // 64 KiB per unit of key: key 64's temporary is a slab of its own (4
+                             // MiB).
+                             const std::size_t size = 16 * bytes * key;
+                             auto* temporary = cap.allocate<unsigned char>(size);
+                             CUDA_REQUIRE(cudaMemsetAsync(temporary, static_cast<int>(key), size,
+                                                          cap.stream()));
+                             CUDA_REQUIRE(cudaMemcpyAsync(host.data(), temporary, bytes,
+                                                          cudaMemcpyDeviceToHost, cap.stream()));
+                           })
+              .complete());
   const std::size_t reserved = family.pool().statistics().reserved_bytes;
   for (int round = 0; round < 20; ++round) {
     for (const std::size_t n : {64, 1, 8, 64, 8, 1}) {

@@ -37,7 +37,7 @@ TEST_CASE("shape_family of annot::on graphs: annotations per key's graph") {
   };
   SECTION("one graph per key") {
     gc::shape_family<annotated> family;
-    family.capture_all({1, 2}, stream, work);
+    REQUIRE(family.capture_all({1, 2}, stream, work).complete());
     CHECK(marked(*family.find(1), "small") == 2);
     CHECK(marked(*family.find(2), "large") == 2);
     CHECK(marked(*family.find(2), "small") == 0);
@@ -47,7 +47,7 @@ TEST_CASE("shape_family of annot::on graphs: annotations per key's graph") {
   }
   SECTION("one executable: a switch records the new key's annotations") {
     gc::shape_family<annotated> family{{.one_executable = true}};
-    family.capture_all({1, 2}, stream, work);
+    REQUIRE(family.capture_all({1, 2}, stream, work).complete());
     CHECK(marked(*family.find(1), "small") == 2);
     CHECK(family.replay_at_least(2, stream) == 2);
     CHECK(marked(*family.find(2), "large") == 2);

@@ -86,8 +86,9 @@ struct family_failure {
 };
 
 /// What capture_all() did: the keys captured, those it did not reach, and those that failed.
+/// Not to be dropped: a capture_all() whose keys all failed returns normally (see failures).
 template <class Key>
-struct family_capture_result {
+struct [[nodiscard]] family_capture_result {
   std::vector<Key> captured;                  ///< in capture order: largest first
   std::vector<Key> not_captured;              ///< keys a budget kept from being tried
   std::vector<family_failure<Key>> failures;  ///< keys whose capture threw
@@ -237,11 +238,30 @@ inline cudaStream_t ensure_stream(stream_handle& stream) {
   return stream.get();
 }
 
-/// The message of a request above the largest key (`largest` empty: the family has none).
-inline std::string no_key_at_least(const std::string& n, const std::string& largest) {
-  return "graphcap: shape_family has no key at least " + n +
-         (largest.empty() ? std::string{" (it has no key)"} : " (the largest is " + largest + ")") +
-         ": capture a larger key, or set family_options::capture_on_demand";
+/// The message of a request above the largest key (`largest` empty: the family has none);
+/// `failures`: what capture_all() said of the keys it could not capture, if any.
+inline std::string no_key_at_least(const std::string& n, const std::string& largest,
+                                   const std::string& failures) {
+  std::string message =
+      "graphcap: shape_family has no key at least " + n +
+      (largest.empty() ? std::string{" (it has no key)"} : " (the largest is " + largest + ")");
+  if (!failures.empty()) {
+    return message + "; " + failures;
+  }
+  return message + ": capture a larger key, or set family_options::capture_on_demand";
+}
+
+/// What a later lookup says of capture_all()'s failures: how many keys failed, and the first
+/// one's error (the cause a "no key" error would otherwise hide).
+template <class Key>
+std::string describe_failures(const std::vector<family_failure<Key>>& failures,
+                              std::size_t tried) {
+  if (failures.empty()) {
+    return {};
+  }
+  return "capture_all() failed for " + std::to_string(failures.size()) + " of " +
+         std::to_string(tried) + " key(s), the first (" + key_text(failures.front().key) +
+         ") with: " + failures.front().message;
 }
 
 /// capture_all()'s line on stderr for one key.

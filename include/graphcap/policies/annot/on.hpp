@@ -1,7 +1,7 @@
 // graphcap/policies/annot/on.hpp - annot::on, the Annot policy that records: named scopes that
-// tag the nodes a capture adds, and the hooks that turn them into the graph's annotations() and
-// publish them to the registry. Include <graphcap/annotations.hpp> (it brings this and the rest:
-// export, registry, traces) and link graphcap::annotations (it adds CUPTI).
+// tag the nodes a capture adds, and the hooks that make them the graph's annotations() and the
+// registry's. Include <graphcap/annotations.hpp> (export, registry, traces) and link
+// graphcap::annotations (CUPTI).
 //
 //   using annotated = graphcap::graph_with<graphcap::annot::on>;
 //   annotated g;
@@ -15,11 +15,10 @@
 //   });
 //   for (const graphcap::node_annotation& node : g.annotations()) { ... }
 //
-// How nodes are found (node_discovery): CUPTI reports each node as the capture creates it, and a
-// scope tags the nodes created while it is open (detail/creation_callbacks.hpp). Where CUPTI's one
-// callback subscriber is held by someone else (or when asked), the graph is walked instead
-// (detail/annotation_walk.hpp). Scopes are merged per node in detail/annotation_merge.hpp, ids
-// resolved in detail/annotation_ids.hpp (see detail/cupti.hpp and docs/annotations.md).
+// Nodes are found (node_discovery) from CUPTI's report of each node created while a scope is
+// open (detail/creation_callbacks.hpp), or by walking the graph where someone else holds CUPTI's
+// one subscriber; merged per node (detail/annotation_merge.hpp), ids resolved
+// (detail/annotation_ids.hpp, detail/cupti.hpp). docs/annotations.md.
 #pragma once
 
 #include <graphcap/config.hpp>
@@ -137,8 +136,8 @@ public:
   /// Withdraws the annotations from the registry.
   ~on() = default;
 
-  /// Opens a scope named `name` ({"name": name}) on `stream`, a stream of this graph's capture.
-  /// Outside a capture (or on a stream that is not in this graph's capture) it does nothing.
+  /// Opens a scope named `name` ({"name": name}) on `stream`, a stream of this graph's capture;
+  /// elsewhere (no capture, another graph's stream) it does nothing.
   marker mark(cudaStream_t stream, std::string_view name) {
     const annotation_entry entry{"name", name};
     return open_scope(stream, std::span<const annotation_entry>{&entry, 1});
@@ -296,8 +295,7 @@ public:
     layout_.conditionals.push_back({node, construct, {bodies.begin(), bodies.end()}});
   }
 
-  /// The graph was reset or destroyed: its annotations go, from the registry too (kept there
-  /// while a trace_recorder records).
+  /// Reset or destroyed: the annotations go, from the registry too (while a trace records: kept).
   void on_reset() noexcept { on_capture_abort(); }
 
 private:

@@ -4,21 +4,20 @@
 //   #include <graphcap/control_flow.hpp>
 //
 //   graph.capture(stream, [&](auto& cap) {
-//     graphcap::condition more = cap.condition(1, graphcap::reset_each_launch);
+//     graphcap::condition more = cap.condition(1, graphcap::reset_each_launch); // 1: loop at once
 //     cap.while_(more, [&](auto& body) {          // captured once, into the node's body
 //       step<<<blocks, threads, 0, body.stream()>>>(state, more);  // more.set(0) to stop
 //     });
 //   });
 //
-// A body is a callable of the shapes capture() takes (the body's scope, its stream, or nothing).
-// It is captured on a stream graphcap owns (in relaxed mode: the parent's capture mode guards the
-// thread), into the body graph CUDA
-// made for the node; the body scope offers what the parent does (allocate from the graph's pool,
-// conditions and nested conditionals, work forked to other streams and joined back). A body may
-// hold kernel, memset, memcpy, empty, child-graph and conditional nodes only (CUDA's rule): any
-// other node (a graph memory node, an event record or wait, a host node) ends the whole capture
-// with a capture_error naming the node, the body and the rule. docs/control-flow.md.
-// The lean core never includes this header.
+// A body is a callable of the shapes capture() takes (the body's scope, its stream, or nothing). It
+// is captured on a stream graphcap owns (in relaxed mode: the parent's capture mode guards the
+// thread), into the body graph CUDA made for the node; the body scope offers what the parent does
+// (allocate from the graph's pool, conditions and nested conditionals, work forked to other streams
+// and joined back). A body may hold kernel, memset, memcpy, empty, child-graph and conditional
+// nodes only (CUDA's rule): any other node (a graph memory node, an event record or wait, a host
+// node) ends the whole capture with a capture_error naming the node, the body and the rule.
+// docs/control-flow.md. The lean core never includes this header.
 #pragma once
 
 #include <graphcap/config.hpp>

@@ -240,8 +240,10 @@ public:
   // ---- control flow (<graphcap/control_flow.hpp>) --------------------------------------------
 
   /// A condition owned by the graph this scope captures into, for the conditional nodes below;
-  /// device code sets it (`flag.set(v)`). It is `initial` at the start of every launch (unless
-  /// graphcap::keep_across_launches: then device code must set it before it is read).
+  /// device code sets it (`flag.set(v)`). It is `initial` at the start of every launch; `initial`
+  /// defaults to 0, so `while_(cap.condition(), ...)` runs no iteration unless a kernel before it
+  /// sets the condition. With graphcap::keep_across_launches `initial` is not used: the value
+  /// persists between launches, and device code must set it before a node reads it.
   template <class Flow = detail::control_flow<basic_scope>>
   [[nodiscard]] auto condition(unsigned initial = 0,
                                condition_reset reset = condition_reset::each_launch) {

@@ -48,7 +48,10 @@ namespace detail {
 struct policy_access;
 } // namespace detail
 
-/// A CUDA graph captured from stream work and replayed; see the header comment.
+/// A CUDA graph captured from stream work and replayed with one launch, its optional features
+/// chosen by four policies: Mode (the cudaStreamCaptureMode), Pool (memory allocated during the
+/// capture), Annot (named scopes tagging nodes) and Liveness (inputs checked before each
+/// replay). Policies that are off leave no member, branch or call behind. Move-only.
 template <capture_mode Mode, pool_strategy Pool, annotation_policy Annot, liveness_policy Liveness>
 class basic_graph {
 public:

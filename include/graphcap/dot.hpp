@@ -39,7 +39,8 @@ struct dot_options {
   std::string title;
 };
 
-/// Writes `graph`'s template as labelled DOT to `out` (see the header comment). Throws
+/// Writes `graph`'s template as DOT to `out`: one labelled node per graph node (its type, kernel
+/// name and annotations), conditional bodies as clusters, dependencies as edges. Throws
 /// state_error without a template (keep_graph), cuda_error if CUDA refuses a query.
 template <class Graph>
 void write_dot(const Graph& graph, std::ostream& out, const dot_options& options = {}) {

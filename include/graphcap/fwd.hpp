@@ -9,6 +9,10 @@
 #include <string_view>
 #include <utility>
 
+/// graphcap: capture CUDA work into a CUDA graph and replay it, every optional feature a policy
+/// chosen at compile time. The graphs are basic_graph<Mode, Pool, Annot, Liveness> (lean_graph,
+/// graph, graph_with<...>); their policies live in graphcap::mode, graphcap::pool,
+/// graphcap::annot and graphcap::liveness; a capture in progress is a basic_scope.
 namespace graphcap {
 
 template <class Graph, class Kind>

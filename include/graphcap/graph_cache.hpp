@@ -59,8 +59,9 @@ struct graph_cache_statistics {
   std::size_t evictions = 0; ///< graphs dropped to stay within capacity
 };
 
-/// One graph per key (a batch size, a shape), captured on first use and evicted least recently
-/// used first; see the header comment.
+/// One graph per key (a batch size, a shape): replay(key, stream, work) captures `work` into a new
+/// graph the first time a key is seen and replays the cached one after that; past its capacity
+/// it evicts the graph used least recently. Its graphs share one pool: replay them one at a time.
 template <class Key, class Graph = cached_graph, class Hash = std::hash<Key>,
           class KeyEqual = std::equal_to<Key>>
 class graph_cache {

@@ -50,7 +50,11 @@ struct replay_loop_options {
   std::size_t max_nodes = 65536; ///< nodes in the unrolled executable, at most
 };
 
-/// Replays a graph n times in order, unrolled where that can be done; see the header comment.
+/// Replays a graph n times in order for about n / copies() launches: an executable of up to 64
+/// copies of the graph chained as child graphs, built once from the graph's kept template
+/// (keep_graph), launched n / copies() times, then the graph n % copies() times. Where that cannot
+/// be done (no kept template, graph memory nodes, conditional nodes, over the node cap) it
+/// replays the graph n times and unrolled_reason() says why. The graph must outlive the loop.
 template <class Graph>
 class replay_loop {
 public:

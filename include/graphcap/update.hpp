@@ -26,6 +26,7 @@ enum class update_outcome : std::uint8_t {
   instantiated,   ///< there was no executable graph to update (first capture, or after reset)
 };
 
+/// The outcome's name: "updated", "reinstantiated" or "instantiated".
 [[nodiscard]] constexpr std::string_view to_string(update_outcome outcome) noexcept {
   switch (outcome) {
   case update_outcome::updated:

@@ -249,7 +249,8 @@ verify_report verify_slots(Graph& graph, Work&& work, const verify_options& opti
 
 } // namespace detail
 
-/// Runs `work` eagerly, then replays `graph`, and compares `outputs` (see the header comment).
+/// Checks a replay against the same work run eagerly: runs `work` eagerly, copies `outputs`,
+/// poisons them, replays `graph`, and compares the outputs element by element (with tolerance).
 /// `work` takes a cudaStream_t (the options' stream) or nothing (then verify() waits for the
 /// whole device). Each output is a buffer<T>, a std::span<T> or graphcap::output(...) over device
 /// memory. Throws state_error for a graph without a capture or a capturing stream,

@@ -9,8 +9,11 @@
 
 namespace graphcap {
 
+/// The major version (GRAPHCAP_VERSION_MAJOR): 0 while the API may still change.
 inline constexpr int version_major = GRAPHCAP_VERSION_MAJOR;
+/// The minor version (GRAPHCAP_VERSION_MINOR): a package of another minor version is not used.
 inline constexpr int version_minor = GRAPHCAP_VERSION_MINOR;
+/// The patch version (GRAPHCAP_VERSION_PATCH).
 inline constexpr int version_patch = GRAPHCAP_VERSION_PATCH;
 
 } // namespace graphcap

@@ -277,8 +277,9 @@ private:
 };
 
 namespace detail {
-/// Mutable access to a graph's policies, for graphcap's own tests of a policy's behaviour
-/// (users get the read-only pool_policy(), annot_policy() and liveness_policy()).
+/// Mutable access to a graph's policies, for graphcap's own leaves (liveness.hpp's
+/// exclude_from_liveness) and tests (users get the read-only pool_policy(), annot_policy() and
+/// liveness_policy(), and the leaves' public functions).
 struct policy_access {
   template <class Graph>
   static auto& pool(Graph& graph) noexcept {

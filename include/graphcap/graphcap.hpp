@@ -17,7 +17,7 @@
 #include <graphcap/error.hpp>
 #include <graphcap/graph_cache.hpp>
 #include <graphcap/graph_with.hpp>
-#include <graphcap/policies/liveness/check.hpp>
+#include <graphcap/liveness.hpp>
 #include <graphcap/policies/mode.hpp>
 #include <graphcap/policies/pool/graph_memory_nodes.hpp>
 #include <graphcap/policies/pool/none.hpp>

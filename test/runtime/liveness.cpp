@@ -422,3 +422,31 @@ TEST_CASE("with a shared pool, one graph's output that another reads is internal
   CHECK_NOTHROW(consumer.replay(stream)); // reads pool memory: internal, not checked
   stream.synchronize();
 }
+
+TEST_CASE("liveness::check: a range excluded after the capture, an input added after it") {
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> source(bytes);
+  gctest::device_buffer<unsigned char> destination(bytes);
+  CUDA_REQUIRE(cudaMemset(source.get(), 5, bytes));
+  CUDA_REQUIRE(cudaDeviceSynchronize());
+  int ticks = 0;
+  checked_graph graph;
+  capture_copy_and_tick(graph, stream, destination.get(), source.get(), ticks);
+  CHECK(graph.liveness_policy().input_count() == 2);
+  // A false positive (say, a parameter word that merely equals an address) is excluded.
+  gc::exclude_from_liveness(graph, source.get(), bytes);
+  CHECK(graph.liveness_policy().input_count() == 1);
+  // Memory the graph reaches through a pointer table, declared after the capture.
+  void* table_target = raw_device_memory();
+  gc::add_liveness_input(graph, table_target);
+  CHECK(graph.liveness_policy().input_count() == 2);
+  graph.replay(stream);
+  stream.synchronize();
+  CHECK(ticks == 1);
+  CUDA_REQUIRE(cudaFree(table_target)); // the graph itself never touches it
+  const std::string refusal = refusal_of(graph, stream);
+  INFO(refusal);
+  CHECK_THAT(refusal, gctest::contains(hex(table_target) + " freed: declared with input()"));
+  CHECK(ticks == 1);
+  gctest::require_no_last_error();
+}

@@ -63,6 +63,8 @@ public:
   using scope = basic_scope<basic_graph, capture_kind::fresh>;
   /// The capture of a recapture: its end() updates the executable graph in place.
   using recapture_scope = basic_scope<basic_graph, capture_kind::update>;
+  /// What a conditional body gets (<graphcap/control_flow.hpp>): the same members as scope.
+  using body_scope = basic_scope<basic_graph, capture_kind::body>;
 
   /// An empty graph. Makes no CUDA call: the first capture does.
   basic_graph() noexcept = default;

@@ -39,6 +39,7 @@ namespace graphcap {
 
 /// What a scope's end() does with the capture.
 namespace capture_kind {
+struct body; // a conditional body's capture: <graphcap/control_flow.hpp>
 /// A first capture: end() instantiates the template (or keeps it, with keep_graph).
 struct fresh {};
 /// A recapture: end() updates the previous executable graph in place when CUDA allows, and
@@ -361,5 +362,33 @@ private:
   cudaStream_t stream_;
   [[no_unique_address]] Kind kind_;
 };
+
+/// Any capture scope: a capture's (Graph::scope), a recapture's (Graph::recapture_scope) or a
+/// conditional body's (Graph::body_scope). A step written once for all three takes a Scope&
+/// constrained by this, and allocates with the free functions below (no `.template` needed).
+template <class Scope>
+concept capture_scope = requires {
+  typename Scope::graph_type;
+  typename Scope::kind_type;
+}
+&&std::same_as<std::remove_const_t<Scope>,
+               basic_scope<typename Scope::graph_type, typename Scope::kind_type>>;
+
+/// `cap.allocate<T>(count)`, spelled so that generic code (an `auto&` scope) needs no `.template`:
+/// `graphcap::allocate<float>(cap, n)`.
+template <class T, capture_scope Scope, std::integral Count>
+[[nodiscard]] T* allocate(Scope& cap, Count count) {
+  return cap.template allocate<T>(count);
+}
+/// `cap.allocate<T>(count, stream)`, the same way.
+template <class T, capture_scope Scope, std::integral Count>
+[[nodiscard]] T* allocate(Scope& cap, Count count, stream_ref stream) {
+  return cap.template allocate<T>(count, stream);
+}
+/// `cap.make_buffer<T>(count)`, the same way: `graphcap::make_buffer<float>(cap, n)`.
+template <class T, capture_scope Scope, std::integral Count>
+[[nodiscard]] buffer<T> make_buffer(Scope& cap, Count count) {
+  return cap.template make_buffer<T>(count);
+}
 
 } // namespace graphcap

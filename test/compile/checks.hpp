@@ -122,6 +122,17 @@ static_assert(stream_wrapper<wrapper_get> && stream_wrapper<wrapper_stream> &&
               stream_wrapper<wrapper_get_stream> && stream_wrapper<lean_graph::scope> &&
               !stream_wrapper<int>);
 
+// ---- generic code allocates without `.template` (nvcc: "type name is not allowed") -------------
+inline void generic_allocation(graph& g) {
+  g.capture([](auto& cap) {
+    static_cast<void>(graphcap::allocate<float>(cap, 16));
+    static_cast<void>(graphcap::allocate<float>(cap, 16, cap.stream()));
+    static_cast<void>(graphcap::make_buffer<int>(cap, 4));
+  });
+}
+static_assert(capture_scope<graph::scope> && capture_scope<graph::recapture_scope> &&
+              !capture_scope<int> && !capture_scope<graph>);
+
 // ---- the hooks concept: every shipped policy keeps it; noexcept where the graph needs it ------
 static_assert(lifecycle_hooks<pool::none> && lifecycle_hooks<pool::private_pool> &&
               lifecycle_hooks<pool::shared> && lifecycle_hooks<pool::user> &&

@@ -314,3 +314,39 @@ TEST_CASE("liveness::check sees the inputs a conditional body reads") {
   CHECK_THROWS_WITH(graph.replay(stream), gctest::contains("memcpy source"));
   stream.synchronize();
 }
+
+namespace {
+/// One step for a capture, a recapture and a conditional body: a template over any capture scope,
+/// allocating through the free functions (generic code needs no `.template`).
+template <gc::capture_scope Scope>
+void step_anywhere(Scope& cap, const marks& target, std::size_t slot, int value) {
+  unsigned char* scratch = gc::allocate<unsigned char>(cap, bytes);
+  CUDA_REQUIRE(cudaMemsetAsync(scratch, value, bytes, cap.stream()));
+  CUDA_REQUIRE(
+      cudaMemcpyAsync(target.at(slot), scratch, bytes, cudaMemcpyDeviceToDevice, cap.stream()));
+}
+} // namespace
+
+TEST_CASE("one step function serves a capture, a recapture and a conditional body") {
+  static_assert(gc::capture_scope<gc::graph::body_scope>);
+  gctest::stream stream;
+  const marks target;
+  gc::graph graph{gc::keep_graph};
+  const auto work = [&](int value) {
+    return [&, value](auto& cap) {
+      step_anywhere(cap, target, 0, value);
+      cap.if_(cap.condition(1), [&](auto& body) { step_anywhere(body, target, 1, value + 1); });
+    };
+  };
+  graph.capture(stream, work(3));
+  graph.replay(stream);
+  stream.synchronize();
+  CHECK(target.read(0) == 3);
+  CHECK(target.read(1) == 4);
+  const gc::update_result result = graph.recapture(stream, work(5));
+  CHECK(result.updated());
+  graph.replay(stream);
+  stream.synchronize();
+  CHECK(target.read(0) == 5);
+  CHECK(target.read(1) == 6);
+}

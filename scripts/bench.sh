@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The benchmark suite in one command, on a machine with a GPU (docs/benchmarks.md): builds every
-# bench_* case (Release, sm_90) in build-bench-gpu, runs them one after the other, then PyTorch's
+# bench_* case (Release; the GPU present, or CUDAARCHS) in build-bench-gpu, runs them one after the other, then PyTorch's
 # arms (benchmark/pytorch_bench.py) and the plots (benchmark/plot.py). Everything it writes goes
 # under $OUT (default: build-bench-gpu/results): bench_*.csv and .json, bench.log, results.md (the
 # tables and the goals' check, for docs/benchmarks.md), the PNGs, gpu.txt.
@@ -26,7 +26,7 @@ started=$SECONDS
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
 if ! cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHITECTURES:-90}" -DGRAPHCAP_BUILD_BENCHMARKS=ON \
+  ${CUDAARCHS:+-DCMAKE_CUDA_ARCHITECTURES=$CUDAARCHS} -DGRAPHCAP_BUILD_BENCHMARKS=ON \
   -DGRAPHCAP_BUILD_TESTS=OFF -DGRAPHCAP_BUILD_EXAMPLES=OFF >"$out/configure.log" 2>&1; then
   tail -40 "$out/configure.log"
   exit 1

@@ -15,7 +15,7 @@ watch() { # what runs, every 60 s, so that a hang names its culprit
 watch &
 watcher=$!
 trap 'kill $watcher 2>/dev/null' EXIT
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release ${CUDAARCHS:+-DCMAKE_CUDA_ARCHITECTURES=$CUDAARCHS} \
   -DGRAPHCAP_BUILD_BENCHMARKS="${GRAPHCAP_BUILD_BENCHMARKS:-OFF}" >"$out/configure.log" 2>&1 ||
   { tail -50 "$out/configure.log"; exit 1; }
 SECONDS=0

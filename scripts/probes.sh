@@ -8,13 +8,14 @@ export PATH="/usr/local/cuda/bin:$PATH"
 out="${OUT:-build-gpu/logs}/probes"
 bin=build-gpu/probes
 mkdir -p "$out" "$bin"
-arch="${CUDAARCHS:-90}"
+arch="${CUDAARCHS:-$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d .)}"
+arch="${arch:-90}"
 names=()
 for source in benchmark/probes/*.cu; do
   name=$(basename "$source" .cu)
   [ -n "${PROBES:-}" ] && [[ " $PROBES " != *" $name "* ]] && continue
   names+=("$name")
-  nvcc -std=c++20 -O2 -arch="sm_${arch%%-*}" -Iinclude -o "$bin/$name" "$source" \
+  nvcc -std=c++20 -O2 -arch="sm_$(echo "${arch%%[;-]*}")" -Iinclude -o "$bin/$name" "$source" \
     >"$out/$name.build.log" 2>&1 &
 done
 wait

@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
 # Builds and runs graphcap's whole test suite through CTest. Tests that need a GPU are reported
 # as skipped (not run) on a machine without one; everything else runs anywhere.
+# JOBS: parallel compiles and tests (default: the number of cores). CUDAARCHS: the GPU
+# architectures to build for (default: the GPU present, else 90; docs/building.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 export PATH="$PATH:/usr/local/cuda/bin"
-cmake -S . -B build/tests -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGRAPHCAP_BUILD_TESTS=ON \
-  -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \
-  -DGRAPHCAP_BUILD_EXAMPLES=OFF >/dev/null
-cmake --build build/tests -j "$(nproc)"
+jobs="${JOBS:-$(nproc)}"
+mkdir -p build/tests
+if ! cmake -S . -B build/tests -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGRAPHCAP_BUILD_TESTS=ON \
+  -DCMAKE_EXPORT_COMPILE_COMMANDS=ON -DGRAPHCAP_BUILD_EXAMPLES=OFF >build/tests/configure.log 2>&1; then
+  tail -40 build/tests/configure.log
+  echo "graphcap: configuring failed (the whole log: build/tests/configure.log)" >&2
+  exit 1
+fi
+cmake --build build/tests -j "$jobs"
 cd build/tests
-ctest -j "$(nproc)" --output-on-failure
+ctest -j "$jobs" --output-on-failure

@@ -43,7 +43,7 @@ if [ -n "${SKIP_BUILD:-}" ]; then # use the binaries as they are
 elif [ -f "$build/CMakeCache.txt" ]; then
   cmake "$build" >"$out/configure.log" 2>&1
 else
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release ${CUDAARCHS:+-DCMAKE_CUDA_ARCHITECTURES=$CUDAARCHS} \
     >"$out/configure.log" 2>&1
 fi || { tail -30 "$out/configure.log"; exit 1; }
 if [ -z "${SKIP_BUILD:-}" ]; then
@@ -175,7 +175,7 @@ fi
 # $build-nvtx), under memcheck --nvtx yes: no error, and no registration rejected.
 if [ -n "${NVTX_SUITE:-}" ]; then
   nvtx_build="$build-nvtx"
-  cmake -S . -B "$nvtx_build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+  cmake -S . -B "$nvtx_build" -G Ninja -DCMAKE_BUILD_TYPE=Release ${CUDAARCHS:+-DCMAKE_CUDA_ARCHITECTURES=$CUDAARCHS} \
     -DGRAPHCAP_TEST_NVTX_REGIONS=ON -DGRAPHCAP_BUILD_EXAMPLES=OFF >"$out/configure-nvtx.log" 2>&1 &&
     timeout "${BUILD_TIMEOUT:-300}" cmake --build "$nvtx_build" --target gpu_tests -j "$(nproc)" \
       >"$out/build-nvtx.log" 2>&1 || { echo "nvtx build failed"; tail -20 "$out/build-nvtx.log"; exit 1; }

@@ -5,6 +5,7 @@
 // test/double_only/control_flow.cpp.
 #include <graphcap/control_flow.hpp>
 #include <graphcap/graphcap.hpp>
+#include <graphcap/library_stream.hpp>
 
 #include "catch.hpp"
 #include "cuda_helpers.hpp"
@@ -12,6 +13,7 @@
 #include <array>
 #include <cstddef>
 #include <string>
+#include <utility>
 
 namespace gc = graphcap;
 
@@ -349,4 +351,57 @@ TEST_CASE("one step function serves a capture, a recapture and a conditional bod
   stream.synchronize();
   CHECK(target.read(0) == 5);
   CHECK(target.read(1) == 6);
+}
+
+namespace {
+/// A library handle as cuBLAS and cuSPARSE have them: a stream it sends its work to.
+struct fake_library {
+  cudaStream_t stream = nullptr;
+  int refuse_set = 0; // non-zero: the next set returns it
+};
+using fake_handle = fake_library*;
+int fake_get_stream(fake_handle handle, cudaStream_t* stream) {
+  *stream = handle->stream;
+  return 0;
+}
+int fake_set_stream(fake_handle handle, cudaStream_t stream) {
+  if (handle->refuse_set != 0) {
+    return std::exchange(handle->refuse_set, 0);
+  }
+  handle->stream = stream;
+  return 0;
+}
+} // namespace
+
+TEST_CASE("scoped_library_stream points a handle at a body's stream, and back after the body") {
+  gctest::stream stream;
+  gctest::stream library_stream;
+  fake_library library{library_stream, 0};
+  gc::lean_graph graph;
+  cudaStream_t seen_in_body = nullptr;
+  graph.capture(stream, [&](auto& cap) {
+    cap.if_(cap.condition(1), [&](auto& body) {
+      const gc::scoped_library_stream guard{&library, body.stream(), fake_get_stream,
+                                            fake_set_stream};
+      seen_in_body = library.stream;
+      CHECK(guard.previous() == static_cast<cudaStream_t>(library_stream));
+    });
+  });
+  CHECK(seen_in_body != nullptr);
+  CHECK(seen_in_body != static_cast<cudaStream_t>(library_stream)); // the body's own stream
+  CHECK(library.stream == static_cast<cudaStream_t>(library_stream));
+  // A library that refuses: graphcap::error, the handle unchanged, the capture discarded.
+  library.refuse_set = 7;
+  graph.reset();
+  CHECK_THROWS_WITH(graph.capture(stream,
+                                  [&](auto& cap) {
+                                    cap.if_(cap.condition(1), [&](auto& body) {
+                                      const gc::scoped_library_stream guard{&library, body.stream(),
+                                                                            fake_get_stream,
+                                                                            fake_set_stream};
+                                    });
+                                  }),
+                    gctest::contains("returned status 7"));
+  CHECK(library.stream == static_cast<cudaStream_t>(library_stream));
+  CHECK_FALSE(gctest::capturing(stream));
 }

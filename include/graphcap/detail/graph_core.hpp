@@ -9,6 +9,7 @@
 #include <graphcap/config.hpp>
 #include <graphcap/detail/capture_mode_guard.hpp>
 #include <graphcap/detail/cuda_check.hpp>
+#include <graphcap/detail/instantiate_refusal.hpp>
 #include <graphcap/detail/unique_handle.hpp>
 #include <graphcap/error.hpp>
 #include <graphcap/fwd.hpp>
@@ -100,7 +101,7 @@ struct graph_core {
       status = cudaGraphInstantiateWithFlags(&made, graph.get(), flags);
     }
     if (status != cudaSuccess) [[unlikely]] {
-      throw_instantiate_failure(status);
+      throw_instantiate_failure(status, flags);
     }
     exec.reset(made);
     state = graph_state::instantiated;
@@ -204,14 +205,20 @@ struct graph_core {
     return text;
   }
 
-  /// Throws for an instantiation that failed with `status`, with the likeliest causes.
-  GRAPHCAP_COLD [[noreturn]] static void throw_instantiate_failure(cudaError_t status) {
-    throw_cuda(status, "cudaGraphInstantiateWithFlags",
-               status == cudaErrorInvalidValue
-                   ? "CUDA refused the captured graph as it is: most often a condition made with "
-                     "condition() that no conditional node uses (CUDA instantiates no graph with "
-                     "an unused conditional handle), or a node CUDA does not allow where it is"
-                   : hint_for(status));
+  /// Throws for an instantiation that failed with `status`: what CUDA refused when it says
+  /// (detail/instantiate_refusal.hpp), else the likeliest causes.
+  GRAPHCAP_COLD [[noreturn]] void throw_instantiate_failure(cudaError_t status,
+                                                            unsigned long long flags) const {
+    std::string refusal =
+        status == cudaErrorInvalidValue ? instantiate_refusal(graph.get(), flags) : std::string{};
+    if (refusal.empty()) {
+      refusal = status == cudaErrorInvalidValue
+                    ? "CUDA refused the captured graph as it is: most often a condition made with "
+                      "condition() that no conditional node uses (CUDA instantiates no graph with "
+                      "an unused conditional handle), or a node CUDA does not allow where it is"
+                    : std::string{hint_for(status)};
+    }
+    throw_cuda(status, "cudaGraphInstantiateWithFlags", refusal);
   }
 
   /// Throws for a launch that failed with `status` on a graph that has an executable: names

@@ -254,8 +254,7 @@ inline std::string no_key_at_least(const std::string& n, const std::string& larg
 /// What a later lookup says of capture_all()'s failures: how many keys failed, and the first
 /// one's error (the cause a "no key" error would otherwise hide).
 template <class Key>
-std::string describe_failures(const std::vector<family_failure<Key>>& failures,
-                              std::size_t tried) {
+std::string describe_failures(const std::vector<family_failure<Key>>& failures, std::size_t tried) {
   if (failures.empty()) {
     return {};
   }

@@ -6,7 +6,10 @@
 // the first launch (the cudaGraphLaunch call alone; its execution is drained untimed). The phase
 // arms keep their template (graphcap::keep_graph) so that instantiation can be timed apart; the
 // "capture + instantiate" arms time the default path as users write it: graphcap's capture(),
-// which instantiates and drops the template, against the same three raw calls.
+// which instantiates and drops the template, against the same three raw calls, against those
+// calls once more (raw against raw: the control, how far from 1.0 identical arms read in this
+// run), and against them plus the one call graphcap adds, cudaGraphGetNodes for node_count()
+// (so that the explanation of a miss at 10,000 nodes is measured here, not guessed).
 #include <graphcap/graphcap.hpp>
 
 #include "harness.hpp"
@@ -97,21 +100,32 @@ int main() {
                             micros(t3, t4) / n);
       }
     };
-    const auto raw_default_arm = [&](bool record) {
-      const auto t0 = steady::now();
-      bench::check(cudaStreamBeginCapture(capture_stream, cudaStreamCaptureModeGlobal), "begin");
-      bench::issue_tiny(capture_stream, nodes, sink);
-      cudaGraph_t graph = nullptr;
-      bench::check(cudaStreamEndCapture(capture_stream, &graph), "end");
-      cudaGraphExec_t exec = nullptr;
-      bench::check(cudaGraphInstantiateWithFlags(&exec, graph, 0), "instantiate");
-      bench::check(cudaGraphDestroy(graph), "destroy");
-      const auto t1 = steady::now();
-      bench::check(cudaGraphExecDestroy(exec), "exec destroy");
-      if (record) {
-        raw_default.push_back(micros(t0, t1) / n);
-      }
+    const auto raw_default_into = [&](std::vector<double>& samples, bool count_nodes) {
+      return [&samples, count_nodes, &capture_stream, &sink, nodes, n](bool record) {
+        const auto t0 = steady::now();
+        bench::check(cudaStreamBeginCapture(capture_stream, cudaStreamCaptureModeGlobal), "begin");
+        bench::issue_tiny(capture_stream, nodes, sink);
+        cudaGraph_t graph = nullptr;
+        bench::check(cudaStreamEndCapture(capture_stream, &graph), "end");
+        cudaGraphExec_t exec = nullptr;
+        bench::check(cudaGraphInstantiateWithFlags(&exec, graph, 0), "instantiate");
+        if (count_nodes) {
+          std::size_t count = 0;
+          bench::check(cudaGraphGetNodes(graph, nullptr, &count), "cudaGraphGetNodes");
+        }
+        bench::check(cudaGraphDestroy(graph), "destroy");
+        const auto t1 = steady::now();
+        bench::check(cudaGraphExecDestroy(exec), "exec destroy");
+        if (record) {
+          samples.push_back(micros(t0, t1) / n);
+        }
+      };
     };
+    std::vector<double> raw_control;
+    std::vector<double> raw_counted;
+    const auto raw_default_arm = raw_default_into(raw_default, false);
+    const auto raw_control_arm = raw_default_into(raw_control, false);
+    const auto raw_counted_arm = raw_default_into(raw_counted, true);
     const auto graphcap_default_arm = [&](bool record) {
       graphcap::lean_graph graph;
       const auto t0 = steady::now();
@@ -124,7 +138,9 @@ int main() {
     // 10,000-node rounds last about 0.2 s: 21 of them, so that a sample's interval is narrow
     // enough to repeat (9 rounds moved +-4% between runs in session 7).
     const int rounds = bench::scaled(nodes >= 10000 ? 21 : nodes >= 1000 ? 31 : 51);
-    bench::interleave(rounds, 2, {raw_arm, graphcap_arm, raw_default_arm, graphcap_default_arm});
+    bench::interleave(rounds, 2,
+                      {raw_arm, graphcap_arm, raw_default_arm, graphcap_default_arm,
+                       raw_control_arm, raw_counted_arm});
 
     report.add("capture", nodes, "raw", "us", raw.capture);
     report.add("capture", nodes, "graphcap", "us", graphcap_phases.capture);
@@ -138,6 +154,9 @@ int main() {
     report.add("all four phases", nodes, "graphcap", "us", graphcap_phases.total);
     report.add("capture + instantiate (default path)", nodes, "raw", "us", raw_default);
     report.add("capture + instantiate (default path)", nodes, "graphcap", "us", graphcap_default);
+    report.add("capture + instantiate (default path)", nodes, "raw, control", "us", raw_control);
+    report.add("capture + instantiate (default path)", nodes, "raw + cudaGraphGetNodes", "us",
+               raw_counted);
   }
   report.note("values are per node: the phase's time divided by the graph's node count");
   report.finish();

@@ -129,6 +129,42 @@ void allocation_during_capture(bench::report& report, cudaStream_t capture_strea
   report.add(metric, "1KiB", "graphcap private_pool, free-list hit", "ns", pool_hit);
 }
 
+/// A cudaMemPool_t of the current device, for the pool::user arm.
+class user_memory_pool {
+public:
+  user_memory_pool() {
+    int device = 0;
+    bench::check(cudaGetDevice(&device), "cudaGetDevice");
+    cudaMemPoolProps props{};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = device;
+    bench::check(cudaMemPoolCreate(&pool_, &props), "cudaMemPoolCreate");
+  }
+  ~user_memory_pool() { static_cast<void>(cudaMemPoolDestroy(pool_)); }
+  user_memory_pool(const user_memory_pool&) = delete;
+  user_memory_pool& operator=(const user_memory_pool&) = delete;
+  [[nodiscard]] cudaMemPool_t get() const noexcept { return pool_; }
+
+private:
+  cudaMemPool_t pool_ = nullptr;
+};
+
+/// Captures the chain on buffers from `graph`'s pool.
+template <class Graph>
+void capture_pooled_chain(Graph& graph, cudaStream_t capture_stream) {
+  graph.capture(capture_stream, [&](typename Graph::scope& cap) {
+    std::vector<float*> buffers(chain_buffers);
+    for (float*& buffer : buffers) {
+      buffer = cap.template allocate<float>(buffer_floats);
+    }
+    issue_chain(cap.stream(), buffers.data());
+  });
+}
+
+// The pool goal is stated per pool kind: a private pool no one shares has no completion marker;
+// one whose handle was taken, pool::shared and pool::user end every capture with one
+// (docs/pools.md), and shape_family and graph_cache use shared pools.
 void replay_with_pool(bench::report& report, cudaStream_t stream, cudaStream_t capture_stream) {
   std::vector<float*> preallocated(chain_buffers);
   for (float*& buffer : preallocated) {
@@ -136,19 +172,30 @@ void replay_with_pool(bench::report& report, cudaStream_t stream, cudaStream_t c
   }
   const bench::raw_graph raw(capture_stream,
                              [&](cudaStream_t s) { issue_chain(s, preallocated.data()); });
+  // Raw against raw: how far from 1.0 two identical arms read in this run.
+  const bench::raw_graph control(capture_stream,
+                                 [&](cudaStream_t s) { issue_chain(s, preallocated.data()); });
 
   graphcap::lean_graph lean;
   lean.capture(capture_stream, [&](cudaStream_t s) { issue_chain(s, preallocated.data()); });
 
   using pooled = graphcap::graph_with<graphcap::pool::private_pool>;
   pooled pool_graph;
-  pool_graph.capture(capture_stream, [&](pooled::scope& cap) {
-    std::vector<float*> buffers(chain_buffers);
-    for (float*& buffer : buffers) {
-      buffer = cap.allocate<float>(buffer_floats);
-    }
-    issue_chain(cap.stream(), buffers.data());
-  });
+  capture_pooled_chain(pool_graph, capture_stream);
+
+  pooled handed_graph; // its handle taken before the capture: the pool may be shared
+  const graphcap::pool_handle handed_pool = handed_graph.pool();
+  capture_pooled_chain(handed_graph, capture_stream);
+
+  using shared = graphcap::graph_with<graphcap::pool::shared>;
+  const graphcap::pool_handle shared_pool = graphcap::graph_pool_handle();
+  shared shared_graph{shared_pool};
+  capture_pooled_chain(shared_graph, capture_stream);
+
+  const user_memory_pool user_pool;
+  using user = graphcap::graph_with<graphcap::pool::user>;
+  user user_graph{user_pool.get()};
+  capture_pooled_chain(user_graph, capture_stream);
 
   using memory_nodes = graphcap::graph_with<graphcap::pool::graph_memory_nodes>;
   memory_nodes nodes_graph;
@@ -165,26 +212,52 @@ void replay_with_pool(bench::report& report, cudaStream_t stream, cudaStream_t c
 
   lean.upload(stream);
   pool_graph.upload(stream);
+  handed_graph.upload(stream);
+  shared_graph.upload(stream);
+  user_graph.upload(stream);
   nodes_graph.upload(stream);
   bench::check(cudaGraphUpload(raw.exec(), stream), "cudaGraphUpload");
+  bench::check(cudaGraphUpload(control.exec(), stream), "cudaGraphUpload");
+  report.note(std::string("pool: completion marker: private_pool ") +
+              (pool_graph.pool_policy().has_completion_marker() ? "yes" : "no") +
+              ", private_pool with its handle taken " +
+              (handed_graph.pool_policy().has_completion_marker() ? "yes" : "no") +
+              ", pool::shared " +
+              (shared_graph.pool_policy().has_completion_marker() ? "yes" : "no") +
+              ", pool::user " + (user_graph.pool_policy().has_completion_marker() ? "yes" : "no"));
 
   std::vector<double> raw_times;
+  std::vector<double> control_times;
   std::vector<double> lean_times;
   std::vector<double> pool_times;
+  std::vector<double> handed_times;
+  std::vector<double> shared_times;
+  std::vector<double> user_times;
   std::vector<double> nodes_times;
   bench::interleave(
       bench::scaled(41), 3,
       {bench::per_call_arm(raw_times, stream, launches, [&] { raw.replay(stream); }),
+       bench::per_call_arm(control_times, stream, launches, [&] { control.replay(stream); }),
        bench::per_call_arm(lean_times, stream, launches, [&] { lean.replay(stream); }),
        bench::per_call_arm(pool_times, stream, launches, [&] { pool_graph.replay(stream); }),
+       bench::per_call_arm(handed_times, stream, launches, [&] { handed_graph.replay(stream); }),
+       bench::per_call_arm(shared_times, stream, launches, [&] { shared_graph.replay(stream); }),
+       bench::per_call_arm(user_times, stream, launches, [&] { user_graph.replay(stream); }),
        bench::per_call_arm(nodes_times, stream, launches, [&] { nodes_graph.replay(stream); })});
   const std::string all_off = "all off: replay call";
   report.add(all_off, chain_kernels, "raw cudaGraphLaunch", "us", raw_times);
   report.add(all_off, chain_kernels, "graphcap lean_graph", "us", lean_times);
+  report.add(all_off, chain_kernels, "raw cudaGraphLaunch, control", "us", control_times);
   const std::string metric = "pool: replay call";
   report.add(metric, chain_kernels, "graphcap lean_graph, preallocated", "us", lean_times);
   report.add(metric, chain_kernels, "graphcap private_pool", "us", pool_times);
+  report.add(metric, chain_kernels, "graphcap private_pool, handle taken", "us", handed_times);
+  report.add(metric, chain_kernels, "graphcap pool::shared", "us", shared_times);
+  report.add(metric, chain_kernels, "graphcap pool::user", "us", user_times);
   report.add(metric, chain_kernels, "graphcap pool::graph_memory_nodes", "us", nodes_times);
+  shared_graph.reset();
+  user_graph.reset();
+  handed_graph.reset();
   for (float* buffer : preallocated) {
     bench::check(cudaFree(buffer), "cudaFree");
   }

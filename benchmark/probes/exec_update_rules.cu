@@ -1,6 +1,7 @@
 // Probe (kept, docs/testing.md): CUDA behaviours the test double models, read on the GPU:
-// condition handles across graphs, cudaGraphExecUpdate's pairing of dependencies and its memset
-// rules, and whether another thread's instantiation breaks a global-mode capture.
+// condition handles across graphs (and of a body), cudaGraphExecUpdate's pairing of dependencies,
+// its memset and memcpy rules (those only documented are marked "(doc)" in the output: the double
+// models them unchecked), and whether another thread's instantiation breaks a global-mode capture.
 //
 //   nvcc -std=c++20 -arch=sm_90 -o exec_update_rules exec_update_rules.cu && ./exec_update_rules
 #include <cuda_runtime.h>
@@ -81,18 +82,27 @@ static void update(const char* what, cudaGraphExec_t exec, cudaGraph_t g) {
 }
 
 static cudaGraph_t memset_graph(void* dst, std::size_t width, std::size_t height, std::size_t pitch,
-                                unsigned element) {
+                                unsigned element, unsigned value = 1) {
   cudaGraph_t g{};
   cudaGraphCreate(&g, 0);
   cudaMemsetParams p{};
   p.dst = dst;
-  p.value = 1;
+  p.value = value;
   p.elementSize = element;
   p.width = width;
   p.height = height;
   p.pitch = pitch;
   cudaGraphNode_t n{};
   SAY(cudaGraphAddMemsetNode(&n, g, nullptr, 0, &p));
+  return g;
+}
+
+// One 4 KiB copy node (cudaMemcpyDefault: the kinds follow the pointers).
+static cudaGraph_t copy_graph(void* dst, const void* src) {
+  cudaGraph_t g{};
+  cudaGraphCreate(&g, 0);
+  cudaGraphNode_t n{};
+  SAY(cudaGraphAddMemcpyNode1D(&n, g, nullptr, 0, dst, src, 4096, cudaMemcpyDefault));
   return g;
 }
 
@@ -129,6 +139,28 @@ int main() {
       cudaGraphExecDestroy(exec);
   }
 
+  std::printf("== condition handles of a body and of its parent\n");
+  {
+    // Per graph (the body's first is 1) or per root graph (it continues the parent's: 3)?
+    cudaGraph_t parent{};
+    cudaGraphCreate(&parent, 0);
+    cudaGraphConditionalHandle p1{}, p2{}, body1{}, body2{};
+    SAY(cudaGraphConditionalHandleCreate(&p1, parent, 0, 0));
+    SAY(cudaGraphConditionalHandleCreate(&p2, parent, 0, 0));
+    cudaGraphNodeParams params{};
+    params.type = cudaGraphNodeTypeConditional;
+    params.conditional.handle = p1;
+    params.conditional.type = cudaGraphCondTypeIf;
+    params.conditional.size = 1;
+    cudaGraphNode_t node{};
+    SAY(cudaGraphAddNode(&node, parent, nullptr, nullptr, 0, &params));
+    cudaGraph_t body = params.conditional.phGraph_out[0];
+    SAY(cudaGraphConditionalHandleCreate(&body1, body, 0, 0));
+    SAY(cudaGraphConditionalHandleCreate(&body2, body, 0, 0));
+    std::printf("  parent: %llu %llu; its body: %llu %llu\n", p1, p2, body1, body2);
+    cudaGraphDestroy(parent);
+  }
+
   std::printf("== cudaGraphExecUpdate: the same diamond, dependencies listed in another order\n");
   {
     cudaGraph_t g1 = diamond(false, &arg);
@@ -158,6 +190,55 @@ int main() {
     update("2-D -> 2-D, height 2 -> 3", exec2, memset_graph(dst, 256, 3, 1024, 4));
     update("2-D -> 1-D", exec2, memset_graph(dst, 256, 1, 0, 4));
     update("2-D, same shape", exec2, memset_graph(dst, 256, 2, 1024, 4));
+    // Documented ("for 2d memsets, only address and assigned value may be updated"): not yet read.
+    update("(doc) 2-D, another destination and value", exec2,
+           memset_graph(static_cast<char*>(dst) + 4096, 256, 2, 1024, 4, 9));
+    update("(doc) 2-D, width 256 -> 128", exec2, memset_graph(dst, 128, 2, 1024, 4));
+    update("(doc) 2-D, pitch 1024 -> 2048", exec2, memset_graph(dst, 256, 2, 2048, 4));
+    update("(doc) 2-D, element size 4 -> 2", exec2, memset_graph(dst, 256, 2, 1024, 2));
+    void* other = nullptr;
+    cudaMalloc(&other, 1 << 20);
+    update("1-D, a destination in another allocation", exec, memset_graph(other, 256, 1, 0, 4));
+  }
+
+  std::printf("== cudaGraphExecUpdate of memcpy nodes (doc: memory types may not change)\n");
+  {
+    void* a = nullptr;
+    void* b = nullptr;
+    void* pinned = nullptr;
+    cudaMalloc(&a, 4096);
+    cudaMalloc(&b, 4096);
+    cudaMallocHost(&pinned, 4096);
+    cudaGraphExec_t exec{};
+    SAY(cudaGraphInstantiate(&exec, copy_graph(a, b), 0));
+    update("device -> device, other device buffers", exec, copy_graph(b, a));
+    update("(doc) source device -> pinned host", exec, copy_graph(a, pinned));
+    update("(doc) destination device -> pinned host", exec, copy_graph(pinned, b));
+  }
+
+  std::printf("== cudaGraphExecUpdate: operands on another device (doc: may not change)\n");
+  {
+    int devices = 0;
+    cudaGetDeviceCount(&devices);
+    if (devices < 2) {
+      std::printf("  %d device: not probed (needs two)\n", devices);
+    } else {
+      void* on0 = nullptr;
+      void* on1 = nullptr;
+      cudaSetDevice(0);
+      cudaMalloc(&on0, 1 << 20);
+      cudaSetDevice(1);
+      cudaMalloc(&on1, 1 << 20);
+      cudaSetDevice(0);
+      cudaGraphExec_t exec{};
+      SAY(cudaGraphInstantiate(&exec, memset_graph(on0, 256, 1, 0, 4), 0));
+      update("(doc) memset destination device 0 -> 1", exec, memset_graph(on1, 256, 1, 0, 4));
+      cudaGraphExec_t copy{};
+      SAY(cudaGraphInstantiate(&copy, copy_graph(on0, static_cast<char*>(on0) + 8192), 0));
+      update("(doc) memcpy destination device 0 -> 1", copy,
+             copy_graph(on1, static_cast<char*>(on0) + 8192));
+      update("(doc) memcpy source device 0 -> 1", copy, copy_graph(on0, on1));
+    }
   }
 
   std::printf("== another thread instantiates / destroys an executable during a global capture\n");

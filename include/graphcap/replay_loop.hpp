@@ -148,7 +148,12 @@ private:
       reason_ = "one copy of the graph is over the node cap (replay_loop_options::max_nodes)";
       return;
     }
-    build(graph_->raw_graph());
+    try {
+      build(graph_->raw_graph());
+    } catch (...) {
+      built_ = false; // a failed build is tried again at the next replay, not taken for "built"
+      throw;
+    }
   }
 
   void prepare_quietly() noexcept {
@@ -170,11 +175,12 @@ private:
       const cudaError_t added =
           cudaGraphAddChildGraphNode(&node, chain, previous != nullptr ? &previous : nullptr,
                                      previous != nullptr ? 1 : 0, copy);
-      if (added != cudaSuccess) { // conditional nodes: CUDA clones no such graph
+      if (added == cudaErrorNotSupported) { // conditional nodes: CUDA clones no such graph
         static_cast<void>(cudaGetLastError());
         reason_ = "CUDA refused the graph as a child graph (it holds conditional nodes?)";
         return;
       }
+      detail::check(added, "cudaGraphAddChildGraphNode"); // any other failure is not a refusal
       previous = node;
     }
     cudaGraphExec_t exec = nullptr;

@@ -1,4 +1,4 @@
-// expect: liveness_policy
+// expect: satisfaction of [^ ]*liveness_policy<Liveness>[^ ]* \[with Liveness = graphcap::annot::off\]|concept is false for arguments .<graphcap::annot::off, graphcap::detail::liveness_category>
 // The fourth slot takes a liveness policy.
 #include <graphcap/graphcap.hpp>
 

@@ -1,4 +1,4 @@
-// expect: deleted
+// expect: use of deleted function [^ ]*graphcap::basic_graph<Mode, Pool, Annot, Liveness>::basic_graph\(const graphcap::basic_graph<Mode, Pool, Annot, Liveness>&\)|function .graphcap::basic_graph<Mode, Pool, Annot, Liveness>::basic_graph\(const graphcap::basic_graph<Mode, Pool, Annot, Liveness> &\).* it is a deleted function
 // A graph owns CUDA handles: it moves, it never copies.
 #include <graphcap/graphcap.hpp>
 #include <utility>

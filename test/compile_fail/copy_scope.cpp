@@ -1,4 +1,4 @@
-// expect: deleted
+// expect: use of deleted function [^ ]*graphcap::basic_scope<Graph, Kind>::basic_scope\(const graphcap::basic_scope<Graph, Kind>&\)|function .graphcap::basic_scope<Graph, Kind>::basic_scope\(const graphcap::basic_scope<Graph, Kind> &\).* it is a deleted function
 // A capture scope stands for one capture: it cannot be copied (two ends of one capture).
 #include <graphcap/graphcap.hpp>
 #include <utility>

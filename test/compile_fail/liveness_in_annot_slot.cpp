@@ -1,4 +1,4 @@
-// expect: annotation_policy
+// expect: satisfaction of [^ ]*annotation_policy<Annot>[^ ]* \[with Annot = graphcap::liveness::off\]|concept is false for arguments .<graphcap::liveness::off, graphcap::detail::annot_category>
 // The third slot takes an annotation policy.
 #include <graphcap/graphcap.hpp>
 

@@ -1,4 +1,4 @@
-// expect: capture_mode
+// expect: satisfaction of [^ ]*capture_mode<Mode>[^ ]* \[with Mode = my_mode\]|type constraint failed for .my_mode.
 // A home-made mode must name a cudaStreamCaptureMode and hold no state.
 #include <graphcap/graphcap.hpp>
 

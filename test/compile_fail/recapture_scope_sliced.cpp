@@ -1,4 +1,4 @@
-// expect: capture_kind::update
+// expect: conversion from .*capture_kind::update>.* to .*capture_kind::fresh>
 // A recapture scope updates the executable graph at its end(); held as a plain scope it would
 // instantiate anew. The two are different types with no conversion between them.
 #include <graphcap/graphcap.hpp>

@@ -49,6 +49,48 @@ TEST_CASE("while_: the body runs as long as the condition stays non-zero") {
   CHECK(first_byte(target) == 0);
 }
 
+TEST_CASE("two graphs' conditions share a handle value, and each graph replays on its own") {
+  // CUDA numbers condition handles per graph (the H200: 1, 2, ... in each), so the first
+  // condition of every graph has the same handle: graphcap must keep them apart by graph.
+  cuda_double::reset();
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> looped(bytes);
+  gctest::device_buffer<unsigned char> branched(bytes);
+  CUDA_REQUIRE(cudaMemset(looped.get(), 0, bytes));
+  CUDA_REQUIRE(cudaMemset(branched.get(), 0, bytes));
+  gc::lean_graph a;
+  gc::lean_graph b;
+  gc::condition more;
+  gc::condition taken;
+  a.capture(stream, [&](auto& cap) {
+    more = cap.condition(1);
+    cap.while_(more, [&](cudaStream_t body) {
+      CUDA_REQUIRE(cudaMemsetAsync(looped.get(), 7, bytes, body));
+    });
+  });
+  b.capture(stream, [&](auto& cap) {
+    taken = cap.condition(1);
+    cap.if_(taken, [&](cudaStream_t body) {
+      CUDA_REQUIRE(cudaMemsetAsync(branched.get(), 4, bytes, body));
+    });
+  });
+  CHECK(more.handle() == taken.handle());
+  cuda_double::script_conditional(a.raw_exec(), more.handle(), {1, 1, 0});
+  a.replay(stream);
+  CHECK(cuda_double::conditional_evaluations(a.raw_exec(), more.handle()) == 3);
+  CHECK(cuda_double::conditional_evaluations(b.raw_exec(), taken.handle()) == 0);
+  CHECK(first_byte(looped) == 7);
+  CHECK(first_byte(branched) == 0);
+  b.replay(stream); // its own value: 1 at every launch (a's loop ended on 0)
+  CHECK(first_byte(branched) == 4);
+  CHECK(cuda_double::conditional_evaluations(a.raw_exec(), more.handle()) == 3);
+  CHECK(cuda_double::conditional_evaluations(b.raw_exec(), taken.handle()) == 1);
+  cuda_double::script_conditional(b.raw_exec(), taken.handle(), {0});
+  CUDA_REQUIRE(cudaMemset(branched.get(), 0, bytes));
+  b.replay(stream);
+  CHECK(first_byte(branched) == 0);
+}
+
 TEST_CASE("each launch starts from the initial value with reset_each_launch, not without") {
   cuda_double::reset();
   gctest::stream stream;

@@ -3,7 +3,8 @@
 // nodes too: detail/annotation_ids.hpp, executable_node_index, inferred from these records) is
 // the node id of its replays' activity records, matched by kernel name. On a mismatch the test
 // prints every record next to every annotation, so that a failing run shows the true numbering.
-// Under compute-sanitizer CUPTI is held by the tool: the test then checks the scopes only.
+// Under compute-sanitizer CUPTI is held by the tool: the test then checks the scopes only and is
+// reported as skipped (GCTEST_SKIP), not passed.
 #include <graphcap/annotations.hpp>
 #include <graphcap/control_flow.hpp>
 #include <graphcap/graphcap.hpp>
@@ -148,8 +149,8 @@ TEST_CASE("annotated kernels of a WHILE body carry the ids of their replays' act
   }
   REQUIRE(kernels.size() == 2);
   if (graph.annot_policy().id_source() != gc::node_id_source::cupti) {
-    WARN("CUPTI is held by another tool or unavailable: the ids are not checked");
-    return;
+    GCTEST_SKIP("CUPTI is held by another tool or unavailable: the scopes were checked, the "
+                "ids were not");
   }
   kernels = instantiated_kernels(graph);
   gc::trace_recorder recorder;
@@ -218,8 +219,8 @@ TEST_CASE("kernels before and after an if_else and a while_ carry their records'
   std::vector<gc::node_annotation> kernels = kernel_annotations(graph);
   REQUIRE(kernels.size() == 8);
   if (graph.annot_policy().id_source() != gc::node_id_source::cupti) {
-    WARN("CUPTI is held by another tool or unavailable: the ids are not checked");
-    return;
+    GCTEST_SKIP("CUPTI is held by another tool or unavailable: the scopes were checked, the "
+                "ids were not");
   }
   kernels = instantiated_kernels(graph);
   gc::trace_recorder recorder;

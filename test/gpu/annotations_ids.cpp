@@ -2,7 +2,8 @@
 // are the ids CUPTI's kernel activity records carry when the graph is replayed (the mapping of
 // detail::replayed_node_id, observed on the H200, checked here), and the trace puts the kernels
 // in lanes named by their annotations. Under compute-sanitizer (or Nsight, cuda-gdb), CUPTI is
-// held by the tool: the same tests then check the degraded behaviour instead.
+// held by the tool: the same tests then check the degraded behaviour instead, and are reported
+// as skipped (GCTEST_SKIP), not passed.
 #include <graphcap/annotations.hpp>
 #include <graphcap/graphcap.hpp>
 
@@ -81,7 +82,8 @@ TEST_CASE("annotated kernels carry CUPTI ids that match their replays' activity 
   CHECK(annotations[2].kernel == annotations[1].kernel); // the same kernel, named once
 
   if (!cupti_usable()) {
-    WARN("CUPTI is held by another tool or unavailable: checking the degraded behaviour");
+    // The degraded behaviour is checked (a failure here still fails), but not what the test is
+    // for: reported as skipped.
     for (const gc::node_annotation& node : annotations) {
       CHECK(node.template_id == 0);
     }
@@ -90,7 +92,8 @@ TEST_CASE("annotated kernels carry CUPTI ids that match their replays' activity 
     graph.replay(stream);
     recorder.stop();
     CHECK(recorder.kernels().empty());
-    return;
+    GCTEST_SKIP("CUPTI is held by another tool or unavailable: the degraded behaviour was "
+                "checked, the ids against activity records were not");
   }
 
   // A template node's id is (template graph id << 32 | index).
@@ -146,8 +149,7 @@ TEST_CASE("annotated kernels carry CUPTI ids that match their replays' activity 
 
 TEST_CASE("the recorded trace puts the kernels in lanes named by their annotations") {
   if (!cupti_usable()) {
-    WARN("CUPTI is held by another tool or unavailable: no trace to check");
-    return;
+    GCTEST_SKIP("CUPTI is held by another tool or unavailable: no trace to check");
   }
   gctest::stream stream;
   gctest::device_buffer<float> data(n);

@@ -124,8 +124,8 @@ TEST_CASE("scopes inside a body tag its nodes, and a scope around the conditiona
   CHECK(inner.front().value("phase") == "decode");
 
   if (graph.annot_policy().id_source() != gc::node_id_source::cupti) {
-    WARN("CUPTI is held by another tool: the body nodes' ids are not checked");
-    return;
+    GCTEST_SKIP("CUPTI is held by another tool: the scopes were checked, the body nodes' ids "
+                "were not");
   }
   // Each body node carries the id CUPTI gives it in its body graph.
   const std::vector<std::uint64_t> in_outer = cupti_ids(outer_body);

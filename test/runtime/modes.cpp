@@ -8,6 +8,7 @@
 #include <atomic>
 #include <memory>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace gc = graphcap;
@@ -78,6 +79,110 @@ TEST_CASE("mode::thread_local_: the capturing thread's own cudaMalloc still fail
                                   static_cast<void>(cudaGetLastError());
                                 }),
                   gc::capture_error);
+}
+
+// The raw controls of graphcap's relaxed guard (detail/capture_mode_guard.hpp): what CUDA does
+// when another thread, in the default global mode, destroys an executable graph or
+// instantiates one while a global-mode capture runs. On the H200 (CUDA 13.0, driver 580,
+// benchmark/probes/exec_update_rules.cu) both calls fail and invalidate the capture; if these
+// controls ever pass with cudaSuccess, the guard (four mode exchanges per capture) is no longer
+// needed and can go (docs/threads.md).
+namespace {
+
+/// A one-node executable graph, made before any capture.
+cudaGraphExec_t make_executable(cudaGraph_t& graph) {
+  CUDA_REQUIRE(cudaGraphCreate(&graph, 0));
+  cudaGraphNode_t node = nullptr;
+  CUDA_REQUIRE(cudaGraphAddEmptyNode(&node, graph, nullptr, 0));
+  cudaGraphExec_t exec = nullptr;
+  CUDA_REQUIRE(cudaGraphInstantiate(&exec, graph, 0));
+  return exec;
+}
+
+/// Runs `call` on another thread (default global mode) during a raw global-mode capture of
+/// `stream`; returns what `call` returned and what ending the capture returned.
+template <class Call>
+std::pair<cudaError_t, cudaError_t> raw_call_during_global_capture(cudaStream_t stream, Call call) {
+  std::atomic<int> counter{0};
+  CUDA_REQUIRE(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  CUDA_REQUIRE(cudaLaunchHostFunc(stream, add_one, &counter));
+  cudaError_t seen = cudaSuccess;
+  std::thread other([&] {
+    seen = call();
+    static_cast<void>(cudaGetLastError());
+  });
+  other.join();
+  cudaGraph_t captured = nullptr;
+  const cudaError_t ended = cudaStreamEndCapture(stream, &captured);
+  static_cast<void>(cudaGetLastError());
+  if (captured != nullptr) {
+    static_cast<void>(cudaGraphDestroy(captured));
+  }
+  return {seen, ended};
+}
+
+} // namespace
+
+TEST_CASE("raw control: another thread's cudaGraphExecDestroy invalidates a global capture") {
+  gctest::stream stream;
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = make_executable(graph);
+  const auto [destroyed, ended] =
+      raw_call_during_global_capture(stream, [&] { return cudaGraphExecDestroy(exec); });
+  CHECK(destroyed == cudaErrorStreamCaptureUnsupported);
+  CHECK(ended == cudaErrorStreamCaptureInvalidated);
+  CHECK_FALSE(gctest::capturing(stream));
+  if (destroyed != cudaSuccess) {
+    CUDA_REQUIRE(cudaGraphExecDestroy(exec));
+  }
+  CUDA_REQUIRE(cudaGraphDestroy(graph));
+}
+
+TEST_CASE("raw control: another thread's cudaGraphInstantiate invalidates a global capture") {
+  gctest::stream stream;
+  cudaGraph_t graph = nullptr;
+  CUDA_REQUIRE(cudaGraphCreate(&graph, 0));
+  cudaGraphNode_t node = nullptr;
+  CUDA_REQUIRE(cudaGraphAddEmptyNode(&node, graph, nullptr, 0));
+  cudaGraphExec_t exec = nullptr;
+  const auto [instantiated, ended] =
+      raw_call_during_global_capture(stream, [&] { return cudaGraphInstantiate(&exec, graph, 0); });
+  CHECK(instantiated == cudaErrorStreamCaptureUnsupported);
+  CHECK(ended == cudaErrorStreamCaptureInvalidated);
+  CHECK_FALSE(gctest::capturing(stream));
+  if (exec != nullptr) {
+    CUDA_REQUIRE(cudaGraphExecDestroy(exec));
+  }
+  CUDA_REQUIRE(cudaGraphDestroy(graph));
+}
+
+TEST_CASE("raw control: in relaxed mode the same two calls leave a global capture intact") {
+  gctest::stream stream;
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = make_executable(graph);
+  const auto relaxed = [](auto call) {
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    static_cast<void>(cudaThreadExchangeStreamCaptureMode(&mode));
+    const cudaError_t result = call();
+    static_cast<void>(cudaThreadExchangeStreamCaptureMode(&mode));
+    return result;
+  };
+  cudaGraphExec_t second = nullptr;
+  const auto [called, ended] = raw_call_during_global_capture(stream, [&] {
+    const cudaError_t instantiated =
+        relaxed([&] { return cudaGraphInstantiate(&second, graph, 0); });
+    const cudaError_t destroyed = relaxed([&] { return cudaGraphExecDestroy(exec); });
+    return instantiated != cudaSuccess ? instantiated : destroyed;
+  });
+  CHECK(called == cudaSuccess);
+  CHECK(ended == cudaSuccess);
+  if (second != nullptr) {
+    CUDA_REQUIRE(cudaGraphExecDestroy(second));
+  }
+  if (called != cudaSuccess) {
+    static_cast<void>(cudaGraphExecDestroy(exec));
+  }
+  CUDA_REQUIRE(cudaGraphDestroy(graph));
 }
 
 TEST_CASE("destroying graph A while another thread captures B in global mode is safe") {

@@ -130,7 +130,10 @@ TEST_CASE("deallocate() refuses a buffer's memory") {
   CHECK(graph.pool_statistics().blocks_in_use == 0);
 }
 
-TEST_CASE("blocks of a reset graph reach the next graph of the pool only after its last replay") {
+// [gpu-evidence]: the double runs the replay to its end inside cudaGraphLaunch, so only the GPU
+// can show a handoff that does not wait (test/gpu/pool_handover.cpp holds it on the device).
+TEST_CASE("blocks of a reset graph reach the next graph of the pool only after its last replay",
+          "[gpu-evidence]") {
   // The first graph's replay waits behind a host function that holds the stream for 100 ms;
   // the first graph is reset at once, without synchronizing. The second graph's capture takes
   // the same block, so it must wait for that replay: when it returns, the replay has written
@@ -215,7 +218,9 @@ TEST_CASE("three graphs sharing a pool: they overlap, and capture order keeps ea
   CHECK(read_back(temporaries[0]) == filled(10));
 }
 
-TEST_CASE("two graphs with private pools replay concurrently on two streams") {
+// [gpu-evidence]: on the double the two streams' replays never overlap; only the GPU runs them
+// at the same time, where a block shared by the two pools would corrupt the outputs.
+TEST_CASE("two graphs with private pools replay concurrently on two streams", "[gpu-evidence]") {
   gctest::stream first_stream;
   gctest::stream second_stream;
   std::vector<unsigned char> input_a(bytes, 0);

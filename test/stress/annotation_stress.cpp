@@ -46,10 +46,9 @@ TEST_CASE("annotated graphs captured, replayed and destroyed leave the registry 
   gc::detail::annotation_registry& registry = gc::detail::registry();
   const std::size_t executables_before = registry.executables();
   const std::size_t annotations_before = gc::recorded_annotations().size();
+  // Without node ids (CUPTI held by another tool) nothing is published: the loop still checks
+  // host memory, and the test is reported as skipped at its end.
   const bool publishes = gc::annotation_id_source() != gc::node_id_source::none;
-  if (!publishes) {
-    WARN("no node ids (CUPTI held by another tool): nothing is published, the registry is idle");
-  }
   const std::string long_value(40, 'x'); // past std::string's inline buffer: heap strings too
 
   const auto cycle = [&](int i) {
@@ -95,4 +94,8 @@ TEST_CASE("annotated graphs captured, replayed and destroyed leave the registry 
   CHECK(registry.kept_for_recording() == 0);
   CHECK(gc::recorded_annotations().size() == annotations_before);
   gctest::require_no_last_error();
+  if (!publishes) {
+    GCTEST_SKIP("no node ids (CUPTI held by another tool): nothing was published, the registry "
+                "was idle; only host memory was checked");
+  }
 }

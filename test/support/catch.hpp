@@ -2,7 +2,10 @@
 //
 // Tests use only what both versions share, plus:
 //   gctest::contains(text)   the substring matcher (v2 Contains, v3 ContainsSubstring)
+//   GCTEST_SKIP(message)     leaves the test case reported as skipped (support/skip.hpp)
 #pragma once
+
+#include "skip.hpp"
 
 #include <string>
 

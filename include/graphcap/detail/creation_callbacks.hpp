@@ -164,7 +164,11 @@ private:
   void unsubscribe_if_unused() noexcept { // under subscription_mutex_
     if (users_ == 0 && !kept_ && subscriber_ != nullptr) {
       const relaxed_capture_mode_guard relaxed;
-      static_cast<void>(cuptiUnsubscribe(std::exchange(subscriber_, nullptr)));
+      // Refused: CUPTI still holds it (and calls us); keep the handle, for the next capture to
+      // reuse and its end to give back, rather than hold CUPTI's one subscriber for good.
+      if (cuptiUnsubscribe(subscriber_) == CUPTI_SUCCESS) {
+        subscriber_ = nullptr;
+      }
     }
   }
 

@@ -8,18 +8,84 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 
 using namespace cuda_double::detail;
 
 namespace {
 
-// Process-unique: reset() does not rewind it, so a handle kept across a reset never names a
-// new one. Starts high so that a small number passed by mistake is not a handle.
-cudaGraphConditionalHandle next_handle = 0x100000001ULL;
-
-ConditionalHandle* find_handle(cudaGraphConditionalHandle handle) {
-  auto it = state().cond_handles.find(handle);
+ConditionalHandle* find_handle(unsigned long long key) {
+  auto it = state().cond_handles.find(key);
   return it == state().cond_handles.end() ? nullptr : &it->second;
+}
+
+const HandleRef* find_ref(const CUgraph_st& graph, cudaGraphConditionalHandle value) {
+  for (const HandleRef& r : graph.handles) {
+    if (r.value == value)
+      return &r;
+  }
+  return nullptr;
+}
+
+CUgraph_st* root_of(CUgraph_st* graph) {
+  while (graph->owner)
+    graph = graph->owner->graph;
+  return graph;
+}
+
+// The records of `value` in `graph` and the graphs nested in it (bodies, child graphs).
+void collect(const CUgraph_st& graph, cudaGraphConditionalHandle value,
+             std::vector<ConditionalHandle*>& found) {
+  if (const HandleRef* r = find_ref(graph, value)) {
+    if (ConditionalHandle* h = find_handle(r->key))
+      found.push_back(h);
+  }
+  for (const auto& n : graph.nodes) {
+    if (n->child)
+      collect(*n->child, value, found);
+    for (std::size_t b = 0; n->cond && b < n->cond->bodies.size(); ++b)
+      collect(*n->cond->bodies[b], value, found);
+  }
+}
+
+// The control API's lookup: `found` holds the candidates; more than one is the caller's
+// ambiguity (handles are numbered per graph), none an unknown handle (null unless `required`).
+ConditionalHandle* pick(std::vector<ConditionalHandle*> found, const char* fn, bool required) {
+  if (found.size() > 1) {
+    throw std::invalid_argument(std::string{"cuda_double::"} + fn +
+                                ": several graphs have a condition handle of this value (CUDA "
+                                "numbers them per graph): name the graph or the executable");
+  }
+  if (found.empty() && required)
+    throw std::invalid_argument(std::string{"cuda_double::"} + fn + ": unknown condition handle");
+  return found.empty() ? nullptr : found.front();
+}
+
+ConditionalHandle* lookup(cudaGraphConditionalHandle value, const char* fn, bool required) {
+  std::vector<ConditionalHandle*> found;
+  for (auto& [key, h] : state().cond_handles) {
+    if (h.number == value)
+      found.push_back(&h);
+  }
+  return pick(std::move(found), fn, required);
+}
+
+ConditionalHandle* lookup(cudaGraph_t graph, cudaGraphConditionalHandle value, const char* fn,
+                          bool required) {
+  if (!graph || !live_graph_or_body(graph))
+    throw std::invalid_argument(std::string{"cuda_double::"} + fn + ": not a live graph");
+  std::vector<ConditionalHandle*> found;
+  collect(*root_of(graph), value, found);
+  return pick(std::move(found), fn, required);
+}
+
+ConditionalHandle* lookup(cudaGraphExec_t exec, cudaGraphConditionalHandle value, const char* fn,
+                          bool required) {
+  if (!exec || !state().execs.count(exec))
+    throw std::invalid_argument(std::string{"cuda_double::"} + fn + ": not a live executable");
+  std::vector<ConditionalHandle*> found;
+  collect(*exec->graph, value, found);
+  return pick(std::move(found), fn, required);
 }
 
 // What CUDA allows in a body, recursively through child graphs and nested bodies.
@@ -55,14 +121,13 @@ void adopt_body(Conditional& cond, CUgraph_st* body) {
 cudaError_t add_conditional(cudaGraphNode_t* out, cudaGraph_t graph, const cudaGraphNode_t* deps,
                             const cudaGraphEdgeData* edges, std::size_t count,
                             cudaConditionalNodeParams& params) {
-  // The handle must have been created on the graph that receives the node (not on an enclosing
-  // graph either), and serves one node at a time (both seen on the H200).
-  ConditionalHandle* h = find_handle(params.handle);
-  if (!h || h->node ||
-      std::find(graph->handles.begin(), graph->handles.end(), params.handle) ==
-          graph->handles.end()) {
+  // The graph that receives the node must have made a handle of this value (not an enclosing
+  // graph either), which serves one node at a time (both seen on the H200). Values are numbered
+  // per graph: another graph's handle of the same value is accepted as this graph's (the H200).
+  const HandleRef* ref = find_ref(*graph, params.handle);
+  ConditionalHandle* h = ref ? find_handle(ref->key) : nullptr;
+  if (!h || h->node)
     return cudaErrorInvalidValue;
-  }
   switch (params.type) {
   case cudaGraphCondTypeIf:
     if (params.size != 1 && params.size != 2)
@@ -82,6 +147,7 @@ cudaError_t add_conditional(cudaGraphNode_t* out, cudaGraph_t graph, const cudaG
   CUgraphNode_st* n = add_node(graph, cudaGraphNodeTypeConditional, deps, edges, count);
   auto cond = std::make_unique<Conditional>();
   cond->handle = params.handle;
+  cond->key = ref->key;
   cond->type = params.type;
   for (unsigned i = 0; i < params.size; ++i)
     adopt_body(*cond, new_body(n));
@@ -94,9 +160,9 @@ cudaError_t add_conditional(cudaGraphNode_t* out, cudaGraph_t graph, const cudaG
 
 // One evaluation of a handle by a conditional node: the next scripted value, if any, becomes
 // the handle's value first.
-unsigned evaluate(cudaGraphConditionalHandle handle, bool& scripted) {
+unsigned evaluate(unsigned long long key, bool& scripted) {
   scripted = false;
-  ConditionalHandle* h = find_handle(handle);
+  ConditionalHandle* h = find_handle(key);
   if (!h)
     return 0;
   ++h->evaluations;
@@ -167,9 +233,10 @@ cudaError_t check_tree(const CUgraph_st& graph, bool in_body, bool own_handles,
   }
   if (!own_handles)
     return cudaSuccess;
-  for (cudaGraphConditionalHandle h : graph.handles) {
-    const bool used = std::any_of(graph.nodes.begin(), graph.nodes.end(),
-                                  [&](const auto& n) { return n->cond && n->cond->handle == h; });
+  for (const HandleRef& h : graph.handles) {
+    const bool used = std::any_of(graph.nodes.begin(), graph.nodes.end(), [&](const auto& n) {
+      return n->cond && n->cond->handle == h.value;
+    });
     if (!used) {
       // Documented: handles without a node may make instantiation fail.
       result = cudaGraphInstantiateConditionalHandleUnused;
@@ -218,6 +285,7 @@ bool has_conditional_nodes(const CUgraph_st& graph) {
 void clone_conditional(const CUgraphNode_st& source, CUgraphNode_st& copy, bool user_visible) {
   auto cond = std::make_unique<Conditional>();
   cond->handle = source.cond->handle;
+  cond->key = source.cond->key;
   cond->type = source.cond->type;
   for (const auto& body : source.cond->bodies) {
     CUgraph_st* b = clone_graph(*body, user_visible);
@@ -234,7 +302,7 @@ void clone_conditional(const CUgraphNode_st& source, CUgraphNode_st& copy, bool 
 
 void release_conditional(CUgraphNode_st& node) {
   // The handle may serve another node once this one is gone.
-  if (ConditionalHandle* h = find_handle(node.cond->handle); h && h->node == &node)
+  if (ConditionalHandle* h = find_handle(node.cond->key); h && h->node == &node)
     h->node = nullptr;
   for (auto& body : node.cond->bodies) {
     if (body->destroyed_by_capture) {
@@ -262,9 +330,25 @@ cudaError_t check_conditionals(const CUgraph_st& graph, cudaGraphInstantiateResu
   return check_tree(graph, false, true, result, err_node);
 }
 
+void retain_handles(const CUgraph_st& graph) {
+  for (const HandleRef& r : graph.handles) {
+    if (ConditionalHandle* h = find_handle(r.key))
+      ++h->refs;
+  }
+}
+
+void release_handles(CUgraph_st& graph) {
+  for (const HandleRef& r : graph.handles) {
+    ConditionalHandle* h = find_handle(r.key);
+    if (h && --h->refs == 0)
+      state().cond_handles.erase(r.key);
+  }
+  graph.handles.clear();
+}
+
 void apply_condition_defaults(const CUgraph_st& graph) {
-  for (cudaGraphConditionalHandle handle : graph.handles) {
-    ConditionalHandle* h = find_handle(handle);
+  for (const HandleRef& r : graph.handles) {
+    ConditionalHandle* h = find_handle(r.key);
     if (h && (h->flags & cudaGraphCondAssignDefault))
       h->value = h->default_value;
   }
@@ -281,11 +365,11 @@ cudaError_t run_conditional(const CUgraphNode_st& node) {
   bool scripted = false;
   switch (c.type) {
   case cudaGraphCondTypeIf: {
-    const std::size_t pick = evaluate(c.handle, scripted) != 0 ? 0 : 1;
+    const std::size_t pick = evaluate(c.key, scripted) != 0 ? 0 : 1;
     return pick < c.bodies.size() ? run_body(*c.bodies[pick]) : cudaSuccess;
   }
   case cudaGraphCondTypeSwitch: {
-    const unsigned pick = evaluate(c.handle, scripted);
+    const unsigned pick = evaluate(c.key, scripted);
     return pick < c.bodies.size() ? run_body(*c.bodies[pick]) : cudaSuccess;
   }
   case cudaGraphCondTypeWhile: {
@@ -294,7 +378,7 @@ cudaError_t run_conditional(const CUgraphNode_st& node) {
     // Nothing in a body can change the value on the double (no kernels), so a long run on an
     // unscripted non-zero value is a loop that would never end.
     std::size_t unscripted = 0;
-    while (evaluate(c.handle, scripted) != 0) {
+    while (evaluate(c.key, scripted) != 0) {
       unscripted = scripted ? 0 : unscripted + 1;
       if (unscripted > cuda_double::endless_while_limit)
         return cudaErrorLaunchTimeout;
@@ -311,32 +395,78 @@ cudaError_t run_conditional(const CUgraphNode_st& node) {
 
 namespace cuda_double {
 
-void set_conditional(cudaGraphConditionalHandle handle, unsigned value) {
+namespace {
+
+// One control function for the three ways of naming a handle: by value alone (unambiguous only
+// while one graph has a handle of that value), in a graph (or a body of it), in an executable.
+template <class... Where>
+void set_value(const char* fn, unsigned value, Where... where) {
   std::lock_guard<std::recursive_mutex> lock(state().mu);
-  ConditionalHandle* h = find_handle(handle);
-  if (!h)
-    throw std::invalid_argument("cuda_double::set_conditional: unknown conditional handle");
-  h->value = value;
+  lookup(where..., fn, true)->value = value;
 }
 
-void script_conditional(cudaGraphConditionalHandle handle, std::vector<unsigned> values) {
+template <class... Where>
+void set_script(const char* fn, const std::vector<unsigned>& values, Where... where) {
   std::lock_guard<std::recursive_mutex> lock(state().mu);
-  ConditionalHandle* h = find_handle(handle);
-  if (!h)
-    throw std::invalid_argument("cuda_double::script_conditional: unknown conditional handle");
-  h->script.assign(values.begin(), values.end());
+  lookup(where..., fn, true)->script.assign(values.begin(), values.end());
 }
 
-unsigned conditional_value(cudaGraphConditionalHandle handle) {
+template <class... Where>
+unsigned value_of(Where... where) {
   std::lock_guard<std::recursive_mutex> lock(state().mu);
-  const ConditionalHandle* h = find_handle(handle);
+  const ConditionalHandle* h = lookup(where..., "conditional_value", false);
   return h ? h->value : 0;
 }
 
-std::size_t conditional_evaluations(cudaGraphConditionalHandle handle) {
+template <class... Where>
+std::size_t evaluations_of(Where... where) {
   std::lock_guard<std::recursive_mutex> lock(state().mu);
-  const ConditionalHandle* h = find_handle(handle);
+  const ConditionalHandle* h = lookup(where..., "conditional_evaluations", false);
   return h ? h->evaluations : 0;
+}
+
+} // namespace
+
+void set_conditional(cudaGraphConditionalHandle handle, unsigned value) {
+  set_value("set_conditional", value, handle);
+}
+void set_conditional(cudaGraph_t graph, cudaGraphConditionalHandle handle, unsigned value) {
+  set_value("set_conditional", value, graph, handle);
+}
+void set_conditional(cudaGraphExec_t exec, cudaGraphConditionalHandle handle, unsigned value) {
+  set_value("set_conditional", value, exec, handle);
+}
+
+void script_conditional(cudaGraphConditionalHandle handle, std::vector<unsigned> values) {
+  set_script("script_conditional", values, handle);
+}
+void script_conditional(cudaGraph_t graph, cudaGraphConditionalHandle handle,
+                        std::vector<unsigned> values) {
+  set_script("script_conditional", values, graph, handle);
+}
+void script_conditional(cudaGraphExec_t exec, cudaGraphConditionalHandle handle,
+                        std::vector<unsigned> values) {
+  set_script("script_conditional", values, exec, handle);
+}
+
+unsigned conditional_value(cudaGraphConditionalHandle handle) {
+  return value_of(handle);
+}
+unsigned conditional_value(cudaGraph_t graph, cudaGraphConditionalHandle handle) {
+  return value_of(graph, handle);
+}
+unsigned conditional_value(cudaGraphExec_t exec, cudaGraphConditionalHandle handle) {
+  return value_of(exec, handle);
+}
+
+std::size_t conditional_evaluations(cudaGraphConditionalHandle handle) {
+  return evaluations_of(handle);
+}
+std::size_t conditional_evaluations(cudaGraph_t graph, cudaGraphConditionalHandle handle) {
+  return evaluations_of(graph, handle);
+}
+std::size_t conditional_evaluations(cudaGraphExec_t exec, cudaGraphConditionalHandle handle) {
+  return evaluations_of(exec, handle);
 }
 
 std::size_t live_conditional_bodies() {
@@ -357,15 +487,20 @@ cudaError_t cudaGraphConditionalHandleCreate(cudaGraphConditionalHandle* pHandle
       return cudaErrorInvalidValue;
     if (flags != 0 && flags != cudaGraphCondAssignDefault)
       return cudaErrorInvalidValue;
-    const cudaGraphConditionalHandle handle = next_handle++;
+    // Numbered per graph from 1, as on the H200; a body draws from its root graph's numbers
+    // (the double's choice: device code names a handle by value alone).
+    const cudaGraphConditionalHandle handle = root_of(graph)->next_handle++;
+    const unsigned long long key = state().next_handle_key++;
     ConditionalHandle h;
+    h.number = handle;
+    h.refs = 1;
     h.default_value = defaultLaunchValue;
     h.flags = flags;
     // Without the flag CUDA leaves the value undefined and never applies the default: the H200
     // showed 0 at the first launch, and so does the double.
     h.value = flags ? defaultLaunchValue : 0;
-    state().cond_handles.emplace(handle, std::move(h));
-    graph->handles.push_back(handle);
+    state().cond_handles.emplace(key, std::move(h));
+    graph->handles.push_back(HandleRef{handle, key});
     *pHandle_out = handle;
     return cudaSuccess;
   });

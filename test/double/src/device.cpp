@@ -219,10 +219,4 @@ cudaError_t cudaDeviceSynchronize(void) {
   });
 }
 
-cudaError_t cudaLaunchKernel(const void* func, dim3, dim3, void**, size_t, cudaStream_t) {
-  // The double runs no device code; there are no kernels to launch.
-  return api(__func__,
-             [&] { return func ? cudaErrorInvalidDeviceFunction : cudaErrorInvalidValue; });
-}
-
 } // extern "C"

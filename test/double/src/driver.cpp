@@ -75,32 +75,38 @@ CUresult CUDAAPI pointer_get_attribute(void* data, CUpointer_attribute attribute
   });
 }
 
-// There are no kernel nodes in the double, so no node has kernel parameters.
-CUresult CUDAAPI graph_kernel_node_get_params_v1(CUgraphNode, CUDA_KERNEL_NODE_PARAMS_v1*) {
-  return driver_api("cuGraphKernelNodeGetParams", [] { return CUDA_ERROR_INVALID_VALUE; });
+// Kernel nodes (kernel.cpp). The v1 struct is the v2 one without its last two fields.
+CUresult CUDAAPI graph_kernel_node_get_params_v1(CUgraphNode node,
+                                                 CUDA_KERNEL_NODE_PARAMS_v1* params) {
+  return driver_api("cuGraphKernelNodeGetParams", [&] {
+    if (!params)
+      return CUDA_ERROR_INVALID_VALUE;
+    CUDA_KERNEL_NODE_PARAMS_v2 full{};
+    const CUresult r = kernel_node_params(node, full);
+    if (r == CUDA_SUCCESS)
+      std::memcpy(params, &full, sizeof *params);
+    return r;
+  });
 }
 
-CUresult CUDAAPI graph_kernel_node_get_params_v2(CUgraphNode, CUDA_KERNEL_NODE_PARAMS_v2*) {
-  return driver_api("cuGraphKernelNodeGetParams", [] { return CUDA_ERROR_INVALID_VALUE; });
+CUresult CUDAAPI graph_kernel_node_get_params_v2(CUgraphNode node,
+                                                 CUDA_KERNEL_NODE_PARAMS_v2* params) {
+  return driver_api("cuGraphKernelNodeGetParams", [&] {
+    return params ? kernel_node_params(node, *params) : CUDA_ERROR_INVALID_VALUE;
+  });
 }
 
-// No CUfunction handle can be valid without kernels.
-CUresult CUDAAPI func_get_param_info(CUfunction func, size_t, size_t*, size_t*) {
+CUresult CUDAAPI func_get_param_info(CUfunction func, size_t index, size_t* offset, size_t* size) {
   return driver_api("cuFuncGetParamInfo",
-                    [&] { return func ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_VALUE; });
+                    [&] { return function_param_info(func, index, offset, size); });
 }
 
 CUresult CUDAAPI func_get_name(const char** name, CUfunction func) {
-  return driver_api("cuFuncGetName", [&] {
-    return name && func ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_VALUE;
-  });
+  return driver_api("cuFuncGetName", [&] { return function_name(name, func); });
 }
 
-// No CUkernel handle can be valid without kernels either.
 CUresult CUDAAPI kernel_get_function(CUfunction* func, CUkernel kernel) {
-  return driver_api("cuKernelGetFunction", [&] {
-    return func && kernel ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_VALUE;
-  });
+  return driver_api("cuKernelGetFunction", [&] { return kernel_function(func, kernel); });
 }
 
 // The driver's form of a runtime call the double already implements: counted and fault-injected

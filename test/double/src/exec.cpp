@@ -80,6 +80,10 @@ cudaError_t run_graph(const std::vector<CUgraphNode_st*>& order) {
       if (cudaError_t e = run_conditional(*n))
         return e;
       break;
+    case cudaGraphNodeTypeKernel:
+      if (cudaError_t e = run_kernel(*n->kernel))
+        return e;
+      break;
     case cudaGraphNodeTypeGraph: {
       std::vector<CUgraphNode_st*> child_order;
       topological_order(*n->child, child_order);
@@ -154,6 +158,12 @@ cudaError_t instantiate(cudaGraphExec_t* out, cudaGraph_t graph, unsigned long l
   return cudaSuccess;
 }
 
+// The device an operand was allocated on; -1 for host memory (pinned or pageable).
+int device_of(const void* p) {
+  const Allocation* a = find_allocation(p);
+  return a && a->kind != Allocation::Kind::pinned ? a->device : -1;
+}
+
 // Pairs nodes by creation order and checks what cudaGraphExecUpdate may
 // change; applies the new parameters when `apply` is set.
 cudaGraphExecUpdateResult compare(CUgraph_st& old, const CUgraph_st& neu, bool apply,
@@ -183,7 +193,10 @@ cudaGraphExecUpdateResult compare(CUgraph_st& old, const CUgraph_st& neu, bool a
     }
     switch (n.type) {
     case cudaGraphNodeTypeMemset:
-      // Only 1D memsets may change, and never their height.
+      // Documented, not checked on the H200 (one device): the operand's device may not change.
+      if (device_of(o.memset.dst) != device_of(n.memset.dst))
+        return cudaGraphExecUpdateErrorParametersChanged;
+      // Only 1D memsets may change, and never their height (the H200 agrees).
       if (o.memset.height != n.memset.height)
         return cudaGraphExecUpdateErrorParametersChanged;
       if (o.memset.height > 1 &&
@@ -200,6 +213,11 @@ cudaGraphExecUpdateResult compare(CUgraph_st& old, const CUgraph_st& neu, bool a
       };
       if (kind_of(o.memcpy.srcPtr.ptr) != kind_of(n.memcpy.srcPtr.ptr) ||
           kind_of(o.memcpy.dstPtr.ptr) != kind_of(n.memcpy.dstPtr.ptr)) {
+        return cudaGraphExecUpdateErrorParametersChanged;
+      }
+      // Nor their devices (documented, not checked on the H200: it has one device).
+      if (device_of(o.memcpy.srcPtr.ptr) != device_of(n.memcpy.srcPtr.ptr) ||
+          device_of(o.memcpy.dstPtr.ptr) != device_of(n.memcpy.dstPtr.ptr)) {
         return cudaGraphExecUpdateErrorParametersChanged;
       }
       break;
@@ -234,8 +252,10 @@ cudaGraphExecUpdateResult compare(CUgraph_st& old, const CUgraph_st& neu, bool a
       }
       err_node = &n;
       // The new graph's handle (its default and flags) drives the node from now on.
-      if (apply)
+      if (apply) {
         o.cond->handle = n.cond->handle;
+        o.cond->key = n.cond->key;
+      }
       break;
     }
     default:
@@ -246,10 +266,19 @@ cudaGraphExecUpdateResult compare(CUgraph_st& old, const CUgraph_st& neu, bool a
       o.memset = n.memset;
       o.memcpy = n.memcpy;
       o.event = n.event;
+      // New arguments and shape, or another function: CUDA 13 documents both as updatable
+      // (FunctionChanged only for drivers before 11.2; the double has one device, no CDP).
+      if (n.kernel)
+        o.kernel = std::make_unique<KernelCall>(*n.kernel);
     }
   }
-  if (apply)
-    old.handles = neu.handles;
+  if (apply) {
+    CUgraph_st listed; // the new graph's handles, held before the old ones are let go
+    listed.handles = neu.handles;
+    retain_handles(listed);
+    release_handles(old);
+    old.handles = std::move(listed.handles);
+  }
   err_node = nullptr;
   err_from = nullptr;
   return cudaGraphExecUpdateSuccess;
@@ -448,7 +477,7 @@ cudaError_t cudaGraphExecHostNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraph
     }
     for (auto& n : hGraphExec->graph->nodes) {
       if (n->index == node->index && n->type == cudaGraphNodeTypeHost &&
-          hGraphExec->graph->cloned_from == node->graph) {
+          hGraphExec->graph->cloned_from_id == node->graph->id) {
         n->host = *pNodeParams;
         return cudaSuccess;
       }

@@ -34,6 +34,7 @@ void release_graph_contents(CUgraph_st& graph) {
     release_node_payload(*n);
   }
   graph.nodes.clear();
+  release_handles(graph);
 }
 
 void destroy_graph(CUgraph_st* graph) {
@@ -77,8 +78,11 @@ bool has_memory_nodes(const CUgraph_st& graph, bool alloc_only) {
 CUgraph_st* clone_graph(const CUgraph_st& source, bool user_visible) {
   CUgraph_st* g = new_graph(user_visible);
   g->cloned_from = &source;
+  g->cloned_from_id = source.id;
   g->next_index = source.next_index;
   g->handles = source.handles;
+  g->next_handle = source.next_handle;
+  retain_handles(*g);
   for (const auto& src : source.nodes) {
     auto n = std::make_unique<CUgraphNode_st>();
     n->graph = g;
@@ -90,6 +94,8 @@ CUgraph_st* clone_graph(const CUgraph_st& source, bool user_visible) {
     n->event = src->event;
     n->alloc = src->alloc;
     n->free_ptr = src->free_ptr;
+    if (src->kernel)
+      n->kernel = std::make_unique<KernelCall>(*src->kernel); // its own copy of the arguments
     if (n->type == cudaGraphNodeTypeMemAlloc) {
       if (Allocation* a = find_allocation(n->alloc.dptr))
         ++a->graph_refs;
@@ -626,15 +632,6 @@ cudaError_t cudaGraphMemcpyNodeSetParams1D(cudaGraphNode_t node, void* dst, cons
       n.memcpy = memcpy1d_params(dst, src, count, kind);
       return cudaSuccess;
     });
-  });
-}
-
-cudaError_t cudaGraphKernelNodeGetParams(cudaGraphNode_t node, cudaKernelNodeParams* pNodeParams) {
-  // The double has no kernels, so no node can describe one.
-  return api(__func__, [&] {
-    if (!live_node(node) || !pNodeParams)
-      return cudaErrorInvalidValue;
-    return cudaErrorInvalidDeviceFunction;
   });
 }
 

@@ -72,7 +72,7 @@ void fail_exit_on_violations() {
   if (count != 0 && !violations_are_expected_flag().load()) {
     std::fprintf(stderr, "cuda_double: %zu violation(s) in this process (see above): failing it\n",
                  count);
-    std::fflush(stderr);
+    std::fflush(nullptr); // _Exit skips stdio's flush: the process's own output comes first
     std::_Exit(1);
   }
 }
@@ -114,6 +114,7 @@ void reset() {
   st.per_thread.clear();
   free_all_memory();
   st.cond_handles.clear();
+  reset_kernel_runs(); // models stay: kernels are registered once per process
   st.calls.clear();
   st.faults.clear();
   st.violations.clear();

@@ -6,6 +6,7 @@
 // calling thread at once, so every stream is always idle.
 #pragma once
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <cupti.h>
 
@@ -27,6 +28,7 @@ namespace cuda_double::detail {
 
 struct Capture;
 struct Conditional;
+struct Kernel;
 
 // An edge as the runtime stores it: the node it comes from plus its data.
 struct Edge {
@@ -36,7 +38,37 @@ struct Edge {
 
 bool operator==(const cudaGraphEdgeData& a, const cudaGraphEdgeData& b);
 
+// A condition handle as a graph lists it: the value the user sees, numbered per graph as on the
+// H200, and the key of the double's record (State::cond_handles), unique in the process.
+struct HandleRef {
+  cudaGraphConditionalHandle value = 0;
+  unsigned long long key = 0;
+};
+
+// A kernel launch's copied arguments and shape: the payload of a kernel node (kernel.cpp).
+// Copies (clones, executables) copy the arguments; `params` points into the node's own storage.
+struct KernelCall {
+  Kernel* kernel = nullptr;
+  dim3 grid{}, block{};
+  unsigned shared_bytes = 0;
+  std::vector<std::max_align_t> storage;
+  std::vector<void*> params;
+
+  KernelCall();
+  KernelCall(const KernelCall& other);
+  KernelCall& operator=(const KernelCall& other);
+  ~KernelCall();
+};
+
 } // namespace cuda_double::detail
+
+// The handles CUDA gives a kernel: one of each per registered host stub.
+struct CUfunc_st {
+  cuda_double::detail::Kernel* kernel = nullptr;
+};
+struct CUkern_st {
+  cuda_double::detail::Kernel* kernel = nullptr;
+};
 
 struct CUstream_st {
   enum class Kind { user, legacy, per_thread };
@@ -78,12 +110,17 @@ struct CUgraph_st {
   std::shared_ptr<int> alloc_execs = std::make_shared<int>(0);
   // cudaGraphClone bookkeeping for cudaGraphNodeFindInClone.
   const CUgraph_st* cloned_from = nullptr;
+  // The source's id: unlike its address, never reused by a later graph.
+  std::uint32_t cloned_from_id = 0;
   std::map<const CUgraphNode_st*, CUgraphNode_st*> clone_of;
   bool user_visible = true; // false for exec snapshots and child graphs
   // Conditional bodies (conditional.cpp): the node owning this body graph, and the handles
   // created on this graph (copied by clones, so that snapshots know which defaults to apply).
   CUgraphNode_st* owner = nullptr;
-  std::vector<cudaGraphConditionalHandle> handles;
+  std::vector<cuda_double::detail::HandleRef> handles;
+  // The next handle value, used on a root graph only: its bodies draw from it too, so that a
+  // value names one handle in a whole executable (device code sets a condition by value alone).
+  cudaGraphConditionalHandle next_handle = 1;
   // A body whose capture failed to end: CUDA destroys the graph a capture was into when its end
   // fails, a body too (benchmark/probes/body_abandon.cu); its node then holds a freed body.
   bool destroyed_by_capture = false;
@@ -103,6 +140,7 @@ struct CUgraphNode_st {
   void* free_ptr = nullptr;
   std::unique_ptr<CUgraph_st> child;
   std::unique_ptr<cuda_double::detail::Conditional> cond;
+  std::unique_ptr<cuda_double::detail::KernelCall> kernel;
 };
 
 struct CUgraphExec_st {
@@ -148,6 +186,7 @@ struct Capture {
 // graph are listed in State::bodies (queryable, capturable, never destroyable by the user).
 struct Conditional {
   cudaGraphConditionalHandle handle = 0;
+  unsigned long long key = 0; // its record in State::cond_handles
   cudaGraphConditionalNodeType type = cudaGraphCondTypeIf;
   std::vector<std::unique_ptr<CUgraph_st>> bodies;
   std::vector<cudaGraph_t> body_array; // what phGraph_out points at: valid while the node lives
@@ -156,7 +195,9 @@ struct Conditional {
 // A handle made by cudaGraphConditionalHandleCreate. The double keeps one value per handle,
 // shared by the graph, its executable and any copy of it.
 struct ConditionalHandle {
-  const CUgraphNode_st* node = nullptr; // the one node of its graph using it, if any
+  cudaGraphConditionalHandle number = 0; // the handle's value, as its graph numbered it
+  std::size_t refs = 0;                  // graphs listing it (a graph, its snapshots): freed at 0
+  const CUgraphNode_st* node = nullptr;  // the one node of its graph using it, if any
   unsigned default_value = 0;
   unsigned flags = 0;
   unsigned value = 0;
@@ -210,8 +251,9 @@ struct State {
   std::multimap<std::size_t, void*> freed_device_blocks;
   std::map<int, std::unique_ptr<CUmemPoolHandle_st>> default_pools;
   std::map<int, cudaMemPool_t> current_pools;
-  std::unordered_set<cudaMemPool_t> pools; // user-created, not yet freed
-  std::map<cudaGraphConditionalHandle, ConditionalHandle> cond_handles;
+  std::unordered_set<cudaMemPool_t> pools;                      // user-created, not yet freed
+  std::map<unsigned long long, ConditionalHandle> cond_handles; // by HandleRef::key
+  unsigned long long next_handle_key = 1;
 
   std::map<std::string, std::size_t> calls;
   std::map<std::string, std::vector<Fault>> faults;
@@ -378,12 +420,29 @@ bool capture_within(const CUgraphNode_st* node);
 bool has_conditional_nodes(const CUgraph_st& graph);
 void clone_conditional(const CUgraphNode_st& source, CUgraphNode_st& copy, bool user_visible);
 void release_conditional(CUgraphNode_st& node);
+// A copy of a graph lists the handles of its source too; a graph that goes releases its own.
+void retain_handles(const CUgraph_st& graph);
+void release_handles(CUgraph_st& graph);
 // Instantiation rules: body node types, acyclic bodies, every handle used by a node.
 cudaError_t check_conditionals(const CUgraph_st& graph, cudaGraphInstantiateResult& result,
                                cudaGraphNode_t& err_node);
 // At the start of a launch: handles created with cudaGraphCondAssignDefault take their default.
 void apply_condition_defaults(const CUgraph_st& graph);
 cudaError_t run_conditional(const CUgraphNode_st& node);
+
+// --- kernels (kernel.cpp) -----------------------------------------------------
+// A launch's arguments copied from `args` (one pointer per parameter), for a kernel with a model.
+std::unique_ptr<KernelCall> copy_launch(Kernel& kernel, dim3 grid, dim3 block, unsigned shared,
+                                        void* const* args);
+// Runs the kernel's model on a launch's copies.
+cudaError_t run_kernel(const KernelCall& call);
+void reset_kernel_runs();
+// The driver's kernel functions (driver.cpp serves them, counted and fault-injected).
+CUresult kernel_node_params(CUgraphNode node, CUDA_KERNEL_NODE_PARAMS_v2& out);
+CUresult function_param_info(CUfunction func, std::size_t index, std::size_t* offset,
+                             std::size_t* size);
+CUresult function_name(const char** name, CUfunction func);
+CUresult kernel_function(CUfunction* func, CUkernel kernel);
 
 // --- memory --------------------------------------------------------------
 Allocation* find_allocation(const void* ptr);

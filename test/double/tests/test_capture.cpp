@@ -354,6 +354,41 @@ TEST_CASE("thread-local and relaxed captures", "[capture][modes]") {
   }
 }
 
+TEST_CASE("the capture mode rule ignores the current device", "[capture][modes][devices]") {
+  // CUDA documents the prohibition by thread and mode only (cudaThreadExchangeStreamCaptureMode):
+  // a capture of a stream of device 0 prohibits unsafe calls made with device 1 current too. Not
+  // yet checked on the H200 (one device): benchmark/probes/capture_unsafe_devices.cu.
+  Clean clean;
+  cuda_double::set_device_count(2);
+  cudaStream_t s = make_stream(); // device 0
+  cudaGraph_t g = nullptr;
+  void* p = nullptr;
+  const auto on_device_one = [&] {
+    if (cudaError_t e = cudaSetDevice(1))
+      return e;
+    return cudaMalloc(&p, 16);
+  };
+
+  SECTION("global capture, the capturing thread on another device") {
+    CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    CHECK(on_device_one() == cudaErrorStreamCaptureUnsupported);
+    CHECK(cudaStreamEndCapture(s, &g) == cudaErrorStreamCaptureInvalidated);
+  }
+  SECTION("global capture, another thread on another device") {
+    CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    CHECK(on_other_thread(on_device_one) == cudaErrorStreamCaptureUnsupported);
+    CHECK(cudaStreamEndCapture(s, &g) == cudaErrorStreamCaptureInvalidated);
+  }
+  SECTION("thread-local capture: the capturing thread on another device") {
+    CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    CUDA_OK(on_other_thread(on_device_one));
+    CUDA_OK(on_other_thread([&] { return cudaFree(p); }));
+    CHECK(on_device_one() == cudaErrorStreamCaptureUnsupported);
+    CHECK(cudaStreamEndCapture(s, &g) == cudaErrorStreamCaptureInvalidated);
+  }
+  CUDA_OK(cudaSetDevice(0));
+}
+
 TEST_CASE("cross-capture waits", "[capture]") {
   Clean clean;
   cudaStream_t s1 = make_stream(), s2 = make_stream();

@@ -168,6 +168,8 @@ TEST_CASE("cudaGraphAddNode: conditional and empty nodes, and what it refuses", 
   cudaGraph_t g = new_graph();
   cudaGraph_t other = new_graph();
   const cudaGraphConditionalHandle h = make_handle(g);
+  make_handle(other);
+  // Handles are numbered per graph: other's second has a value g made no handle of.
   const cudaGraphConditionalHandle foreign = make_handle(other);
   cudaGraphNode_t n = nullptr;
 
@@ -245,6 +247,71 @@ TEST_CASE("cudaGraphAddNode: conditional and empty nodes, and what it refuses", 
   CUDA_OK(cudaGraphDestroyNode(c.node));
   CHECK(cuda_double::live_conditional_bodies() == 6);
   CUDA_OK(cudaGraphAddNode(&n, g, nullptr, nullptr, 0, &p));
+}
+
+TEST_CASE("condition handles are numbered per graph, as on the H200", "[conditional]") {
+  // benchmark/probes/exec_update_rules.cu ("condition handles of two graphs"): graph a: 1 2;
+  // graph b: 1 2; a's second value is accepted by b, which made a handle of that value, and
+  // refused by c, which made none.
+  Clean clean;
+  cudaGraph_t a = new_graph();
+  cudaGraph_t b = new_graph();
+  cudaGraph_t c = new_graph();
+  const cudaGraphConditionalHandle ha1 = make_handle(a);
+  const cudaGraphConditionalHandle ha2 = make_handle(a);
+  const cudaGraphConditionalHandle hb1 = make_handle(b);
+  const cudaGraphConditionalHandle hb2 = make_handle(b);
+  CHECK(ha1 == 1);
+  CHECK(ha2 == 2);
+  CHECK(hb1 == ha1);
+  CHECK(hb2 == ha2);
+  cudaGraphNodeParams p = cond_params(ha2, cudaGraphCondTypeIf, 1);
+  cudaGraphNode_t n = nullptr;
+  CHECK(cudaGraphAddNode(&n, b, nullptr, nullptr, 0, &p) == cudaSuccess);
+  CHECK(cudaGraphAddNode(&n, c, nullptr, nullptr, 0, &p) == cudaErrorInvalidValue);
+  // b's first handle serves no node: b cannot be instantiated (as on the H200).
+  cudaError_t err = cudaSuccess;
+  const cudaGraphInstantiateParams ip = try_instantiate(b, err);
+  CHECK(err == cudaErrorInvalidValue);
+  CHECK(ip.result_out == cudaGraphInstantiateConditionalHandleUnused);
+
+  // Two graphs' handle 1: each graph decides on its own value.
+  void* dev = device_alloc(2);
+  clear(dev, 2);
+  cudaGraph_t d = new_graph();
+  cudaGraph_t e = new_graph();
+  const Cond cd = add_cond(d, {}, make_handle(d), cudaGraphCondTypeIf, 1);
+  const Cond ce = add_cond(e, {}, make_handle(e), cudaGraphCondTypeIf, 1);
+  add_memset(cd.bodies[0], {}, dev, 1);
+  add_memset(ce.bodies[0], {}, bytes_at(dev, 1), 2);
+  // A body's handles continue its root graph's numbers (the double's choice, not yet checked on
+  // the H200): one value names one handle in a whole executable.
+  CHECK(make_handle(cd.bodies[0]) == 2);
+  add_cond(cd.bodies[0], {}, 2, cudaGraphCondTypeIf, 1);
+  cuda_double::set_conditional(d, 1, 1);
+  cuda_double::set_conditional(e, 1, 0);
+  cuda_double::set_conditional(cd.bodies[0], 2, 0); // the body names its tree: d's handle 2
+  // By value alone, handle 1 is ambiguous now.
+  CHECK_THROWS_AS(cuda_double::set_conditional(1, 1), std::invalid_argument);
+  CHECK_THROWS_AS(cuda_double::conditional_value(1), std::invalid_argument);
+  const cudaGraphExec_t xd = instantiate(d);
+  const cudaGraphExec_t xe = instantiate(e);
+  CUDA_OK(cudaGraphLaunch(xd, nullptr));
+  CUDA_OK(cudaGraphLaunch(xe, nullptr));
+  CHECK(read(dev, 2) == std::vector<unsigned char>{1, 0});
+  CHECK(cuda_double::conditional_evaluations(xd, 1) == 1);
+  CHECK(cuda_double::conditional_evaluations(xd, 2) == 1);
+  CHECK(cuda_double::conditional_evaluations(xe, 1) == 1);
+  CHECK(cuda_double::conditional_value(e, 1) == 0);
+  CHECK(cuda_double::conditional_value(xd, 1) == 1);
+  CHECK(cuda_double::conditional_value(xe, 2) == 0); // e has no handle 2
+  // The executable keeps its handles when its graph goes.
+  CUDA_OK(cudaGraphDestroy(d));
+  cuda_double::script_conditional(xd, 1, {0});
+  clear(dev, 2);
+  CUDA_OK(cudaGraphLaunch(xd, nullptr));
+  CHECK(read(dev, 2) == std::vector<unsigned char>{0, 0});
+  CHECK_THROWS_AS(cuda_double::set_conditional(d, 1, 1), std::invalid_argument);
 }
 
 TEST_CASE("If, If/else and Switch run the body the value picks", "[conditional]") {
@@ -616,13 +683,13 @@ TEST_CASE("instantiation snapshots bodies; cudaGraphExecUpdate reaches into them
   SECTION("a rebuilt graph: its own handle drives the node afterwards") {
     const Built b2 = build(cudaGraphCondTypeIf, 1, 0x13, false);
     CUDA_OK(cudaGraphExecUpdate(exec, b2.g, &info));
-    const std::size_t before = cuda_double::conditional_evaluations(b1.h);
-    cuda_double::script_conditional(b2.h, {0});
+    const std::size_t before = cuda_double::conditional_evaluations(g1, b1.h);
+    cuda_double::script_conditional(exec, b2.h, {0}); // the executable's handle is b2's now
     clear(dev, 2);
     CUDA_OK(cudaGraphLaunch(exec, nullptr));
     CHECK(read(dev, 1)[0] == 0);
-    CHECK(cuda_double::conditional_evaluations(b1.h) == before);
-    CHECK(cuda_double::conditional_evaluations(b2.h) == 1);
+    CHECK(cuda_double::conditional_evaluations(g1, b1.h) == before);
+    CHECK(cuda_double::conditional_evaluations(b2.g, b2.h) == 1);
     // Its default applies at launch too.
     CUDA_OK(cudaGraphLaunch(exec, nullptr));
     CHECK(read(dev, 1)[0] == 0x13);

@@ -69,18 +69,36 @@ std::uint64_t node_id(cudaGraphNode_t node);
 // the graph it was created on and every executable of it (CUDA keeps one per executable). Without
 // cudaGraphCondAssignDefault a handle starts at 0 and its default is never applied (CUDA: the
 // value is undefined; 0 on the H200). Handles and scripts are dropped by reset().
-// set_conditional and script_conditional throw std::invalid_argument for a handle the double does
-// not know. What the double models, and what it guessed: docs/testing.md.
+//
+// Handles are numbered per graph, as on the H200 (1, 2, ... in each; a body's handles continue
+// its root graph's numbers), so a value alone names a handle only while one graph has it. Each
+// function therefore also takes the graph the handle was made on (or any graph of its tree: a
+// body, the root) or an executable of it, where the value names one handle. They throw
+// std::invalid_argument where several live graphs have a handle of that value (name the graph
+// or the executable), for a graph or executable that is not live, and (set_conditional,
+// script_conditional) for a handle the double does not know. What the double models, and what it
+// guessed: docs/testing.md.
 //
 // Sets the handle's value now, as a kernel would.
 void set_conditional(cudaGraphConditionalHandle handle, unsigned value);
+void set_conditional(cudaGraph_t graph, cudaGraphConditionalHandle handle, unsigned value);
+void set_conditional(cudaGraphExec_t exec, cudaGraphConditionalHandle handle, unsigned value);
 // Each later evaluation of the handle by a conditional node (an If or Switch decision, each check
 // of a While, the first included) first takes the next of `values` as the handle's value, while
 // any remain. Replaces what is left of an earlier script.
 void script_conditional(cudaGraphConditionalHandle handle, std::vector<unsigned> values);
-unsigned conditional_value(cudaGraphConditionalHandle handle); // 0 for an unknown handle
+void script_conditional(cudaGraph_t graph, cudaGraphConditionalHandle handle,
+                        std::vector<unsigned> values);
+void script_conditional(cudaGraphExec_t exec, cudaGraphConditionalHandle handle,
+                        std::vector<unsigned> values);
+// 0 for an unknown handle.
+unsigned conditional_value(cudaGraphConditionalHandle handle);
+unsigned conditional_value(cudaGraph_t graph, cudaGraphConditionalHandle handle);
+unsigned conditional_value(cudaGraphExec_t exec, cudaGraphConditionalHandle handle);
 // How many times conditional nodes evaluated the handle since it was created.
 std::size_t conditional_evaluations(cudaGraphConditionalHandle handle);
+std::size_t conditional_evaluations(cudaGraph_t graph, cudaGraphConditionalHandle handle);
+std::size_t conditional_evaluations(cudaGraphExec_t exec, cudaGraphConditionalHandle handle);
 // A While node that ran this many iterations in a row on a non-zero value that no script
 // supplied would never stop (nothing else changes a value during a launch): its next check fails
 // the launch with cudaErrorLaunchTimeout.

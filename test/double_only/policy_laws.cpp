@@ -1,4 +1,4 @@
-// The laws of policies/concepts.hpp, for every shipped policy: each configuration goes through
+// The laws of core/concepts.hpp, for every shipped policy: each configuration goes through
 // the whole lifecycle (capture, failed capture, invalidated capture, recapture, reset, move,
 // destruction) on the CUDA test double, which can count what is left alive and inject failures.
 // After every step: no stream capturing, the state the step promises, and nothing leaked.

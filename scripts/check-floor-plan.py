@@ -110,10 +110,10 @@ def main():
                 if wing == "":
                     # the root: base files include only base files; entry headers include any
                     # public header, never a detail one (the one exception: the deprecated
-                    # forward detail/hooks.hpp, to core/detail/hooks.hpp)
+                    # deprecated forwards detail/hooks.hpp and detail/no_hooks.hpp)
                     if rel in BASE:
                         problems.append(f"{rel}: a base file includes {target}")
-                    elif target_detail and rel != "detail/hooks.hpp":
+                    elif target_detail and rel not in ("detail/hooks.hpp", "detail/no_hooks.hpp"):
                         problems.append(f"{rel}: an entry header includes the detail file {target}")
                     continue
                 if target_wing == "":

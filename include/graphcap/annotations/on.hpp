@@ -33,9 +33,8 @@
 #include <graphcap/annotations/registry.hpp>
 #include <graphcap/annotations/settings.hpp>
 #include <graphcap/annotations/values.hpp>
-#include <graphcap/core/concepts.hpp>
 #include <graphcap/core/detail/diagnosis_hook.hpp>
-#include <graphcap/core/detail/hooks.hpp>
+#include <graphcap/core/policy.hpp>
 #include <graphcap/cuda/detail/creation_callbacks.hpp>
 #include <graphcap/cuda/detail/cupti.hpp>
 #include <graphcap/cuda/detail/driver.hpp>
@@ -117,7 +116,7 @@ private:
 /// std::bad_alloc into the work (the capture is discarded, as for any exception of the work),
 /// and so does after_instantiate, which copies the list into the registry (the graph is left
 /// empty). Out of memory while the capture ends (closing, merging) leaves it unannotated instead.
-class on : public detail::no_hooks<detail::annot_category> {
+class on : public policy_base<policy_kind::annot> {
 public:
   /// The RAII scope `mark` returns (on_marker).
   using marker = on_marker;
@@ -394,7 +393,7 @@ inline void on_marker::close() noexcept {
     std::exchange(owner_, nullptr)->close_scope(scope_, generation_);
   }
 }
-
-static_assert(annotation_policy<on>);
+static_assert(annotation_policy<on> && annotation_across_bodies<on> && annotation_with_layout<on> &&
+              annotation_with_records<on>);
 
 } // namespace graphcap::annot

@@ -133,17 +133,13 @@ private:
   /// runs after the body, every iteration of it.
   template <class Lifecycle>
   static void hand_over(Lifecycle& lifecycle, cudaStream_t stream, cudaStream_t to) noexcept {
-    if constexpr (requires { lifecycle.pool_.hand_over_stream(stream, to); }) {
-      lifecycle.pool_.hand_over_stream(stream, to);
-    }
+    detail::contract::hand_over_stream(lifecycle.pool_, stream, to);
   }
 
   /// An abandoned body: nothing freed on its stream is reused (the capture is being discarded).
   template <class Lifecycle>
   static void forget(Lifecycle& lifecycle, cudaStream_t stream) noexcept {
-    if constexpr (requires { lifecycle.pool_.forget_stream(stream); }) {
-      lifecycle.pool_.forget_stream(stream);
-    }
+    detail::contract::forget_stream(lifecycle.pool_, stream);
   }
 };
 
@@ -220,11 +216,8 @@ private:
     for (std::size_t i = 0; i < body_graphs.size(); ++i) {
       body_graphs[i] = params.conditional.phGraph_out[i];
     }
-    if constexpr (requires {
-                    cap.lifecycle_of().annot_.note_conditional(node, construct, body_graphs);
-                  }) {
-      cap.lifecycle_of().annot_.note_conditional(node, construct, body_graphs); // for write_dot
-    }
+    // for write_dot
+    detail::contract::note_conditional(cap.lifecycle_of().annot_, node, construct, body_graphs);
     check_in_capture(cudaStreamUpdateCaptureDependencies(cap.stream(), &node, nullptr, 1,
                                                          cudaStreamSetCaptureDependencies),
                      "cudaStreamUpdateCaptureDependencies");
@@ -244,9 +237,7 @@ private:
   template <class Body>
   static void capture_body(Scope& cap, cudaGraphNode_t node, cudaGraph_t graph,
                            const char* construct, unsigned index, Body&& body) {
-    if constexpr (requires { cap.lifecycle_of().liveness_.add_body(graph); }) {
-      cap.lifecycle_of().liveness_.add_body(graph); // liveness::check scans the body too
-    }
+    detail::contract::add_body(cap.lifecycle_of().liveness_, graph); // scanned by liveness::check
     body_stream_lease lease = body_stream_lease::take();
     const cudaStream_t stream = lease.stream();
     // Relaxed: the parent's capture already guards this thread (and, in global mode, the
@@ -255,14 +246,10 @@ private:
     check_in_capture(cudaStreamBeginCaptureToGraph(stream, graph, nullptr, nullptr, 0,
                                                    cudaStreamCaptureModeRelaxed),
                      "cudaStreamBeginCaptureToGraph");
-    if constexpr (requires { cap.lifecycle_of().pool_.hand_over_stream(cap.stream(), stream); }) {
-      // What the parent's stream freed so far ran before the node: the body may reuse it (the
-      // body's end hands it back, with what the body freed).
-      cap.lifecycle_of().pool_.hand_over_stream(cap.stream(), stream);
-    }
-    if constexpr (requires { cap.lifecycle_of().annot_.add_body(node, graph, stream); }) {
-      cap.lifecycle_of().annot_.add_body(node, graph, stream); // annot::on tags body nodes
-    }
+    // What the parent's stream freed so far ran before the node: the body may reuse it (the
+    // body's end hands it back, with what the body freed).
+    detail::contract::hand_over_stream(cap.lifecycle_of().pool_, cap.stream(), stream);
+    detail::contract::add_body(cap.lifecycle_of().annot_, node, graph, stream); // tags body nodes
     cudaStream_t root = cap.stream();
     if constexpr (std::is_same_v<typename Scope::kind_type, capture_kind::body>) {
       root = cap.kind_.root;

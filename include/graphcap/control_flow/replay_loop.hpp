@@ -135,7 +135,7 @@ private:
     built_ = true;
     built_for_ = graph_->generation();
     reason_ = {};
-    if constexpr (requires { Graph::pool_type::allocates_graph_nodes; }) {
+    if constexpr (detail::contract::allocates_graph_nodes<typename Graph::pool_type>) {
       reason_ = "pool::graph_memory_nodes: CUDA takes no graph with memory nodes as a child graph";
       return;
     }

@@ -7,7 +7,7 @@
 
 #include <graphcap/config.hpp>
 
-#include <graphcap/core/detail/hooks.hpp>
+#include <graphcap/core/policy.hpp>
 #include <graphcap/fwd.hpp>
 
 #include <cuda_runtime_api.h>
@@ -18,7 +18,7 @@
 namespace graphcap::annot {
 
 /// Annotations disabled: `mark` returns an empty marker and records nothing.
-struct off : detail::no_hooks<detail::annot_category> {
+struct off : policy_base<policy_kind::annot> {
 
   /// What `mark` returns when annotations are off: an empty RAII object, so that code written
   /// for annotated graphs compiles unchanged and costs nothing.

@@ -12,18 +12,18 @@
 //  - reset() drops everything; the graph can capture again.
 //
 // Each policy is stored with [[no_unique_address]] and called through the hooks of
-// core/concepts.hpp; an "off" policy is an empty type with empty inline hooks, so it leaves
+// core/policy.hpp; an "off" policy is an empty type with empty inline hooks, so it leaves
 // no byte, branch or call behind. The CUDA calls themselves are issued inline.
 #pragma once
 
 #include <graphcap/config.hpp>
 
 #include <graphcap/core/annot_off.hpp>
-#include <graphcap/core/concepts.hpp>
 #include <graphcap/core/detail/capture.hpp>
 #include <graphcap/core/detail/graph_lifecycle.hpp>
 #include <graphcap/core/liveness_off.hpp>
 #include <graphcap/core/mode.hpp>
+#include <graphcap/core/policy.hpp>
 #include <graphcap/core/pool_none.hpp>
 #include <graphcap/core/scope.hpp>
 #include <graphcap/core/stream_ref.hpp>
@@ -265,10 +265,9 @@ public:
   /// (annot::on, from <graphcap/annotations.hpp>).
   template <class A = Annot>
   [[nodiscard]] decltype(auto) annotations() const {
-    static_assert(
-        requires(const A& annot) { annot.annotations(); },
-        "graphcap: annotations() needs a graph with annotations on: use annot::on "
-        "(#include <graphcap/annotations.hpp>, link graphcap::annotations)");
+    static_assert(annotation_with_records<A>,
+                  "graphcap: annotations() needs a graph with annotations on: use annot::on "
+                  "(#include <graphcap/annotations.hpp>, link graphcap::annotations)");
     return lifecycle_.annot_.annotations();
   }
 

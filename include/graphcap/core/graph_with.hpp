@@ -10,7 +10,7 @@
 #include <graphcap/config.hpp>
 
 #include <graphcap/core/basic_graph.hpp>
-#include <graphcap/core/concepts.hpp>
+#include <graphcap/core/policy.hpp>
 
 #include <boost/hana/any_of.hpp>
 #include <boost/hana/count_if.hpp>

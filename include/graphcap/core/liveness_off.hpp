@@ -6,7 +6,7 @@
 
 #include <graphcap/config.hpp>
 
-#include <graphcap/core/detail/hooks.hpp>
+#include <graphcap/core/policy.hpp>
 
 #include <cstddef>
 #include <memory>
@@ -14,7 +14,7 @@
 namespace graphcap::liveness {
 
 /// Liveness checking disabled: no storage, no call before replay.
-struct off : detail::no_hooks<detail::liveness_category> {
+struct off : policy_base<policy_kind::liveness> {
   /// Nothing is tracked.
   constexpr void add_input(const void* /*pointer*/) noexcept {}
   /// Nothing is tracked.

@@ -12,7 +12,7 @@
 
 #include <graphcap/config.hpp>
 
-#include <graphcap/core/concepts.hpp>
+#include <graphcap/core/policy.hpp>
 
 #include <cuda_runtime_api.h>
 
@@ -21,7 +21,7 @@ namespace graphcap::mode {
 /// A mode of value `Value`; the modes below derive from it.
 template <cudaStreamCaptureMode Value>
 struct basic_mode {
-  using policy_category = detail::mode_category;        ///< the Mode kind
+  using policy_category = policy_kind::mode;            ///< the Mode kind
   static constexpr cudaStreamCaptureMode value = Value; ///< what cudaStreamBeginCapture gets
 };
 

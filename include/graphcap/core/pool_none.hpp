@@ -4,13 +4,13 @@
 
 #include <graphcap/config.hpp>
 
-#include <graphcap/core/detail/hooks.hpp>
+#include <graphcap/core/policy.hpp>
 
 namespace graphcap::pool {
 
 /// No memory is allocated during capture: the graph reads and writes buffers you allocated
 /// beforehand. Costs nothing; `allocate` and `pool()` do not exist on such a graph.
-struct none : detail::no_hooks<detail::pool_category> {
+struct none : policy_base<policy_kind::pool> {
   /// scope::allocate() does not exist.
   static constexpr bool can_allocate = false;
   /// pool() does not exist.

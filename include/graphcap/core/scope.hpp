@@ -75,16 +75,19 @@ constexpr void require_slab_pool() noexcept {
                 "memory belongs to its graph; pool::none allocates nothing)");
 }
 
+/// A capture kind whose scope captures a conditional node's body (capture_kind::body).
+template <class Kind>
+concept body_capture_kind = Kind::is_conditional_body == true;
+
 /// A Pool policy that allocates through graph memory nodes cannot serve a conditional body
 /// (CUDA allows no memory node there); every other kind of scope takes any pool.
 template <class Pool, class Kind>
 constexpr void require_pool_allowed_in() noexcept {
-  if constexpr (requires { Kind::is_conditional_body; }) {
-    static_assert(
-        !requires { Pool::allocates_graph_nodes; },
-        "graphcap: allocate() in a conditional body needs a slab pool: CUDA allows no "
-        "memory node in a body, and pool::graph_memory_nodes allocates with one; use "
-        "pool::private_pool, pool::shared or pool::user, or allocate outside the body");
+  if constexpr (body_capture_kind<Kind>) {
+    static_assert(!contract::allocates_graph_nodes<Pool>,
+                  "graphcap: allocate() in a conditional body needs a slab pool: CUDA allows no "
+                  "memory node in a body, and pool::graph_memory_nodes allocates with one; use "
+                  "pool::private_pool, pool::shared or pool::user, or allocate outside the body");
   }
 }
 

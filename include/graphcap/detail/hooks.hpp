@@ -1,7 +1,8 @@
-// graphcap/detail/hooks.hpp - an entry header: <graphcap/core/detail/hooks.hpp> (docs/design.md,
-// "The floor plan").
+// graphcap/detail/hooks.hpp - deprecated entry header (0.2's spelling, kept for one release):
+// <graphcap/core/policy.hpp> has the public policy_base<policy_kind::...>, and
+// detail::no_hooks<detail::*_category> as an alias of it.
 #pragma once
 
 #include <graphcap/config.hpp>
 
-#include <graphcap/core/detail/hooks.hpp>
+#include <graphcap/core/policy.hpp>

@@ -55,7 +55,7 @@ void write_dot(const Graph& graph, std::ostream& out, const dot_options& options
   }
   const cudaGraph_t raw = graph.raw_graph();
   const detail::graph_layout* layout = nullptr;
-  if constexpr (requires { graph.annot_policy().layout(); }) {
+  if constexpr (annotation_with_layout<typename Graph::annot_type>) {
     layout = &graph.annot_policy().layout();
   }
   std::string title = options.title;

@@ -15,7 +15,7 @@
 
 #include <graphcap/config.hpp>
 
-#include <graphcap/core/detail/hooks.hpp>
+#include <graphcap/core/policy.hpp>
 #include <graphcap/cuda/detail/driver.hpp>
 #include <graphcap/error.hpp>
 #include <graphcap/liveness/detail/inputs.hpp>
@@ -43,7 +43,7 @@ namespace liveness {
 /// Liveness checking enabled: one pass over the graph at capture end, then one driver query per
 /// input allocation (and one weak_ptr test per token) before every replay. A dead input makes
 /// replay() throw liveness_error before anything is launched.
-class check : public detail::no_hooks<detail::liveness_category> {
+class check : public policy_base<policy_kind::liveness> {
 public:
   /// How many inputs at most a liveness_error lists one by one.
   static constexpr std::size_t listed_inputs = detail::liveness_listed_inputs;
@@ -223,6 +223,9 @@ private:
   std::vector<cudaGraph_t> bodies_; // the capture's conditional bodies, until its end
   bool captured_ = false;
 };
+
+// The optional hook it offers (core/policy.hpp): conditional bodies are scanned too.
+static_assert(liveness_policy<check> && liveness_across_bodies<check>);
 
 } // namespace liveness
 } // namespace graphcap

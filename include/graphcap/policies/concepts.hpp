@@ -1,7 +1,7 @@
-// graphcap/policies/concepts.hpp - an entry header: <graphcap/core/concepts.hpp> (docs/design.md,
+// graphcap/policies/concepts.hpp - an entry header: <graphcap/core/policy.hpp> (docs/design.md,
 // "The floor plan").
 #pragma once
 
 #include <graphcap/config.hpp>
 
-#include <graphcap/core/concepts.hpp>
+#include <graphcap/core/policy.hpp>

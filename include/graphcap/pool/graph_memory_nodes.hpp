@@ -5,7 +5,7 @@
 #include <graphcap/config.hpp>
 
 #include <graphcap/core/detail/allocation_size.hpp>
-#include <graphcap/core/detail/hooks.hpp>
+#include <graphcap/core/policy.hpp>
 #include <graphcap/cuda/detail/capture_mode_guard.hpp>
 #include <graphcap/cuda/detail/cuda_check.hpp>
 #include <graphcap/error.hpp>
@@ -24,7 +24,7 @@ namespace graphcap::pool {
 /// with memory nodes can have only one executable graph at a time. What the capture allocates and
 /// does not free is freed on reset() and destruction: CUDA frees it only at a next launch, and
 /// destroying a graph frees nothing (cudaFree, which waits for the device: not on the replay path).
-struct graph_memory_nodes : detail::no_hooks<detail::pool_category> {
+struct graph_memory_nodes : policy_base<policy_kind::pool> {
   /// scope::allocate() exists (make_buffer() does not: CUDA owns the memory).
   static constexpr bool can_allocate = true;
   /// No pool to share.
@@ -100,5 +100,8 @@ private:
   detail::held_blocks allocated_; // allocated during the capture; `freed` if the capture freed it
   bool launched_ = false;
 };
+
+// The optional hook it offers (core/policy.hpp): CUDA memory nodes, so no conditional body.
+static_assert(pool_strategy<graph_memory_nodes> && pool_with_memory_nodes<graph_memory_nodes>);
 
 } // namespace graphcap::pool

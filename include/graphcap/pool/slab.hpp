@@ -12,7 +12,7 @@
 
 #include <graphcap/core/detail/allocation_size.hpp>
 #include <graphcap/core/detail/capture.hpp>
-#include <graphcap/core/detail/hooks.hpp>
+#include <graphcap/core/policy.hpp>
 #include <graphcap/cuda/detail/capture_mode_guard.hpp>
 #include <graphcap/cuda/detail/cuda_check.hpp>
 #include <graphcap/error.hpp>
@@ -35,7 +35,7 @@ namespace detail {
 /// What the private, shared and user pools have in common: blocks from a pool_core, a record of
 /// the blocks this graph holds, and reuse of blocks freed during the capture.
 template <bool Shared>
-class slab_pool : public no_hooks<pool_category> {
+class slab_pool : public policy_base<policy_kind::pool> {
 public:
   /// scope::allocate() and make_buffer() exist.
   static constexpr bool can_allocate = true;
@@ -334,6 +334,14 @@ struct user : detail::slab_pool<false> {
   /// Slabs from `source`, which must outlive the graph.
   explicit user(cudaMemPool_t source) : slab_pool(source) {}
 };
+
+// The optional hooks the slab pools offer (core/policy.hpp): a misspelt one fails here.
+static_assert(pool_that_recaptures<private_pool> && pool_with_slabs<private_pool> &&
+              pool_with_own_nodes<private_pool> && pool_across_streams<private_pool>);
+static_assert(pool_that_recaptures<shared> && pool_with_slabs<shared> &&
+              pool_with_own_nodes<shared> && pool_across_streams<shared>);
+static_assert(pool_that_recaptures<user> && pool_with_slabs<user> && pool_with_own_nodes<user> &&
+              pool_across_streams<user>);
 
 } // namespace pool
 } // namespace graphcap

@@ -4,14 +4,14 @@
 // pointer to it, so that a scope reaches the policies (allocate, mark, input) and ends the
 // capture without knowing the graph type's public API.
 //
-// Hooks run as core/concepts.hpp says: Pool, Annot, Liveness, each step in that order; a
+// Hooks run as core/policy.hpp says: Pool, Annot, Liveness, each step in that order; a
 // failure at any step leaves no stream capturing and every policy aborted or reset.
 #pragma once
 
 #include <graphcap/config.hpp>
-#include <graphcap/core/concepts.hpp>
 #include <graphcap/core/detail/capture.hpp>
 #include <graphcap/core/detail/graph_core.hpp>
+#include <graphcap/core/policy.hpp>
 #include <graphcap/core/stream_ref.hpp>
 #include <graphcap/cuda/detail/cuda_check.hpp>
 #include <graphcap/error.hpp>
@@ -112,11 +112,7 @@ public:
     }
     exec_handle previous = std::move(core_.exec);
     core_.drop();
-    if constexpr (requires { pool_.on_recapture(); }) {
-      pool_.on_recapture();
-    } else {
-      pool_.on_reset();
-    }
+    contract::recapture(pool_);
     annot_.on_reset();
     liveness_.on_reset();
     return previous;
@@ -162,7 +158,7 @@ public:
   void after_capture_end_hooks() {
     cudaGraph_t captured = core_.graph.get();
     pool_.after_capture_end(captured);
-    if constexpr (!std::is_empty_v<Liveness> && requires { pool_.for_each_slab(ignore_slab); }) {
+    if constexpr (!std::is_empty_v<Liveness> && pool_with_slabs<Pool>) {
       // The pool's memory is the graph's own, never an external input.
       pool_.for_each_slab(
           [this](const void* base, std::size_t bytes) { liveness_.exclude(base, bytes); });
@@ -235,16 +231,8 @@ public:
     core_.side_stream.reset();
   }
 
-  static constexpr auto ignore_slab = [](const void*, std::size_t) {};
-
   /// Nodes the Pool policy added to the capture for itself (a completion marker), not counted.
-  [[nodiscard]] std::size_t policy_own_nodes() const noexcept {
-    if constexpr (requires { pool_.own_nodes(); }) {
-      return pool_.own_nodes();
-    } else {
-      return 0;
-    }
-  }
+  [[nodiscard]] std::size_t policy_own_nodes() const noexcept { return contract::own_nodes(pool_); }
 
   // The handles a hand-written program needs, then the policies (empty when off).
   graph_core core_;

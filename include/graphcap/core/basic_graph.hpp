@@ -239,18 +239,20 @@ public:
   /// pool::shared or pool::user.
   template <class P = Pool>
   [[nodiscard]] auto pool() { // -> pool_handle (auto: the lean core does not include it)
-    static_assert(P::has_handle,
-                  "graphcap: pool() needs a graph whose pool can be shared: use "
-                  "pool::private_pool, pool::shared or pool::user, not pool::none or "
-                  "pool::graph_memory_nodes");
+    static_assert(
+        P::has_handle,
+        "graphcap: pool() needs a graph whose pool can be shared: use " GRAPHCAP_SLAB_POOLS
+        ", not pool::none or "
+        "pool::graph_memory_nodes");
     return lifecycle_.pool_.handle();
   }
 
   /// What the graph's pool holds (reserved and in-use bytes, slabs, blocks).
   template <class P = Pool>
   [[nodiscard]] auto pool_statistics() const { // -> graphcap::pool_statistics
-    static_assert(P::has_handle, "graphcap: pool_statistics() needs a graph with a slab pool: "
-                                 "pool::private_pool, pool::shared or pool::user");
+    static_assert(
+        P::has_handle,
+        "graphcap: pool_statistics() needs a graph with a slab pool: " GRAPHCAP_SLAB_POOLS);
     return lifecycle_.pool_.statistics();
   }
 

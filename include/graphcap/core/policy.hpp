@@ -13,7 +13,9 @@
 //
 // Minimal complete definition: derive from policy_base<Kind> (every hook empty; Kind one of
 // policy_kind::pool, ::annot, ::liveness) and hide the hooks the policy needs. basic_graph calls
-// each hook of the three stateful kinds in the order Pool, Annot, Liveness, at these points:
+// each hook of the three stateful kinds in the order Pool, Annot, Liveness (before_replay alone
+// in the order Liveness, Pool, Annot: a refused replay must not have touched the others), at
+// these points:
 //
 //   hook                         when                                   may throw?
 //   before_capture(stream)       before cudaStreamBeginCapture          yes: nothing has begun;

@@ -51,28 +51,29 @@ struct update {
 
 namespace detail {
 
-/// The pool checks of a scope's allocating calls (and of the allocators over a scope): one
-/// text each, in one place.
-template <class Pool>
+/// The pools as every diagnostic that asks for one spells them: the slab pools (shareable,
+/// allowed in a conditional body), and every pool that allocates.
+#define GRAPHCAP_SLAB_POOLS "pool::private_pool, pool::shared or pool::user"
+#define GRAPHCAP_ALLOCATING_POOLS                                                                  \
+  "pool::private_pool, pool::shared, pool::user or pool::graph_memory_nodes, not pool::none"
+
+/// The pool checks of a scope's allocating calls (and of the allocators over a scope), in one
+/// place. Deallocating = true: the text names deallocate().
+template <class Pool, bool Deallocating = false>
 constexpr void require_allocating_pool() noexcept {
-  static_assert(Pool::can_allocate,
-                "graphcap: allocate() needs a graph whose pool policy allocates: use "
-                "pool::private_pool, pool::shared, pool::user or pool::graph_memory_nodes, not "
-                "pool::none");
-}
-template <class Pool>
-constexpr void require_deallocating_pool() noexcept {
-  static_assert(Pool::can_allocate,
-                "graphcap: deallocate() needs a graph whose pool policy allocates: use "
-                "pool::private_pool, pool::shared, pool::user or pool::graph_memory_nodes, not "
-                "pool::none");
+  if constexpr (Deallocating) {
+    static_assert(Pool::can_allocate, "graphcap: deallocate() needs a graph whose pool policy "
+                                      "allocates: use " GRAPHCAP_ALLOCATING_POOLS);
+  } else {
+    static_assert(Pool::can_allocate, "graphcap: allocate() needs a graph whose pool policy "
+                                      "allocates: use " GRAPHCAP_ALLOCATING_POOLS);
+  }
 }
 template <class Pool>
 constexpr void require_slab_pool() noexcept {
-  static_assert(Pool::has_handle,
-                "graphcap: make_buffer() needs a graph whose pool keeps blocks in slabs: use "
-                "pool::private_pool, pool::shared or pool::user (pool::graph_memory_nodes "
-                "memory belongs to its graph; pool::none allocates nothing)");
+  static_assert(Pool::has_handle, "graphcap: make_buffer() needs a graph whose pool keeps blocks "
+                                  "in slabs: use " GRAPHCAP_SLAB_POOLS " (pool::graph_memory_nodes "
+                                  "memory belongs to its graph; pool::none allocates nothing)");
 }
 
 /// A capture kind whose scope captures a conditional node's body (capture_kind::body).
@@ -86,8 +87,8 @@ constexpr void require_pool_allowed_in() noexcept {
   if constexpr (body_capture_kind<Kind>) {
     static_assert(!contract::allocates_graph_nodes<Pool>,
                   "graphcap: allocate() in a conditional body needs a slab pool: CUDA allows no "
-                  "memory node in a body, and pool::graph_memory_nodes allocates with one; use "
-                  "pool::private_pool, pool::shared or pool::user, or allocate outside the body");
+                  "memory node in a body, and pool::graph_memory_nodes allocates with one; "
+                  "use " GRAPHCAP_SLAB_POOLS ", or allocate outside the body");
   }
 }
 
@@ -236,7 +237,7 @@ public:
   /// The same, for memory last used by work on `stream` (where it was allocated for).
   template <class T>
   void deallocate(T* pointer, stream_ref stream) {
-    detail::require_deallocating_pool<pool_type>();
+    detail::require_allocating_pool<pool_type, /*Deallocating=*/true>();
     active_graph().pool_.deallocate(pointer, stream.get());
   }
 

@@ -1,6 +1,6 @@
-// graphcap/liveness/declared_inputs.hpp - liveness::check, the policy that refuses to replay a
-// graph whose inputs were freed (docs/liveness.md). <graphcap/graphcap.hpp> includes it too; the
-// lean core
+// graphcap/liveness/declared_inputs.hpp - what users tell liveness::check (liveness/check.hpp,
+// the policy that refuses to replay a graph whose inputs were freed: docs/liveness.md): inputs
+// left out, inputs added. <graphcap/graphcap.hpp> includes it; the lean core
 // (<graphcap/basic_graph.hpp>) does not, and with it none of the driver API.
 //
 //   graphcap::graph_with<graphcap::liveness::check> g;

@@ -22,6 +22,7 @@
 
 #include <graphcap/config.hpp>
 
+#include <graphcap/core/scope.hpp>
 #include <graphcap/core/stream_ref.hpp>
 #include <graphcap/error.hpp>
 
@@ -66,9 +67,8 @@ template <class Scope>
 constexpr bool require_allocating_scope() noexcept {
   static_assert(scope_pool_allocates<Scope>(),
                 "graphcap: an allocator over a capture scope (capture_allocator, "
-                "capture_resource) needs a graph whose pool policy allocates: use "
-                "pool::private_pool, pool::shared, pool::user or pool::graph_memory_nodes, not "
-                "pool::none");
+                "capture_resource) needs a graph whose pool policy allocates: "
+                "use " GRAPHCAP_ALLOCATING_POOLS);
   return true;
 }
 

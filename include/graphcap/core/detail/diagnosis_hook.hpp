@@ -36,8 +36,8 @@ struct diagnosis_hooks {
 /// The hooks of the capture diagnostics switched on now; null while none is alive.
 inline std::atomic<const diagnosis_hooks*> installed_diagnosis{nullptr};
 
-/// The installed hooks, or null (one relaxed load: the hooks are immutable once published, and
-/// stay valid for the life of the process).
+/// The installed hooks, or null (one acquire load, pairing with the release that published
+/// them: the hooks are immutable once published, and stay valid for the life of the process).
 [[nodiscard]] inline const diagnosis_hooks* diagnosis() noexcept {
   return installed_diagnosis.load(std::memory_order_acquire);
 }

@@ -2,8 +2,9 @@
 // policies: the handles a careful hand-written program keeps for one CUDA graph, its state, and the
 // policy-free steps of its lifecycle (the side stream, instantiation, update, messages).
 //
-// Not a template, so that these steps are compiled once per program, not once per
-// configuration; basic_graph calls its policies' hooks around them.
+// Not a template, so that these steps are not instantiated once per configuration (inline
+// functions: each translation unit that uses them still compiles them, and the linker keeps one
+// copy); basic_graph calls its policies' hooks around them.
 #pragma once
 
 #include <graphcap/config.hpp>

@@ -1,7 +1,8 @@
 // bench_pools: what allocating during a capture costs per allocation as the capture grows, for
 // captures of 1,000, 10,000 and 100,000 allocations of 512 bytes (one size class). A cost linear
 // in the capture shows as a flat ns-per-allocation figure over the three sizes; a lookup linear
-// in the blocks held (deallocate() before detail/held_blocks.hpp) grows tenfold per step. Arms:
+// in the blocks held (deallocate() before pool/detail/held_blocks.hpp) grows tenfold per step.
+// Arms:
 //   raw cudaMallocAsync / cudaFreeAsync  memory nodes captured by hand (the baseline);
 //   pool::graph_memory_nodes             the same through graphcap;
 //   private_pool, new blocks             a new graph: blocks carved from new 2 MiB slabs (one

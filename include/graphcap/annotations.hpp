@@ -15,18 +15,18 @@
 // node_type.hpp, settings.hpp (node_discovery, keep_cupti_subscriber, annotation_id_source),
 // notices.hpp, registry.hpp (recorded_annotations, find_annotation, clear_annotations),
 // json.hpp, trace.hpp (kernel_record, write_chrome_trace), trace_recorder.hpp; the policy is
-// policies/annot/on.hpp.
+// annotations/on.hpp.
 #pragma once
 
 #include <graphcap/config.hpp>
 
 #include <graphcap/annotations/json.hpp>
-#include <graphcap/annotations/node_type.hpp>
 #include <graphcap/annotations/notices.hpp>
+#include <graphcap/annotations/on.hpp>
 #include <graphcap/annotations/registry.hpp>
 #include <graphcap/annotations/settings.hpp>
 #include <graphcap/annotations/trace.hpp>
 #include <graphcap/annotations/trace_recorder.hpp>
 #include <graphcap/annotations/values.hpp>
+#include <graphcap/cuda/node_type.hpp>
 #include <graphcap/graphcap.hpp>
-#include <graphcap/policies/annot/on.hpp>

@@ -1,14 +1,15 @@
 // graphcap/config.hpp - the library's configuration macros, each spelled once.
 //
 //   GRAPHCAP_COLD              marks an out-of-line error path (gnu::cold, noinline)
-//   GRAPHCAP_HAS_CXXABI        1 where <cxxabi.h> can demangle kernel names (detail/demangle.hpp)
-//   GRAPHCAP_HAS_CCCL_STREAM   1 where CCCL's <cuda/stream_ref> is on the include path
+//   GRAPHCAP_HAS_CXXABI        1 where <cxxabi.h> can demangle kernel names
+//                              (cuda/detail/demangle.hpp)
 //   GRAPHCAP_HOST_DEVICE       __host__ __device__ under nvcc (values kernels read: conditions)
 //   GRAPHCAP_NVTX_REGIONS      defined by the user: register pool blocks with NVTX for
-//                              compute-sanitizer (detail/nvtx_regions.hpp); off by default
+//                              compute-sanitizer (pool/detail/nvtx_regions.hpp); off by default
 //
 // Only the detection macros live here; headers that need what they detect include it themselves
-// (<cxxabi.h> only in detail/demangle.hpp), so that the lean core includes nothing it does not use.
+// (<cxxabi.h> only in cuda/detail/demangle.hpp), so that the lean core includes nothing it does
+// not use.
 #pragma once
 
 // graphcap is C++20. Below it, the compilation stops here with one message instead of dozens of
@@ -29,12 +30,6 @@
 #define GRAPHCAP_HAS_CXXABI 1
 #else
 #define GRAPHCAP_HAS_CXXABI 0
-#endif
-
-#if __has_include(<cuda/stream_ref>)
-#define GRAPHCAP_HAS_CCCL_STREAM 1
-#else
-#define GRAPHCAP_HAS_CCCL_STREAM 0
 #endif
 
 #if defined(__CUDACC__)

@@ -25,6 +25,13 @@ class buffer;
 struct update_result;
 class condition;
 
+/// What a scope's end() does with the capture (core/scope.hpp, control_flow/conditional.hpp).
+namespace capture_kind {
+struct fresh;
+struct update;
+struct body;
+} // namespace capture_kind
+
 /// Whether a condition takes its initial value at every launch of its graph.
 enum class condition_reset : std::uint8_t {
   each_launch, ///< at the start of every launch (cudaGraphCondAssignDefault): the default

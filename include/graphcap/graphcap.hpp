@@ -12,27 +12,20 @@
 
 #include <graphcap/config.hpp>
 
-#include <graphcap/basic_graph.hpp>
-#include <graphcap/buffer.hpp>
+#include <graphcap/core/basic_graph.hpp>
+#include <graphcap/core/graph_with.hpp>
+#include <graphcap/core/mode.hpp>
+#include <graphcap/core/pool_none.hpp>
+#include <graphcap/core/scope.hpp>
+#include <graphcap/core/stream_ref.hpp>
+#include <graphcap/core/update.hpp>
 #include <graphcap/error.hpp>
-#include <graphcap/graph_cache.hpp>
-#include <graphcap/graph_with.hpp>
-#include <graphcap/liveness.hpp>
-#include <graphcap/policies/mode.hpp>
-#include <graphcap/policies/pool/graph_memory_nodes.hpp>
-#include <graphcap/policies/pool/none.hpp>
-#include <graphcap/policies/pool/slab.hpp>
-#include <graphcap/pool_handle.hpp>
-#include <graphcap/pool_statistics.hpp>
-#include <graphcap/scope.hpp>
-#include <graphcap/stream_ref.hpp>
-#include <graphcap/update.hpp>
+#include <graphcap/families/graph_cache.hpp>
+#include <graphcap/liveness/declared_inputs.hpp>
+#include <graphcap/pool/buffer.hpp>
+#include <graphcap/pool/default_graph.hpp>
+#include <graphcap/pool/graph_memory_nodes.hpp>
+#include <graphcap/pool/pool_handle.hpp>
+#include <graphcap/pool/pool_statistics.hpp>
+#include <graphcap/pool/slab.hpp>
 #include <graphcap/version.hpp>
-
-namespace graphcap {
-
-/// torch.cuda.graph's defaults: global capture mode and a private pool for the memory allocated
-/// during the capture (scope::allocate); annotations and liveness checking off.
-using graph = basic_graph<mode::global, pool::private_pool, annot::off, liveness::off>;
-
-} // namespace graphcap

@@ -4,4 +4,4 @@
 
 #include <graphcap/config.hpp>
 
-#include <graphcap/stream_ref.hpp>
+#include <graphcap/core/stream_ref.hpp>

@@ -1,4 +1,4 @@
-// expect: satisfaction of [^ ]*liveness_policy<Liveness>[^ ]* \[with Liveness = graphcap::annot::off\]|concept is false for arguments .<graphcap::annot::off, graphcap::detail::liveness_category>
+// expect: satisfaction of [^ ]*liveness_policy<Liveness>[^ ]* \[with Liveness = graphcap::annot::off\]|concept is false for arguments .<graphcap::annot::off, graphcap::policy_kind::liveness>
 // The fourth slot takes a liveness policy.
 #include <graphcap/graphcap.hpp>
 

@@ -1,4 +1,4 @@
-// expect: satisfaction of [^ ]*annotation_policy<Annot>[^ ]* \[with Annot = graphcap::liveness::off\]|concept is false for arguments .<graphcap::liveness::off, graphcap::detail::annot_category>
+// expect: satisfaction of [^ ]*annotation_policy<Annot>[^ ]* \[with Annot = graphcap::liveness::off\]|concept is false for arguments .<graphcap::liveness::off, graphcap::policy_kind::annot>
 // The third slot takes an annotation policy.
 #include <graphcap/graphcap.hpp>
 

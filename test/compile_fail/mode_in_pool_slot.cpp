@@ -1,4 +1,4 @@
-// expect: satisfaction of [^ ]*pool_strategy<Pool>[^ ]* \[with Pool = graphcap::mode::relaxed\]|concept is false for arguments .<graphcap::mode::relaxed, graphcap::detail::pool_category>
+// expect: satisfaction of [^ ]*pool_strategy<Pool>[^ ]* \[with Pool = graphcap::mode::relaxed\]|concept is false for arguments .<graphcap::mode::relaxed, graphcap::policy_kind::pool>
 // Policies have fixed slots: <Mode, Pool, Annot, Liveness>. A mode in the Pool slot is refused
 // with the slot's concept name.
 #include <graphcap/graphcap.hpp>

@@ -3,7 +3,7 @@
 // the concept requires it noexcept, and a policy that could throw there does not compile.
 #include <graphcap/graphcap.hpp>
 
-struct resets_loudly : graphcap::detail::no_hooks<graphcap::detail::liveness_category> {
+struct resets_loudly : graphcap::policy_base<graphcap::policy_kind::liveness> {
 #ifdef GRAPHCAP_CONTROL
   void on_reset() noexcept {}
 #else

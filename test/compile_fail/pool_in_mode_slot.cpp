@@ -1,4 +1,4 @@
-// expect: satisfaction of [^ ]*capture_mode<Mode>[^ ]* \[with Mode = graphcap::pool::none\]|concept is false for arguments .<graphcap::pool::none, graphcap::detail::mode_category>
+// expect: satisfaction of [^ ]*capture_mode<Mode>[^ ]* \[with Mode = graphcap::pool::none\]|concept is false for arguments .<graphcap::pool::none, graphcap::policy_kind::mode>
 // The first slot takes a capture mode (mode::global, mode::thread_local_, mode::relaxed).
 #include <graphcap/graphcap.hpp>
 

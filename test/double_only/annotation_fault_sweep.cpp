@@ -1,6 +1,6 @@
 // The fault sweeps for annot::on (flat_sweep.hpp and nested_sweep.hpp), with both node
 // discoveries: CUPTI's creation callbacks (the double's CUPTI) and the graph walk. Annotations
-// never fail a capture when CUDA or CUPTI refuses a query (policies/annot/on.hpp): those
+// never fail a capture when CUDA or CUPTI refuses a query (annotations/on.hpp): those
 // failures are absorbed in the capture steps, and the capture still works.
 #include "flat_sweep.hpp"
 #include "nested_sweep.hpp"

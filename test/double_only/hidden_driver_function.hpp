@@ -3,7 +3,7 @@
 // forgets the functions it resolved, so that its next use looks them up again.
 #pragma once
 
-#include <graphcap/detail/driver.hpp>
+#include <graphcap/cuda/detail/driver.hpp>
 
 #include <cuda_double/control.hpp>
 

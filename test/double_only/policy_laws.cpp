@@ -1,4 +1,5 @@
-// The laws of policies/concepts.hpp, for every shipped policy: each configuration goes through
+// The laws of core/policy.hpp, for every shipped policy and for one written with the public
+// names of that header only (policy_base, policy_kind): each configuration goes through
 // the whole lifecycle (capture, failed capture, invalidated capture, recapture, reset, move,
 // destruction) on the CUDA test double, which can count what is left alive and inject failures.
 // After every step: no stream capturing, the state the step promises, and nothing leaked.
@@ -95,9 +96,33 @@ using memory_nodes = gc::graph_with<gc::pool::graph_memory_nodes>;
 using annotated = gc::graph_with<gc::annot::on>;
 using checked = gc::graph_with<gc::liveness::check>;
 
+/// A Liveness policy as a user writes one, from <graphcap/core/policy.hpp>'s public names only:
+/// it counts the hooks (law 1: every before_capture is followed by exactly one abort or end).
+class counting_liveness : public gc::policy_base<gc::policy_kind::liveness> {
+public:
+  void before_capture(cudaStream_t /*stream*/) noexcept { ++begun_; }
+  void after_capture_end(cudaGraph_t /*graph*/) noexcept { ++ended_; }
+  void on_capture_abort() noexcept { ++aborted_; }
+  void add_input(const void* /*pointer*/) {}
+  void add_input(const void* /*pointer*/, const std::weak_ptr<const void>& /*token*/) {}
+  void exclude(const void* /*base*/, std::size_t /*bytes*/) {}
+  /// Law 1, pairing: every capture begun has ended or been aborted.
+  [[nodiscard]] bool paired() const noexcept { return begun_ == ended_ + aborted_; }
+  [[nodiscard]] int begun() const noexcept { return begun_; }
+
+private:
+  int begun_ = 0;
+  int ended_ = 0;
+  int aborted_ = 0;
+};
+static_assert(gc::liveness_policy<counting_liveness>);
+static_assert(!gc::liveness_across_bodies<counting_liveness>); // optional: not offered
+using user_written =
+    gc::basic_graph<gc::mode::global, gc::pool::private_pool, gc::annot::off, counting_liveness>;
+
 TEMPLATE_TEST_CASE("every shipped policy keeps the lifecycle laws", "[laws]", gc::lean_graph,
                    thread_local_mode, relaxed_mode, private_pool, shared_pool, user_pool,
-                   memory_nodes, annotated, checked, everything_on) {
+                   memory_nodes, annotated, checked, everything_on, user_written) {
   using graph_type = TestType;
   using scope_type = typename graph_type::scope;
   cuda_double::reset();
@@ -177,6 +202,11 @@ TEMPLATE_TEST_CASE("every shipped policy keeps the lifecycle laws", "[laws]", gc
     graph.reset();
     require_nothing_left(before);
   }
+  if constexpr (std::is_same_v<graph_type, user_written>) {
+    if (graph) {
+      CHECK(graph->liveness_policy().paired()); // law 1, seen from the policy's side
+    }
+  }
   if (graph) {
     graph.reset();
   }
@@ -187,7 +217,7 @@ TEMPLATE_TEST_CASE("every shipped policy keeps the lifecycle laws", "[laws]", gc
 namespace {
 
 /// A Liveness policy whose hook throws right after the capture began (as a user's policy may).
-struct throws_after_begin : gc::detail::no_hooks<gc::detail::liveness_category> {
+struct throws_after_begin : gc::policy_base<gc::policy_kind::liveness> {
   // NOLINTNEXTLINE(readability-convert-member-functions-to-static): a policy's hook
   void after_capture_begin(cudaStream_t /*stream*/) {
     throw std::runtime_error("the policy failed after the capture began");

@@ -1,6 +1,6 @@
 // GPU test of annot::on inside conditional bodies with real kernels and real CUPTI: the body's
 // kernels are tagged by the body's scope and the parent's, and every annotated kernel's id (body
-// nodes too: detail/annotation_ids.hpp, executable_node_index, inferred from these records) is
+// nodes too: annotations/detail/ids.hpp, executable_node_index, inferred from these records) is
 // the node id of its replays' activity records, matched by kernel name. On a mismatch the test
 // prints every record next to every annotation, so that a failing run shows the true numbering.
 // Under compute-sanitizer CUPTI is held by the tool: the test then checks the scopes only and is

@@ -1,7 +1,7 @@
-// Host tests: graphcap's one demangler (detail/demangle.hpp), which annotations and the liveness
-// check's messages both name kernels with.
+// Host tests: graphcap's one demangler (cuda/detail/demangle.hpp), which annotations and the
+// liveness check's messages both name kernels with.
 #include <graphcap/config.hpp>
-#include <graphcap/detail/demangle.hpp>
+#include <graphcap/cuda/detail/demangle.hpp>
 
 #include "catch.hpp"
 

@@ -1,5 +1,5 @@
 // Host tests: graphcap's exceptions say what failed and what to do.
-#include <graphcap/detail/cuda_check.hpp>
+#include <graphcap/cuda/detail/cuda_check.hpp>
 #include <graphcap/error.hpp>
 
 #include "catch.hpp"

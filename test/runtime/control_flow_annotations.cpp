@@ -146,7 +146,7 @@ TEST_CASE("scopes inside a body tag its nodes, and a scope around the conditiona
   }
   // Instantiated: every node is re-keyed and published. The executable numbers the graph's own
   // nodes (a memset, the WHILE node), then the bodies' in capture order: the outer body's three
-  // from 2, the nested body's one from 5 (detail/annotation_ids.hpp, executable_node_index).
+  // from 2, the nested body's one from 5 (annotations/detail/ids.hpp, executable_node_index).
   graph.instantiate();
   std::uint32_t exec_id = 0;
   REQUIRE(cuptiGetGraphExecId(graph.raw_exec(), &exec_id) == CUPTI_SUCCESS);

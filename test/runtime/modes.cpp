@@ -81,7 +81,7 @@ TEST_CASE("mode::thread_local_: the capturing thread's own cudaMalloc still fail
                   gc::capture_error);
 }
 
-// The raw controls of graphcap's relaxed guard (detail/capture_mode_guard.hpp): what CUDA does
+// The raw controls of graphcap's relaxed guard (cuda/detail/capture_mode_guard.hpp): what CUDA does
 // when another thread, in the default global mode, destroys an executable graph or
 // instantiates one while a global-mode capture runs. On the H200 (CUDA 13.0, driver 580,
 // benchmark/probes/exec_update_rules.cu) both calls fail and invalidate the capture; if these

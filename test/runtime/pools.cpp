@@ -322,7 +322,7 @@ TEST_CASE("a hundred thousand graph memory nodes allocated and freed in one capt
 }
 
 TEST_CASE("the held-block index finds each of 100000 pool-like blocks in a few probes") {
-  // The index behind deallocate() (detail/held_blocks.hpp): what makes a capture of N
+  // The index behind deallocate() (pool/detail/held_blocks.hpp): what makes a capture of N
   // allocations cost O(N) is that a block is found in a constant number of probes. Blocks like a
   // pool's: 512-byte blocks of 2 MiB slabs at scattered bases, and 2 MiB blocks, all aligned, which
   // a hash of the low address bits would pile onto a few slots.

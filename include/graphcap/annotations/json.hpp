@@ -4,8 +4,8 @@
 
 #include <graphcap/config.hpp>
 
-#include <graphcap/annotations/node_type.hpp>
 #include <graphcap/annotations/values.hpp>
+#include <graphcap/cuda/node_type.hpp>
 #include <graphcap/error.hpp>
 
 #include <cstdint>

@@ -5,7 +5,7 @@
 
 #include <graphcap/config.hpp>
 
-#include <graphcap/detail/cupti.hpp>
+#include <graphcap/cuda/detail/cupti.hpp>
 
 #include <cupti.h>
 

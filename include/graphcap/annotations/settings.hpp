@@ -6,8 +6,8 @@
 
 #include <graphcap/config.hpp>
 
-#include <graphcap/detail/creation_callbacks.hpp>
-#include <graphcap/detail/cupti.hpp>
+#include <graphcap/cuda/detail/creation_callbacks.hpp>
+#include <graphcap/cuda/detail/cupti.hpp>
 
 #include <atomic>
 #include <cstdint>

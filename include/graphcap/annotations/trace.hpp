@@ -7,7 +7,7 @@
 
 #include <graphcap/annotations/json.hpp>
 #include <graphcap/annotations/values.hpp>
-#include <graphcap/detail/graph_queries.hpp>
+#include <graphcap/cuda/detail/graph_queries.hpp>
 
 #include <algorithm>
 #include <cstddef>

@@ -15,8 +15,8 @@
 #include <graphcap/annotations/registry.hpp>
 #include <graphcap/annotations/trace.hpp>
 #include <graphcap/annotations/values.hpp>
-#include <graphcap/detail/cuda_check.hpp>
-#include <graphcap/detail/cupti.hpp>
+#include <graphcap/cuda/detail/cuda_check.hpp>
+#include <graphcap/cuda/detail/cupti.hpp>
 #include <graphcap/error.hpp>
 
 #include <cuda.h>

@@ -1,26 +1,7 @@
-// graphcap/policies/liveness/off.hpp - liveness::off, the lean Liveness policy: no check.
-//
-// liveness::check (<graphcap/liveness.hpp>) is the policy that refuses to replay a graph whose
-// inputs were freed.
+// graphcap/policies/liveness/off.hpp - an entry header: <graphcap/core/liveness_off.hpp>
+// (docs/design.md, "The floor plan").
 #pragma once
 
 #include <graphcap/config.hpp>
 
-#include <graphcap/detail/hooks.hpp>
-
-#include <cstddef>
-#include <memory>
-
-namespace graphcap::liveness {
-
-/// Liveness checking disabled: no storage, no call before replay.
-struct off : detail::no_hooks<detail::liveness_category> {
-  /// Nothing is tracked.
-  constexpr void add_input(const void* /*pointer*/) noexcept {}
-  /// Nothing is tracked.
-  void add_input(const void* /*pointer*/, const std::weak_ptr<const void>& /*token*/) noexcept {}
-  /// Nothing is tracked.
-  constexpr void exclude(const void* /*base*/, std::size_t /*bytes*/) noexcept {}
-};
-
-} // namespace graphcap::liveness
+#include <graphcap/core/liveness_off.hpp>

@@ -1,22 +1,7 @@
-// graphcap/policies/pool/none.hpp - pool::none, the lean Pool policy: no allocation during a
-// capture, and no cost.
+// graphcap/policies/pool/none.hpp - an entry header: <graphcap/core/pool_none.hpp> (docs/design.md,
+// "The floor plan").
 #pragma once
 
 #include <graphcap/config.hpp>
 
-#include <graphcap/detail/hooks.hpp>
-
-namespace graphcap::pool {
-
-/// No memory is allocated during capture: the graph reads and writes buffers you allocated
-/// beforehand. Costs nothing; `allocate` and `pool()` do not exist on such a graph.
-struct none : detail::no_hooks<detail::pool_category> {
-  /// scope::allocate() does not exist.
-  static constexpr bool can_allocate = false;
-  /// pool() does not exist.
-  static constexpr bool has_handle = false;
-  /// No instantiation flag.
-  static constexpr unsigned long long instantiate_flags = 0;
-};
-
-} // namespace graphcap::pool
+#include <graphcap/core/pool_none.hpp>

@@ -1,0 +1,245 @@
+// graphcap/core/detail/graph_lifecycle.hpp - the steps of a graph's lifecycle that drive its
+// policies: begin a capture, end it into an executable graph (fresh or updated), abandon it,
+// instantiate, reset. basic_graph is the public face of one of these; a capture scope holds a
+// pointer to it, so that a scope reaches the policies (allocate, mark, input) and ends the
+// capture without knowing the graph type's public API.
+//
+// Hooks run as core/policy.hpp says: Pool, Annot, Liveness, each step in that order; a
+// failure at any step leaves no stream capturing and every policy aborted or reset.
+#pragma once
+
+#include <graphcap/config.hpp>
+#include <graphcap/core/detail/capture.hpp>
+#include <graphcap/core/detail/graph_core.hpp>
+#include <graphcap/core/policy.hpp>
+#include <graphcap/core/stream_ref.hpp>
+#include <graphcap/cuda/detail/cuda_check.hpp>
+#include <graphcap/error.hpp>
+#include <graphcap/fwd.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+namespace graphcap {
+namespace detail {
+
+/// The handles and policies of one graph, and the lifecycle steps that drive them.
+template <capture_mode Mode, pool_strategy Pool, annotation_policy Annot, liveness_policy Liveness>
+class graph_lifecycle {
+public:
+  graph_lifecycle() noexcept = default;
+  /// With keep_graph (the template is kept after instantiation), and the pool's arguments.
+  template <class... PoolArguments>
+  explicit graph_lifecycle(bool keep_graph, PoolArguments&&... pool)
+      : core_(keep_graph), pool_(std::forward<PoolArguments>(pool)...) {}
+  graph_lifecycle(graph_lifecycle&&) noexcept = default;
+  /// Drops this graph's capture (as reset() does), then takes `other`'s.
+  graph_lifecycle& operator=(graph_lifecycle&& other) noexcept {
+    if (this != &other) {
+      release();
+      core_ = std::move(other.core_);
+      pool_ = std::move(other.pool_);
+      annot_ = std::move(other.annot_);
+      liveness_ = std::move(other.liveness_);
+    }
+    return *this;
+  }
+  graph_lifecycle(const graph_lifecycle&) = delete;
+  graph_lifecycle& operator=(const graph_lifecycle&) = delete;
+  ~graph_lifecycle() { release(); }
+
+  /// Begins capturing on `stream`; returns it. Needs an empty graph and a capturable stream.
+  cudaStream_t begin(stream_ref stream) {
+    core_.require_state(graph_state::empty, "begin a capture",
+                        "call reset() first, or capture into another graph");
+    capture::require_capturable(stream);
+    core_.note_capture_device();
+    start_capture(stream.get());
+    return stream.get();
+  }
+
+  /// Begins capturing on the graph's own side stream (made for the current device); returns it.
+  cudaStream_t begin_on_side_stream() {
+    core_.require_state(graph_state::empty, "begin a capture",
+                        "call reset() first, or capture into another graph");
+    const cudaStream_t stream = core_.side_stream_for_current_device();
+    start_capture(stream);
+    return stream;
+  }
+
+  /// reset(): drops the capture; a state_error while a capture scope is open.
+  void reset() {
+    if (core_.state == graph_state::capturing) {
+      throw state_error(core_.message("reset()", "end the capture (scope::end(), or let the "
+                                                 "scope be destroyed) before resetting the graph"));
+    }
+    drop_graphs();
+  }
+
+  /// Prepares the policies and begins the capture. A hook that throws, before the capture or
+  /// right after it began, leaves no stream capturing and every policy aborted.
+  void start_capture(cudaStream_t stream) {
+    try { // a policy's preparation may throw (liveness resolves driver entry points)
+      each_policy([&](auto& policy) { policy.before_capture(stream); });
+    } catch (...) {
+      abort_policies();
+      throw;
+    }
+    const cudaError_t status = cudaStreamBeginCapture(stream, Mode::value);
+    if (status != cudaSuccess) [[unlikely]] {
+      abort_policies();
+      detail::throw_cuda<capture_error>(status, "cudaStreamBeginCapture");
+    }
+    core_.state = graph_state::capturing;
+    try { // compiles to nothing where every hook is noexcept (the lean graph)
+      each_policy([&](auto& policy) { policy.after_capture_begin(stream); });
+    } catch (...) {
+      abandon_capture(stream);
+      throw;
+    }
+  }
+
+  /// Takes the executable graph out for a recapture to update, and drops the rest of the old
+  /// capture: the template, and what the policies recorded (the pool takes its blocks back, in
+  /// order, for the new capture to reuse).
+  exec_handle release_for_recapture() {
+    if (core_.state == graph_state::capturing) {
+      throw state_error(core_.message("recapture", "end the capture in progress first"));
+    }
+    exec_handle previous = std::move(core_.exec);
+    core_.drop();
+    contract::recapture(pool_);
+    annot_.on_reset();
+    liveness_.on_reset();
+    return previous;
+  }
+
+  /// Ends the capture (a scope's end()) and makes the executable graph as `kind` says.
+  template <class Kind>
+  void finish_capture(cudaStream_t stream, Kind& kind) {
+    try { // a policy's last captured work (the pool's completion marker) may fail
+      each_policy([&](auto& policy) { policy.before_capture_end(stream); });
+    } catch (...) {
+      abandon_capture(stream);
+      throw;
+    }
+    const cudaError_t status = capture::end(stream, core_.graph);
+    if (status != cudaSuccess) [[unlikely]] {
+      if (status != cudaErrorStreamCaptureWrongThread) { // else the capture goes on
+        core_.state = graph_state::empty;
+        abort_policies();
+      }
+      capture::throw_end_failure(status, stream);
+    }
+    core_.state = graph_state::captured;
+    try {
+      core_.count_nodes(policy_own_nodes());
+      after_capture_end_hooks();
+      if constexpr (std::is_same_v<Kind, capture_kind::update>) {
+        core_.update_or_instantiate(kind.previous, kind.result, Pool::instantiate_flags);
+        after_instantiate_hooks();
+        if (!core_.keep_graph) {
+          core_.graph.reset();
+        }
+      } else if (!core_.keep_graph) {
+        instantiate_template();
+        core_.graph.reset(); // the executable graph is all a replay needs
+      }
+    } catch (...) {
+      drop_graphs();
+      throw;
+    }
+  }
+
+  void after_capture_end_hooks() {
+    cudaGraph_t captured = core_.graph.get();
+    pool_.after_capture_end(captured);
+    if constexpr (!std::is_empty_v<Liveness> && pool_with_slabs<Pool>) {
+      // The pool's memory is the graph's own, never an external input.
+      pool_.for_each_slab(
+          [this](const void* base, std::size_t bytes) { liveness_.exclude(base, bytes); });
+    }
+    annot_.after_capture_end(captured);
+    liveness_.after_capture_end(captured);
+  }
+
+  /// Ends a capture that will not be used (exception, scope destroyed early); never throws and
+  /// never leaves the stream capturing.
+  void abandon_capture(cudaStream_t stream) noexcept {
+    capture::abandon(stream);
+    core_.state = graph_state::empty;
+    abort_policies();
+  }
+
+  void instantiate_template() {
+    core_.instantiate(Pool::instantiate_flags);
+    after_instantiate_hooks();
+  }
+
+  void after_instantiate_hooks() {
+    each_policy([exec = core_.exec.get()](auto& policy) { policy.after_instantiate(exec); });
+  }
+
+  void ensure_executable(std::string_view operation) {
+    if (core_.exec) {
+      return;
+    }
+    if (core_.state == graph_state::captured) {
+      instantiate_template(); // keep_graph: lazy instantiation
+      return;
+    }
+    throw state_error(
+        core_.message(operation, "capture a graph first (capture() or begin_capture())"));
+  }
+
+  /// The cold half of replay(): find out why the launch failed, recover where that is the
+  /// documented behaviour (lazy instantiation), otherwise throw an error that says why.
+  GRAPHCAP_COLD void recover_failed_replay(cudaError_t status, cudaStream_t stream) {
+    if (!core_.exec) {
+      static_cast<void>(cudaGetLastError()); // the failed launch of a null graph
+      ensure_executable("replay()");         // throws unless lazily instantiable
+      check(cudaGraphLaunch(core_.exec.get(), stream), "cudaGraphLaunch");
+      return;
+    }
+    core_.throw_launch_failure(status);
+  }
+
+  void abort_policies() noexcept {
+    each_policy([](auto& policy) noexcept { policy.on_capture_abort(); });
+  }
+
+  void drop_graphs() noexcept {
+    core_.drop();
+    each_policy([](auto& policy) noexcept { policy.on_reset(); });
+  }
+
+  /// Calls `hook` on the Pool, Annot and Liveness policies, in that order.
+  template <class Hook>
+  void each_policy(Hook&& hook) noexcept(
+      noexcept(hook(pool_)) && noexcept(hook(annot_)) && noexcept(hook(liveness_))) {
+    hook(pool_);
+    hook(annot_);
+    hook(liveness_);
+  }
+
+  void release() noexcept {
+    drop_graphs();
+    core_.side_stream.reset();
+  }
+
+  /// Nodes the Pool policy added to the capture for itself (a completion marker), not counted.
+  [[nodiscard]] std::size_t policy_own_nodes() const noexcept { return contract::own_nodes(pool_); }
+
+  // The handles a hand-written program needs, then the policies (empty when off).
+  graph_core core_;
+  [[no_unique_address]] Pool pool_{};
+  [[no_unique_address]] Annot annot_{};
+  [[no_unique_address]] Liveness liveness_{};
+};
+
+} // namespace detail
+} // namespace graphcap

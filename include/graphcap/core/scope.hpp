@@ -1,0 +1,397 @@
+// graphcap/core/scope.hpp - the capture in progress: basic_scope<Graph, Kind>, what
+// `graph.begin_capture()` and `begin_recapture()` return and what `capture(work)` hands `work`.
+//
+//   auto cap = graph.begin_capture(stream);     // graph_type::scope
+//   float* tmp = cap.allocate<float>(n);        // from the graph's pool, fixed address
+//   auto region = cap.mark("attention");        // annotations (no-op when off)
+//   kernel<<<blocks, threads, 0, cap.stream()>>>(tmp, n);
+//   cap.end();                                  // ends the capture and instantiates
+//
+// One class template for every kind of capture. A scope owns its own state: the graph whose
+// policies serve it, the stream it captures, and what its end() does (Kind): capture_kind::fresh
+// instantiates, capture_kind::update (a recapture) updates the previous executable graph in place.
+// The kinds are distinct types with no conversion between them, so a recapture scope cannot be
+// sliced into one that would instantiate anew. Move-only; destroyed before end() it ends and
+// discards the capture, leaving the stream not capturing.
+#pragma once
+
+#include <graphcap/config.hpp>
+
+#include <graphcap/core/detail/allocation_size.hpp>
+#include <graphcap/core/detail/graph_lifecycle.hpp>
+#include <graphcap/core/stream_ref.hpp>
+#include <graphcap/core/update.hpp>
+#include <graphcap/cuda/detail/unique_handle.hpp>
+#include <graphcap/error.hpp>
+#include <graphcap/fwd.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <concepts>
+#include <cstddef>
+#include <initializer_list>
+#include <memory>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+namespace graphcap {
+
+/// What a scope's end() does with the capture.
+namespace capture_kind {
+/// A first capture: end() instantiates the template (or keeps it, with keep_graph).
+struct fresh {};
+/// A recapture: end() updates the previous executable graph in place when CUDA allows, and
+/// instantiates anew otherwise; update() says which.
+struct update {
+  detail::exec_handle previous; ///< the executable graph to update, until end()
+  update_result result;         ///< what end() did
+};
+} // namespace capture_kind
+
+namespace detail {
+
+/// The pools as every diagnostic that asks for one spells them: the slab pools (shareable,
+/// allowed in a conditional body), and every pool that allocates.
+#define GRAPHCAP_SLAB_POOLS "pool::private_pool, pool::shared or pool::user"
+#define GRAPHCAP_ALLOCATING_POOLS                                                                  \
+  "pool::private_pool, pool::shared, pool::user or pool::graph_memory_nodes, not pool::none"
+
+/// The pool checks of a scope's allocating calls (and of the allocators over a scope), in one
+/// place. Deallocating = true: the text names deallocate().
+template <class Pool, bool Deallocating = false>
+constexpr void require_allocating_pool() noexcept {
+  if constexpr (Deallocating) {
+    static_assert(Pool::can_allocate, "graphcap: deallocate() needs a graph whose pool policy "
+                                      "allocates: use " GRAPHCAP_ALLOCATING_POOLS);
+  } else {
+    static_assert(Pool::can_allocate, "graphcap: allocate() needs a graph whose pool policy "
+                                      "allocates: use " GRAPHCAP_ALLOCATING_POOLS);
+  }
+}
+template <class Pool>
+constexpr void require_slab_pool() noexcept {
+  static_assert(Pool::has_handle, "graphcap: make_buffer() needs a graph whose pool keeps blocks "
+                                  "in slabs: use " GRAPHCAP_SLAB_POOLS " (pool::graph_memory_nodes "
+                                  "memory belongs to its graph; pool::none allocates nothing)");
+}
+
+/// A capture kind whose scope captures a conditional node's body (capture_kind::body).
+template <class Kind>
+concept body_capture_kind = Kind::is_conditional_body == true;
+
+/// A Pool policy that allocates through graph memory nodes cannot serve a conditional body
+/// (CUDA allows no memory node there); every other kind of scope takes any pool.
+template <class Pool, class Kind>
+constexpr void require_pool_allowed_in() noexcept {
+  if constexpr (body_capture_kind<Kind>) {
+    static_assert(!contract::allocates_graph_nodes<Pool>,
+                  "graphcap: allocate() in a conditional body needs a slab pool: CUDA allows no "
+                  "memory node in a body, and pool::graph_memory_nodes allocates with one; "
+                  "use " GRAPHCAP_SLAB_POOLS ", or allocate outside the body");
+  }
+}
+
+/// The control-flow builder of a scope type; defined by <graphcap/control_flow.hpp>.
+template <class Scope>
+struct control_flow;
+
+/// `Flow` itself once <graphcap/control_flow.hpp> defines it; a readable error otherwise.
+template <class Flow>
+struct flow_check {
+  static constexpr bool defined = requires { sizeof(Flow); };
+  static_assert(defined, "graphcap: condition(), if_(), if_else(), switch_() and while_() need "
+                         "#include <graphcap/control_flow.hpp>");
+  using type = Flow;
+};
+template <class Flow>
+using flow = typename flow_check<Flow>::type;
+
+/// Calls `work` with what it takes: the scope (`scope&` or `auto&`), the capture stream
+/// (`cudaStream_t`, or anything a cudaStream_t converts to), or nothing. A direct call, not
+/// std::invoke: <functional> would bring the unordered containers into the lean core.
+template <class Scope, class Work>
+decltype(auto) invoke_work(Scope& cap, Work&& work) {
+  if constexpr (std::is_invocable_v<Work, Scope&>) {
+    return std::forward<Work>(work)(cap);
+  } else if constexpr (std::is_invocable_v<Work, cudaStream_t>) {
+    return std::forward<Work>(work)(cap.stream());
+  } else {
+    static_assert(std::is_invocable_v<Work>,
+                  "graphcap: capture(work) needs a callable taking the capture scope (scope& "
+                  "or auto&), the capture stream (cudaStream_t), or nothing");
+    return std::forward<Work>(work)();
+  }
+}
+
+} // namespace detail
+
+/// The capture in progress on one graph: its stream, the features the graph's policies offer
+/// during a capture (allocate, make_buffer, mark, input), and end().
+template <class Graph, class Kind>
+class basic_scope {
+  // What the scope drives: the graph's handles, policies and lifecycle steps.
+  using lifecycle =
+      detail::graph_lifecycle<typename Graph::mode_type, typename Graph::pool_type,
+                              typename Graph::annot_type, typename Graph::liveness_type>;
+
+public:
+  using graph_type = Graph;                    ///< the graph being captured
+  using pool_type = typename Graph::pool_type; ///< its Pool policy
+  using kind_type = Kind;                      ///< what end() does (graphcap::capture_kind)
+
+  /// Takes `other`'s capture; `other` is no longer active.
+  basic_scope(basic_scope&& other) noexcept
+      : graph_(std::exchange(other.graph_, nullptr)), stream_(other.stream_),
+        kind_(std::move(other.kind_)) {}
+  basic_scope& operator=(basic_scope&&) = delete;
+  basic_scope(const basic_scope&) = delete;
+  basic_scope& operator=(const basic_scope&) = delete;
+
+  /// Before end(): ends and discards the capture (never throws).
+  ~basic_scope() {
+    if (graph_ != nullptr) {
+      if constexpr (requires { kind_.abandon(*graph_, stream_); }) {
+        kind_.abandon(*graph_, stream_); // a body: its own stream only, the parent goes on
+      } else {
+        graph_->abandon_capture(stream_);
+      }
+    }
+  }
+
+  /// The stream being captured: issue the graph's work here (kernels, copies, library calls).
+  [[nodiscard]] cudaStream_t stream() const noexcept { return stream_; }
+
+  /// True until end() was called (or the scope was moved from).
+  [[nodiscard]] bool active() const noexcept { return graph_ != nullptr; }
+
+  /// Ends the capture and makes the executable graph (fresh: instantiates it, unless
+  /// keep_graph; update: updates the previous one in place, or instantiates). Throws
+  /// capture_error if the capture was invalidated or left forked work unjoined; the graph is
+  /// then empty again. Ended on the wrong thread, the capture goes on and end() may be retried
+  /// on the thread that began it.
+  void end() {
+    if (graph_ == nullptr) {
+      throw state_error("graphcap: this capture scope was already ended (end() called twice, or "
+                        "the scope was moved from)");
+    }
+    lifecycle* const graph = std::exchange(graph_, nullptr);
+    try {
+      if constexpr (requires { kind_.end(*graph, stream_); }) {
+        kind_.end(*graph, stream_); // a kind that ends its own way (a conditional body)
+      } else {
+        graph->finish_capture(stream_, kind_);
+      }
+    } catch (const capture_error& failure) {
+      if (failure.code() == cudaErrorStreamCaptureWrongThread) {
+        graph_ = graph; // still capturing
+      }
+      throw;
+    }
+  }
+
+  /// After a recapture's end(): whether the executable graph was updated in place or
+  /// instantiated anew, and why.
+  [[nodiscard]] const update_result&
+  update() const noexcept requires std::same_as<Kind, capture_kind::update> {
+    return kind_.result;
+  }
+
+  /// Memory for `count` objects of type T from the graph's pool, at an address fixed for every
+  /// replay, for work on the capture stream. Needs an allocating Pool policy. A negative count,
+  /// or one whose byte size is over PTRDIFF_MAX, is a std::invalid_argument naming it.
+  template <class T, std::integral Count>
+  [[nodiscard]] T* allocate(Count count) {
+    return allocate<T>(count, stream_);
+  }
+  /// The same, for work on `stream`, a stream forked from the capture stream.
+  template <class T, std::integral Count>
+  [[nodiscard]] T* allocate(Count count, stream_ref stream) {
+    detail::require_allocating_pool<pool_type>();
+    detail::require_pool_allowed_in<pool_type, Kind>();
+    const std::size_t objects = detail::element_count<T>(count, "allocate");
+    return active_graph().pool_.template allocate<T>(objects, stream.get());
+  }
+
+  /// Memory for `count` objects of type T from the graph's pool, owned by the returned buffer:
+  /// it stays valid, at the same address, while any copy of the buffer lives, even after the
+  /// graph is reset or destroyed (an output you keep). Needs a slab pool. Counts as allocate().
+  template <class T, std::integral Count>
+  [[nodiscard]] buffer<T> make_buffer(Count count) {
+    return make_buffer<T>(count, stream_);
+  }
+  /// The same, for work on `stream`, a stream forked from the capture stream.
+  template <class T, std::integral Count>
+  [[nodiscard]] buffer<T> make_buffer(Count count, stream_ref stream) {
+    detail::require_slab_pool<pool_type>();
+    const std::size_t objects = detail::element_count<T>(count, "make_buffer");
+    return active_graph().pool_.template make_buffer<T>(objects, stream.get());
+  }
+
+  /// Gives back memory allocate() returned in this capture: later allocations of the same size
+  /// on the same stream in this capture may reuse it. Needs an allocating Pool policy.
+  template <class T>
+  void deallocate(T* pointer) {
+    deallocate(pointer, stream_);
+  }
+  /// The same, for memory last used by work on `stream` (where it was allocated for).
+  template <class T>
+  void deallocate(T* pointer, stream_ref stream) {
+    detail::require_allocating_pool<pool_type, /*Deallocating=*/true>();
+    active_graph().pool_.deallocate(pointer, stream.get());
+  }
+
+  // ---- control flow (<graphcap/control_flow.hpp>) --------------------------------------------
+
+  /// A condition owned by the graph this scope captures into, for the conditional nodes below;
+  /// device code sets it (`flag.set(v)`). It is `initial` at the start of every launch; `initial`
+  /// defaults to 0, so `while_(cap.condition(), ...)` runs no iteration unless a kernel before it
+  /// sets the condition. With graphcap::keep_across_launches `initial` is not used: the value
+  /// persists between launches, and device code must set it before a node reads it.
+  template <class Flow = detail::control_flow<basic_scope>>
+  [[nodiscard]] auto condition(unsigned initial = 0,
+                               condition_reset reset = condition_reset::each_launch) {
+    return detail::flow<Flow>::condition(*this, initial, reset);
+  }
+  /// Runs `body` (captured now, into the node's body) when `flag` is non-zero at run time.
+  template <class Body, class Flow = detail::control_flow<basic_scope>>
+  void if_(const graphcap::condition& flag, Body&& body) {
+    detail::flow<Flow>::if_(*this, flag, std::forward<Body>(body));
+  }
+  /// Runs `then_body` when `flag` is non-zero, `else_body` otherwise (CUDA 12.8+).
+  template <class Then, class Else, class Flow = detail::control_flow<basic_scope>>
+  void if_else(const graphcap::condition& flag, Then&& then_body, Else&& else_body) {
+    detail::flow<Flow>::if_else(*this, flag, std::forward<Then>(then_body),
+                                std::forward<Else>(else_body));
+  }
+  /// Runs body n when `flag` is n, none when it is at least the number of bodies (CUDA 12.8+).
+  template <class... Bodies, class Flow = detail::control_flow<basic_scope>>
+  void switch_(const graphcap::condition& flag, Bodies&&... bodies) {
+    detail::flow<Flow>::switch_(*this, flag, std::forward<Bodies>(bodies)...);
+  }
+  /// Runs `body` again and again while `flag` is non-zero, checked before each iteration.
+  template <class Body, class Flow = detail::control_flow<basic_scope>>
+  void while_(const graphcap::condition& flag, Body&& body) {
+    detail::flow<Flow>::while_(*this, flag, std::forward<Body>(body));
+  }
+
+  /// Tags the nodes captured while the returned marker lives with `name` (annot::off: no-op).
+  [[nodiscard]] auto mark(std::string_view name) {
+    return policy(&lifecycle::annot_).mark(stream_, name);
+  }
+  /// Tags the nodes captured while the returned marker lives with key/value pairs.
+  [[nodiscard]] auto mark(std::initializer_list<annotation_entry> entries) {
+    return policy(&lifecycle::annot_).mark(stream_, entries);
+  }
+
+  /// Declares an input the graph reaches indirectly (a pointer stored in device memory), for
+  /// the liveness check (liveness::off: no-op).
+  void input(const void* pointer) { policy(&lifecycle::liveness_).add_input(pointer); }
+
+  /// Declares an indirect input whose life the allocator reports through `token` (memory of a
+  /// sub-allocator, whose frees the driver cannot see; docs/liveness.md). liveness::off: no-op.
+  void input(const void* pointer, std::weak_ptr<const void> token) {
+    policy(&lifecycle::liveness_).add_input(pointer, std::move(token));
+  }
+
+private:
+  friend Graph;
+  template <class, class>
+  friend class basic_scope;
+  template <class>
+  friend struct detail::control_flow;
+
+  /// The lifecycle this scope drives (state_error once ended).
+  lifecycle& lifecycle_of() const { return active_graph(); }
+
+  basic_scope(lifecycle& graph, cudaStream_t stream, Kind kind) noexcept
+      : graph_(&graph), stream_(stream), kind_(std::move(kind)) {}
+
+  /// Runs `work` in `cap` and ends it. Returns what `work` returns, or for a recapture the
+  /// update_result. A recapture whose work takes the plain `Graph::scope&` (a step written once
+  /// for capture() and recapture()) gets the capture lent as a plain scope for the work's
+  /// length, and taken back for the update.
+  template <class Work>
+  static decltype(auto) run(basic_scope cap, Work&& work) {
+    if constexpr (std::is_same_v<Kind, capture_kind::update>) {
+      using plain_scope = basic_scope<Graph, capture_kind::fresh>;
+      if constexpr (!std::is_invocable_v<Work, basic_scope&> &&
+                    std::is_invocable_v<Work, plain_scope&>) {
+        plain_scope lent{*std::exchange(cap.graph_, nullptr), cap.stream_, {}};
+        std::forward<Work>(work)(lent);
+        if (lent.graph_ == nullptr) {
+          throw state_error("graphcap: the work of a recapture ended its capture scope itself; "
+                            "let recapture() end it, so that it can update the graph");
+        }
+        cap.graph_ = std::exchange(lent.graph_, nullptr);
+      } else {
+        static_cast<void>(detail::invoke_work(cap, std::forward<Work>(work)));
+      }
+      cap.end();
+      return update_result{cap.kind_.result};
+    } else {
+      using result = decltype(detail::invoke_work(cap, std::forward<Work>(work)));
+      if constexpr (std::is_void_v<result>) {
+        detail::invoke_work(cap, std::forward<Work>(work));
+        cap.end();
+      } else {
+        result value = detail::invoke_work(cap, std::forward<Work>(work));
+        cap.end();
+        return value;
+      }
+    }
+  }
+
+  /// The graph's policy object. A stateless policy (every "off" one) needs no graph, so it is
+  /// reached with no check at all: its call compiles to nothing, also after end().
+  template <class Policy>
+  decltype(auto) policy(Policy lifecycle::*member) const {
+    if constexpr (std::is_empty_v<Policy>) {
+      return Policy{};
+    } else {
+      return (active_graph().*member);
+    }
+  }
+
+  lifecycle& active_graph() const {
+    if (graph_ == nullptr) [[unlikely]] {
+      throw state_error("graphcap: this capture scope has ended; allocate(), mark() and input() "
+                        "work only while the capture runs");
+    }
+    return *graph_;
+  }
+
+  lifecycle* graph_; // null once ended (or moved from)
+  cudaStream_t stream_;
+  [[no_unique_address]] Kind kind_;
+};
+
+/// Any capture scope: a capture's (Graph::scope), a recapture's (Graph::recapture_scope) or a
+/// conditional body's (Graph::body_scope). A step written once for all three takes a Scope&
+/// constrained by this, and allocates with the free functions below (no `.template` needed).
+template <class Scope>
+concept capture_scope = requires {
+  typename Scope::graph_type;
+  typename Scope::kind_type;
+}
+&&std::same_as<std::remove_const_t<Scope>,
+               basic_scope<typename Scope::graph_type, typename Scope::kind_type>>;
+
+/// `cap.allocate<T>(count)`, spelled so that generic code (an `auto&` scope) needs no `.template`:
+/// `graphcap::allocate<float>(cap, n)`.
+template <class T, capture_scope Scope, std::integral Count>
+[[nodiscard]] T* allocate(Scope& cap, Count count) {
+  return cap.template allocate<T>(count);
+}
+/// `cap.allocate<T>(count, stream)`, the same way.
+template <class T, capture_scope Scope, std::integral Count>
+[[nodiscard]] T* allocate(Scope& cap, Count count, stream_ref stream) {
+  return cap.template allocate<T>(count, stream);
+}
+/// `cap.make_buffer<T>(count)`, the same way: `graphcap::make_buffer<float>(cap, n)`.
+template <class T, capture_scope Scope, std::integral Count>
+[[nodiscard]] buffer<T> make_buffer(Scope& cap, Count count) {
+  return cap.template make_buffer<T>(count);
+}
+
+} // namespace graphcap

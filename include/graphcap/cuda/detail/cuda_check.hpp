@@ -1,0 +1,90 @@
+// graphcap/cuda/detail/cuda_check.hpp - turning CUDA status codes into graphcap exceptions.
+//
+// The success path is one compare and a predicted branch; everything that builds a message lives
+// in cold, non-inlined functions so that it stays out of the caller's hot loop.
+#pragma once
+
+#include <graphcap/config.hpp>
+#include <graphcap/error.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <string_view>
+
+namespace graphcap::detail {
+
+/// What a user most likely did to get `code`, in words that say what to change.
+constexpr std::string_view hint_for(cudaError_t code) noexcept {
+  switch (code) {
+  case cudaErrorInsufficientDriver:
+  case cudaErrorNoDevice:
+    return "no usable CUDA driver or GPU on this machine; graphs need a GPU to capture and replay";
+  case cudaErrorStreamCaptureUnsupported:
+    return "an operation not permitted during stream capture (cudaMalloc, a synchronize, a query "
+           "of a capturing stream, or a capture on the legacy default stream) was called; move it "
+           "out of the capture, or use mode::thread_local_ / mode::relaxed if another thread made "
+           "it";
+  case cudaErrorStreamCaptureInvalidated:
+    return "the capture was invalidated by an earlier operation not permitted during capture "
+           "(cudaMalloc, a synchronizing call, or another thread's unsafe call under mode::global)";
+  case cudaErrorStreamCaptureUnjoined:
+    return "work was forked to another stream during the capture and never joined back: record an "
+           "event on each forked stream and cudaStreamWaitEvent the capture stream on it before "
+           "the "
+           "capture ends";
+  case cudaErrorStreamCaptureUnmatched:
+    return "the capture was ended on a stream other than the one it began on";
+  case cudaErrorStreamCaptureWrongThread:
+    return "the capture was ended from another thread; under mode::global and mode::thread_local_ "
+           "a capture must end on the thread that began it (or use mode::relaxed)";
+  case cudaErrorStreamCaptureImplicit:
+    return "a blocking capture stream met work on the legacy default stream; capture on a stream "
+           "created with cudaStreamNonBlocking";
+  case cudaErrorStreamCaptureIsolation:
+    return "the capture depends on work outside it (an event recorded outside the capture)";
+  case cudaErrorStreamCaptureMerge:
+    return "two separate captures were merged through an event wait";
+  case cudaErrorIllegalState:
+    return "the stream is already capturing";
+  case cudaErrorInvalidResourceHandle:
+    return "a stream, event or graph handle is invalid or was destroyed, or belongs to another "
+           "device";
+  case cudaErrorMemoryAllocation:
+    return "out of device memory";
+  default:
+    return {};
+  }
+}
+
+/// Throws Error for `code` without touching CUDA: for failures graphcap detects itself, where
+/// the runtime's last error is the user's business.
+template <class Error = cuda_error>
+GRAPHCAP_COLD [[noreturn]] void throw_error(cudaError_t code, std::string_view call,
+                                            std::string_view hint = {}) {
+  throw Error(code, call, hint.empty() ? hint_for(code) : hint);
+}
+
+/// Throws Error for a failed CUDA call, after clearing the last error that call set: graphcap
+/// never leaves a status of its own behind for an unrelated cudaGetLastError to find.
+template <class Error = cuda_error>
+GRAPHCAP_COLD [[noreturn]] void throw_cuda(cudaError_t code, std::string_view call,
+                                           std::string_view hint = {}) {
+  static_cast<void>(cudaGetLastError());
+  throw_error<Error>(code, call, hint);
+}
+
+/// check(cudaCall(...), "cudaCall"): throws cuda_error unless the call succeeded.
+inline void check(cudaError_t code, std::string_view call) {
+  if (code != cudaSuccess) [[unlikely]] {
+    throw_cuda(code, call);
+  }
+}
+
+/// For destructors and cleanup after an error: never throws, clears the sticky last error.
+inline void ignore(cudaError_t code) noexcept {
+  if (code != cudaSuccess) [[unlikely]] {
+    static_cast<void>(cudaGetLastError());
+  }
+}
+
+} // namespace graphcap::detail

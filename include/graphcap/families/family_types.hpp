@@ -1,0 +1,111 @@
+// graphcap/families/family_types.hpp - what graphcap::shape_family takes and reports: its
+// options, the progress of capture_all(), its result, per-key statistics and its error.
+#pragma once
+
+#include <graphcap/config.hpp>
+
+#include <graphcap/error.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace graphcap {
+
+/// A bad key or key set for a shape_family: an empty set, a key given twice, a request above the
+/// largest captured key (with no capture on demand). The message names the key.
+class family_key_error : public error {
+public:
+  using error::error;
+};
+
+/// When capture_all() runs the work eagerly before capturing (family_options::warmup_runs).
+enum class family_warmup : std::uint8_t {
+  once,    ///< warmup_runs runs of the largest key, before the first capture
+  per_key, ///< warmup_runs runs of each key, before its capture
+};
+
+/// Why capture_all() stopped before capturing every key.
+enum class family_stop : std::uint8_t {
+  none,          ///< it did not stop: every key was tried
+  time_budget,   ///< family_options::time_budget was reached
+  memory_budget, ///< the pool reached family_options::memory_budget bytes
+};
+
+/// The clock of a shape_family: steady_clock's time points, from a function tests may replace.
+using family_clock = std::chrono::steady_clock;
+
+/// One step of capture_all(), for its progress callback.
+struct family_progress {
+  std::size_t index = 0;              ///< this key is the index-th captured (1-based)
+  std::size_t count = 0;              ///< of this many keys
+  std::chrono::nanoseconds elapsed{}; ///< since capture_all() began
+  std::size_t nodes = 0;              ///< the key's graph's nodes (0 if its capture failed)
+  std::size_t pool_bytes = 0;         ///< the family's pool, reserved bytes, now
+  bool failed = false;                ///< the key's capture threw (see the result's failures)
+};
+
+/// How a shape_family captures and looks up its graphs.
+template <class Key>
+struct family_options {
+  int warmup_runs = 0;                        ///< eager runs of the work (it takes a stream)
+  family_warmup warmup = family_warmup::once; ///< of the largest key only, or of every key
+  std::optional<std::chrono::nanoseconds> time_budget{}; ///< stop capture_all() past this time
+  std::optional<std::size_t> memory_budget{}; ///< stop once the pool reserves this many bytes
+  /// Called after each key's capture (or failure) with its key and where capture_all() stands.
+  std::function<void(const Key&, const family_progress&)> on_progress{};
+  bool progress_line = true;      ///< a line on stderr per key once capture_all() takes over 1 s
+  bool capture_on_demand = false; ///< replay_at_least() above the largest key captures it
+  /// One executable graph for every key: switching keys recaptures and updates it in place.
+  bool one_executable = false;
+  /// Smaller keys' temporaries reuse the blocks larger keys freed (pool_core::reuse_larger_blocks)
+  bool reuse_larger_blocks = true;
+  std::function<family_clock::time_point()> clock{}; ///< null: family_clock::now (tests replace it)
+};
+
+/// A key whose capture threw during capture_all(): the others stay usable.
+template <class Key>
+struct family_failure {
+  Key key;                  ///< the key
+  std::string message;      ///< what() of the exception, or a placeholder
+  std::exception_ptr error; ///< the exception itself, to rethrow
+};
+
+/// What capture_all() did: the keys captured, those it did not reach, and those that failed.
+/// Not to be dropped: a capture_all() whose keys all failed returns normally (see failures).
+template <class Key>
+struct [[nodiscard]] family_capture_result {
+  std::vector<Key> captured;                  ///< in capture order: largest first
+  std::vector<Key> not_captured;              ///< keys a budget kept from being tried
+  std::vector<family_failure<Key>> failures;  ///< keys whose capture threw
+  family_stop stopped_by = family_stop::none; ///< which budget stopped it, if one did
+  std::chrono::nanoseconds elapsed{};         ///< the whole capture_all()
+
+  /// True when every key was captured.
+  [[nodiscard]] bool complete() const noexcept { return not_captured.empty() && failures.empty(); }
+  /// Rethrows the first failure's exception, if any.
+  void rethrow_first_failure() const {
+    if (!failures.empty()) {
+      std::rethrow_exception(failures.front().error);
+    }
+  }
+};
+
+/// What a shape_family knows of one key.
+struct family_key_statistics {
+  std::chrono::nanoseconds capture_time{};     ///< capture (one executable: last switch's)
+  std::chrono::nanoseconds instantiate_time{}; ///< instantiation (0 in one-executable mode)
+  std::size_t nodes = 0;                       ///< nodes of its graph
+  std::size_t pool_bytes = 0;                  ///< what the pool grew by for its capture
+  std::size_t replays = 0;                     ///< replays through the family
+  std::size_t switches = 0;  ///< one executable: recaptures that switched to this key
+  std::size_t updates = 0;   ///< of those, updated in place
+  std::size_t fallbacks = 0; ///< of those, instantiated anew (refused update or empty graph)
+};
+
+} // namespace graphcap

@@ -1,0 +1,161 @@
+// graphcap/inspection/detail/verify_compare.hpp - what verify() compares: one output's eager copy
+// against what the replay wrote, element by element, with a tolerance for floating-point types, and
+// the elements printed for the report. Host code only, no CUDA call.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <ios>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <type_traits>
+
+namespace graphcap::detail {
+
+/// How elements are compared: |replay - eager| <= atol + rtol * |eager| for floating-point
+/// types, bit equality for every other type.
+struct compare_settings {
+  double atol = 0.0;
+  double rtol = 0.0;
+  unsigned char poison = 0xFF;
+};
+
+/// One output compared.
+struct comparison {
+  std::size_t mismatches = 0;     // elements outside the tolerance (not bit-equal: other types)
+  std::size_t not_identical = 0;  // elements whose bits differ
+  std::size_t poisoned = 0;       // mismatched elements that still hold the poison pattern
+  std::size_t eager_poison = 0;   // elements the eager run left equal to the poison pattern
+  std::size_t first_mismatch = 0; // valid when mismatches > 0
+  std::string eager_value;        // the first mismatched element, eager and replayed
+  std::string replay_value;
+  double max_abs_diff = 0.0; // floating-point outputs: over every element
+  double max_rel_diff = 0.0;
+};
+
+/// The object's bytes in hex, most significant first on a little-endian machine: "0xffffffff".
+template <class T>
+std::string bytes_text(const T& value) {
+  unsigned char bytes[sizeof(T)];
+  std::memcpy(bytes, &value, sizeof(T));
+  std::string text = "0x";
+  constexpr const char* digits = "0123456789abcdef";
+  for (std::size_t i = sizeof(T); i-- > 0;) {
+    text += digits[bytes[i] >> 4U];
+    text += digits[bytes[i] & 0xFU];
+  }
+  return text;
+}
+
+/// One element as text: the value for arithmetic types, the bytes in hex otherwise.
+template <class T>
+std::string element_text(const T& value) {
+  std::ostringstream text;
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(value)) { // "-nan" or "nan" says little: the bits show the poison
+      return "nan (" + bytes_text(value) + ")";
+    }
+    text.precision(std::numeric_limits<T>::max_digits10);
+    text << value;
+  } else if constexpr (std::is_same_v<T, bool>) {
+    text << (value ? "true" : "false");
+  } else if constexpr (std::is_integral_v<T> && sizeof(T) == 1) {
+    text << static_cast<int>(value); // a number, not a character
+  } else if constexpr (std::is_arithmetic_v<T>) {
+    text << value;
+  } else {
+    return bytes_text(value);
+  }
+  return text.str();
+}
+
+/// The absolute and relative difference of two floating-point values; infinite where one is NaN
+/// and the other not (or infinities of opposite signs).
+inline void float_difference(double eager, double replay, double& absolute, double& relative) {
+  absolute = std::fabs(replay - eager);
+  if (std::isnan(absolute)) {
+    absolute = std::numeric_limits<double>::infinity();
+  }
+  if (absolute == 0.0) {
+    relative = 0.0;
+  } else {
+    relative = std::fabs(eager) > 0.0 ? absolute / std::fabs(eager)
+                                      : std::numeric_limits<double>::infinity();
+  }
+}
+
+/// Compares one element `i` of T (see compare_elements). `is_poison` tells whether an element's
+/// bytes are the poison pattern.
+template <class T, class IsPoison>
+void compare_element(const std::byte* eager, const std::byte* replay, std::size_t i,
+                     const compare_settings& settings, const IsPoison& is_poison, comparison& out) {
+  const std::byte* expected_bytes = eager + i * sizeof(T);
+  const std::byte* actual_bytes = replay + i * sizeof(T);
+  const bool identical = std::memcmp(expected_bytes, actual_bytes, sizeof(T)) == 0;
+  T expected;
+  T actual;
+  std::memcpy(&expected, expected_bytes, sizeof(T));
+  std::memcpy(&actual, actual_bytes, sizeof(T));
+  bool good = identical;
+  if constexpr (std::is_floating_point_v<T>) {
+    double absolute = 0.0;
+    double relative = 0.0;
+    if (!identical) {
+      float_difference(static_cast<double>(expected), static_cast<double>(actual), absolute,
+                       relative);
+      good = absolute <= settings.atol + settings.rtol * std::fabs(static_cast<double>(expected));
+    }
+    out.max_abs_diff = std::max(out.max_abs_diff, absolute);
+    out.max_rel_diff = std::max(out.max_rel_diff, relative);
+  }
+  out.not_identical += identical ? 0U : 1U;
+  out.eager_poison += is_poison(expected_bytes) ? 1U : 0U;
+  if (good) {
+    return;
+  }
+  if (out.mismatches == 0) {
+    out.first_mismatch = i;
+    out.eager_value = element_text(expected);
+    out.replay_value = element_text(actual);
+  }
+  ++out.mismatches;
+  out.poisoned += is_poison(actual_bytes) ? 1U : 0U;
+}
+
+/// Compares `count` objects of T: `eager` (the eager run's copy) against `replay`. Runs of
+/// elements whose bytes are identical (the usual case) are compared with one memcmp, and only
+/// counted for the poison; the others element by element.
+template <class T>
+void compare_elements(const std::byte* eager, const std::byte* replay, std::size_t count,
+                      const compare_settings& settings, comparison& out) {
+  std::array<std::byte, sizeof(T)> pattern{};
+  pattern.fill(static_cast<std::byte>(settings.poison));
+  const auto is_poison = [&pattern](const std::byte* bytes) {
+    return std::memcmp(bytes, pattern.data(), sizeof(T)) == 0;
+  };
+  constexpr std::size_t run = 1024; // elements per memcmp
+  for (std::size_t begin = 0; begin < count; begin += run) {
+    const std::size_t end = std::min(count, begin + run);
+    if (std::memcmp(eager + begin * sizeof(T), replay + begin * sizeof(T),
+                    (end - begin) * sizeof(T)) == 0) {
+      for (std::size_t i = begin; i < end; ++i) { // identical: differences are all 0
+        out.eager_poison += is_poison(eager + i * sizeof(T)) ? 1U : 0U;
+      }
+      continue;
+    }
+    for (std::size_t i = begin; i < end; ++i) {
+      compare_element<T>(eager, replay, i, settings, is_poison, out);
+    }
+  }
+}
+
+/// compare_elements<T>, through a plain function pointer (outputs of several types in one list).
+using compare_function = void (*)(const std::byte*, const std::byte*, std::size_t,
+                                  const compare_settings&, comparison&);
+
+} // namespace graphcap::detail

@@ -1,0 +1,231 @@
+// graphcap/liveness/check.hpp - liveness::check: are the graph's inputs still alive?
+//
+// A graph bakes in the addresses it read at capture. A liveness policy learns the graph's
+// external inputs at capture end (and from `scope::input`) and, before each replay, refuses to
+// launch if one of them was freed. liveness::off (off.hpp) stores nothing and checks nothing.
+//
+// liveness::check reads the inputs from the captured graph itself, so it sees every kernel,
+// whoever launched it (cuBLAS, another module): the pointer-sized words of each kernel node's
+// parameters, memcpy sources and destinations, memset destinations (liveness/detail/scan.hpp).
+// An input is identified by its allocation's buffer id (CU_POINTER_ATTRIBUTE_BUFFER_ID): a freed
+// allocation has none, and a new allocation at the same address has a new one. Memory the graph
+// allocates itself (memory allocation nodes) and ranges given to exclude() are internal, not
+// inputs. A refused replay's message is built in liveness/detail/report.hpp. See docs/liveness.md.
+#pragma once
+
+#include <graphcap/config.hpp>
+
+#include <graphcap/core/policy.hpp>
+#include <graphcap/cuda/detail/driver.hpp>
+#include <graphcap/error.hpp>
+#include <graphcap/liveness/detail/inputs.hpp>
+#include <graphcap/liveness/detail/report.hpp>
+#include <graphcap/liveness/detail/scan.hpp>
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+namespace graphcap {
+
+namespace liveness {
+
+/// Liveness checking enabled: one pass over the graph at capture end, then one driver query per
+/// input allocation (and one weak_ptr test per token) before every replay. A dead input makes
+/// replay() throw liveness_error before anything is launched.
+class check : public policy_base<policy_kind::liveness> {
+public:
+  /// How many inputs at most a liveness_error lists one by one.
+  static constexpr std::size_t listed_inputs = detail::liveness_listed_inputs;
+
+  /// Declares an input the graph reaches indirectly (a pointer stored in device memory). Called
+  /// by scope::input() during the capture; the pointer must lie in CUDA-allocated memory (device,
+  /// pinned host or managed) or in memory the graph allocates itself (then it is not an input).
+  void add_input(const void* pointer) { declare(pointer, std::nullopt); }
+
+  /// Declares an input whose life the allocator reports through `token`: the replay is refused
+  /// once the token has expired. For sub-allocators (caching allocators, pools) that hand out
+  /// pieces of one big allocation, whose buffer id never changes when a piece is freed. The
+  /// pointer may be any address (null too); if it lies in a CUDA allocation, that is checked too.
+  void add_input(const void* pointer, std::weak_ptr<const void> token) {
+    declare(pointer, std::move(token));
+  }
+
+  /// Marks [base, base + bytes) as internal memory (e.g. a pool's slab that the graph's own
+  /// allocations come from): no input is tracked there. Holds for the graph's current capture,
+  /// before or after its end, and is dropped with the rest of the tracking by reset().
+  void exclude(const void* base, std::size_t bytes) {
+    if (bytes == 0) {
+      return;
+    }
+    const auto begin = reinterpret_cast<std::uintptr_t>(base);
+    tracking_.excluded.push_back({begin, begin + bytes});
+    tracking_.drop_internal_inputs();
+    if (captured_) {
+      rebuild_watch_list();
+    }
+  }
+
+  /// Distinct input addresses tracked for the current capture.
+  [[nodiscard]] std::size_t input_count() const noexcept { return tracking_.inputs.size(); }
+
+  // ---- hooks -----------------------------------------------------------------------------------
+
+  /// Resolves cuPointerGetAttribute (once per process) before the capture begins, so that input()
+  /// during the capture never makes the entry-point lookup inside it, and replays call it through
+  /// a pointer resolved already. A driver without it fails here, before anything began. The
+  /// other driver functions are resolved at their first use, at the capture's end.
+  void before_capture(cudaStream_t /*stream*/) { resolve_query(); }
+
+  /// The one pass over the captured graph (detail::liveness_scan_graph), then the declared
+  /// inputs are checked and the replay's watch list is built.
+  void after_capture_end(cudaGraph_t graph) {
+    detail::liveness_scan_graph(graph, bodies_, tracking_, query_);
+    resolve_declared_inputs();
+    captured_ = true;
+    rebuild_watch_list();
+  }
+
+  /// Refuses the replay (liveness_error) if an input's allocation is gone or replaced.
+  void before_replay(cudaStream_t /*stream*/) const {
+    for (const watched_allocation& watched : watched_) {
+      unsigned long long buffer_id = 0;
+      const CUresult status = query_(&buffer_id, CU_POINTER_ATTRIBUTE_BUFFER_ID, watched.address);
+      // Any failure goes to the cold diagnosis, which tells them apart: only
+      // CUDA_ERROR_INVALID_VALUE means freed, any other failure is a cuda_error.
+      if (status != CUDA_SUCCESS || buffer_id != watched.buffer_id) [[unlikely]] {
+        detail::liveness_diagnose(tracking_.inputs, query_);
+        return;
+      }
+    }
+    for (const std::weak_ptr<const void>& token : tokens_) {
+      if (token.expired()) [[unlikely]] {
+        detail::liveness_diagnose(tracking_.inputs, query_);
+        return;
+      }
+    }
+  }
+
+  /// A conditional body of the capture in progress (<graphcap/control_flow.hpp> tells): its nodes
+  /// are scanned with the graph's, since CUDA lists no body among the graph's nodes.
+  void add_body(cudaGraph_t body) { bodies_.push_back(body); }
+
+  /// A failed or abandoned capture: drops its tracking (the resolved query stays).
+  void on_capture_abort() noexcept { clear(); }
+  /// reset(): drops the tracking; the next replay needs a new capture anyway.
+  void on_reset() noexcept { clear(); }
+
+private:
+  /// What the replay checks: one representative address per allocation.
+  struct watched_allocation {
+    CUdeviceptr address;
+    unsigned long long buffer_id;
+  };
+
+  void resolve_query() {
+    query_ = detail::driver().pointer_get_attribute.require(detail::liveness_needs);
+  }
+
+  void declare(const void* pointer, std::optional<std::weak_ptr<const void>> token) {
+    resolve_query();
+    const auto address = reinterpret_cast<std::uintptr_t>(pointer);
+    if (tracking_.is_internal(address) || (address == 0 && !token)) {
+      return;
+    }
+    std::vector<detail::liveness_input>& inputs = tracking_.inputs;
+    auto known =
+        std::find_if(inputs.begin(), inputs.end(),
+                     [&](const detail::liveness_input& input) { return input.address == address; });
+    std::optional<unsigned long long> buffer_id;
+    if ((known == inputs.end() || !known->buffer_id) && address != 0) {
+      // Queried now, while the caller vouches for the memory, and before the tracking changes:
+      // a query that fails (cuda_error) leaves it as it was. Graph allocations may not resolve
+      // during the capture; resolve_declared_inputs() asks again at its end.
+      buffer_id = detail::liveness_buffer_id(query_, address);
+    }
+    if (known == inputs.end()) {
+      inputs.push_back({address, std::nullopt, std::nullopt, {}});
+      known = std::prev(inputs.end());
+    }
+    if (!known->buffer_id) {
+      known->buffer_id = buffer_id;
+    }
+    known->add_use(token ? "declared with input() and a liveness token" : "declared with input()");
+    if (token) {
+      known->token = std::move(token);
+    }
+    if (captured_) {
+      resolve_declared_inputs();
+      rebuild_watch_list();
+    }
+  }
+
+  /// At capture end: a declared pointer is either a CUDA allocation, internal memory, or covered
+  /// by a token; anything else cannot be checked, which the caller must hear about. (After the
+  /// capture end, declare() has just queried the one new input: nothing is asked again.)
+  void resolve_declared_inputs() {
+    tracking_.drop_internal_inputs();
+    std::vector<detail::liveness_input>& inputs = tracking_.inputs;
+    for (auto input = inputs.begin(); input != inputs.end(); ++input) {
+      if (!captured_ && !input->buffer_id && input->address != 0) {
+        input->buffer_id = detail::liveness_buffer_id(query_, input->address);
+      }
+      if (!input->buffer_id && !input->token) [[unlikely]] {
+        const std::string address = detail::liveness_hex(input->address);
+        inputs.erase(input);
+        detail::throw_error(cudaErrorInvalidValue, "graphcap::scope::input(" + address + ")",
+                            "the pointer declared with input() is not in memory CUDA allocated "
+                            "(device, pinned host or managed memory), or that memory was already "
+                            "freed; only CUDA allocations can be checked. For a sub-allocator's "
+                            "memory, declare the input with a liveness token");
+      }
+    }
+  }
+
+  void rebuild_watch_list() {
+    watched_.clear();
+    tokens_.clear();
+    std::unordered_set<unsigned long long> seen;
+    for (const detail::liveness_input& input : tracking_.inputs) {
+      if (input.buffer_id && seen.insert(*input.buffer_id).second) {
+        watched_.push_back({static_cast<CUdeviceptr>(input.address), *input.buffer_id});
+      }
+      if (input.token) {
+        tokens_.push_back(*input.token);
+      }
+    }
+  }
+
+  void clear() noexcept {
+    bodies_.clear();
+    tracking_.clear();
+    watched_.clear();
+    tokens_.clear();
+    captured_ = false;
+  }
+
+  // Replay reads only these two, and query_.
+  std::vector<watched_allocation> watched_;
+  std::vector<std::weak_ptr<const void>> tokens_;
+  detail::liveness_pointer_query query_ = nullptr;
+  // The tracking behind them, for the error message and for exclude()/add_input() updates.
+  detail::liveness_tracking tracking_;
+  std::vector<cudaGraph_t> bodies_; // the capture's conditional bodies, until its end
+  bool captured_ = false;
+};
+
+// The optional hook it offers (core/policy.hpp): conditional bodies are scanned too.
+static_assert(liveness_policy<check> && liveness_across_bodies<check>);
+
+} // namespace liveness
+} // namespace graphcap

@@ -1,0 +1,104 @@
+// graphcap/pool/detail/free_blocks.hpp - a pool's free blocks: first in, first out per size class,
+// each handed out once the device is done with it.
+//
+// pool_core (pool/detail/pool_core.hpp) keeps here the blocks graphs gave back. A block is taken in
+// the order blocks of its size class were given back, so that a recapture, which gives its
+// blocks back in allocation order, gets the same blocks for the same allocations. A block given
+// back by a graph that may still be replaying carries that graph's completion-marker event; the
+// first take waits for it (cudaEventSynchronize, at capture time), and the blocks given back with
+// it before that wait need no other.
+//
+// Cost: a std::map of size class -> std::deque, so add and take are O(log) in the size classes
+// that have free blocks and O(1) in the blocks. Not internally synchronized.
+#pragma once
+
+#include <graphcap/cuda/detail/capture_mode_guard.hpp>
+#include <graphcap/cuda/detail/cuda_check.hpp>
+#include <graphcap/cuda/detail/unique_handle.hpp>
+#include <graphcap/pool/detail/nvtx_regions.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <utility>
+
+namespace graphcap::detail {
+
+/// An event that says when the device is done with a block: the last replay of the graph that
+/// gave it back. Shared by every block given back at once.
+using ready_event = std::shared_ptr<const event_handle>;
+
+/// A block given back to its pool.
+struct free_block {
+  void* address = nullptr;           ///< where the block starts
+  ready_event ready;                 ///< null: free for the device already
+  nvtx_regions::heap heap = nullptr; ///< its slab's heap for memory checkers (null: none)
+  bool registered = false;           ///< still a valid region for memory checkers
+  std::size_t size = 0;              ///< its size class (set by take())
+};
+
+/// The free blocks of a pool, first in first out per size class.
+class free_blocks {
+public:
+  /// Enters a block, last of its size class. One given back with the event take() waited for
+  /// last was used after that wait: its take waits again.
+  void add(std::size_t size, free_block entry) {
+    if (entry.ready && entry.ready == awaited_) {
+      awaited_ = nullptr;
+    }
+    const auto queue = queues_.try_emplace(size).first;
+    try {
+      queue->second.push_back(std::move(entry));
+    } catch (...) {
+      if (queue->second.empty()) { // every queue in the map holds a block
+        queues_.erase(queue);
+      }
+      throw;
+    }
+  }
+
+  /// The first block given back of class `size` (or, with reuse_larger(), of the smallest class
+  /// at least `size` that has one), taken out once the device is done with it (which may wait
+  /// for its event: cuda_error if that fails, and the block stays); nullopt if there is none.
+  [[nodiscard]] std::optional<free_block> take(std::size_t size) {
+    const auto queue = reuse_larger_ ? queues_.lower_bound(size) : queues_.find(size);
+    if (queue == queues_.end()) {
+      return std::nullopt;
+    }
+    free_block& first = queue->second.front();
+    if (first.ready && first.ready != awaited_) {
+      const relaxed_capture_mode_guard relaxed; // a global capture may be running on this thread
+      check(cudaEventSynchronize(first.ready->get()), "cudaEventSynchronize");
+      awaited_ = first.ready;
+    }
+    std::optional<free_block> taken{std::move(first)};
+    taken->size = queue->first;
+    queue->second.pop_front();
+    if (queue->second.empty()) {
+      queues_.erase(queue);
+    }
+    return taken;
+  }
+
+  /// With `on`, take() may hand out a block of a larger class than asked for (off by default).
+  void reuse_larger(bool on) noexcept { reuse_larger_ = on; }
+  /// Whether take() may hand out larger blocks.
+  [[nodiscard]] bool reuses_larger() const noexcept { return reuse_larger_; }
+
+  /// Forgets every free block.
+  void clear() noexcept {
+    queues_.clear();
+    awaited_ = nullptr;
+  }
+
+private:
+  std::map<std::size_t, std::deque<free_block>> queues_; // size class -> blocks, oldest first
+  ready_event awaited_;                                  // the event take() waited for last
+  bool reuse_larger_ = false;                            // take() may hand out a larger class
+};
+
+} // namespace graphcap::detail

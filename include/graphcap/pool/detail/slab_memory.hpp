@@ -1,0 +1,148 @@
+// graphcap/pool/detail/slab_memory.hpp - where a pool's slabs come from, and how they go back.
+//
+// Three sources, and what orders a slab's release after the last replay of the graphs that used
+// it (pool/detail/pool_core.hpp keeps the blocks; this keeps the slabs' memory):
+//  - a private pool no one else holds: cudaMalloc, and cudaFree, which waits for the device
+//    before it frees (measured on the H200; and legal, under the relaxed capture-mode guard,
+//    while another thread captures: cudaDeviceSynchronize is not), so graphs need no marker;
+//  - otherwise the device's current memory pool (cudaMallocAsync) or the user's cudaMemPool_t
+//    (cudaMallocFromPoolAsync), freed with cudaFreeAsync on the slabs' own stream, which first
+//    waits for the graphs' completion markers (order_after);
+//  - with GRAPHCAP_NVTX_REGIONS, cudaMalloc for memory checkers, freed once the own stream has
+//    passed the markers.
+#pragma once
+
+#include <graphcap/cuda/detail/capture_mode_guard.hpp>
+#include <graphcap/cuda/detail/cuda_check.hpp>
+#include <graphcap/cuda/detail/unique_handle.hpp>
+#include <graphcap/pool/detail/nvtx_regions.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+
+namespace graphcap::detail {
+
+/// How slabs go back, which decides what must order them after the last replay.
+enum class slab_release : unsigned char {
+  /// cudaFreeAsync on the slabs' stream, ordered after the graphs' completion markers.
+  after_markers,
+  /// cudaFree of cudaMalloc'ed slabs, which waits for the device: graphs need no marker.
+  waits_for_device,
+};
+
+/// The memory of a pool's slabs: taken and freed as the top of this file says.
+class slab_memory {
+public:
+  /// Slabs from `source` (nullptr: the current device's current memory pool), released `how`
+  /// (a user's pool is always after_markers: its frees do not wait).
+  explicit slab_memory(cudaMemPool_t source, slab_release how) noexcept
+      : source_(source), waits_(how == slab_release::waits_for_device && source == nullptr) {}
+
+  /// The user's memory pool (nullptr: the device's current pool).
+  [[nodiscard]] cudaMemPool_t source() const noexcept { return source_; }
+  /// True when freeing a slab waits for the device (slab_release::waits_for_device).
+  [[nodiscard]] bool frees_wait_for_device() const noexcept { return waits_; }
+  /// True where slabs are registered for memory checkers (GRAPHCAP_NVTX_REGIONS): a
+  /// compile-time false otherwise.
+  [[nodiscard]] bool registers_slabs() const noexcept {
+    return nvtx_regions::enabled && source_ == nullptr;
+  }
+  /// The call that takes a slab, for error messages.
+  [[nodiscard]] const char* allocating_call() const noexcept {
+    return source_ != nullptr ? "cudaMallocFromPoolAsync"
+           : malloced()       ? "cudaMalloc"
+                              : "cudaMallocAsync";
+  }
+
+  /// `size` bytes, or the failed call's status (the stream or synchronize failing throws).
+  [[nodiscard]] cudaError_t allocate(void** slab, std::size_t size) {
+    const relaxed_capture_mode_guard relaxed; // a global capture may be running on this thread
+    if (!stream_) {
+      cudaStream_t stream = nullptr;
+      ignore(cudaGetDevice(&device_)); // for wait_for_device(); a failure fails the next call
+      check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+      stream_.reset(stream);
+    }
+    const cudaError_t status = source_ != nullptr
+                                   ? cudaMallocFromPoolAsync(slab, size, source_, stream_.get())
+                               : malloced() ? cudaMalloc(slab, size)
+                                            : cudaMallocAsync(slab, size, stream_.get());
+    if (status != cudaSuccess || malloced()) {
+      return status;
+    }
+    // A failed synchronize is no shortage of memory (most likely an earlier kernel's error):
+    // report it as what it is.
+    if (const cudaError_t synced = cudaStreamSynchronize(stream_.get()); synced != cudaSuccess) {
+      ignore(cudaFreeAsync(*slab, stream_.get()));
+      throw_cuda(synced, "cudaStreamSynchronize");
+    }
+    return cudaSuccess;
+  }
+
+  /// Frees a slab after the last replay of the graphs that used it (see the top of this file).
+  void free(void* slab) const noexcept {
+    const relaxed_capture_mode_guard relaxed;
+    if (waits_) { // no marker to wait for: cudaFree waits for the device itself
+      ignore(cudaFree(slab));
+      return;
+    }
+    if (registers_slabs()) { // cudaMalloc'ed: free once our stream has passed the markers
+      ignore(cudaStreamSynchronize(stream_.get()));
+      ignore(cudaFree(slab));
+      return;
+    }
+    // On our own stream, which waits for the completion markers (order_after); if that fails,
+    // cudaFree, which waits for the device.
+    if (cudaFreeAsync(slab, stream_.get()) != cudaSuccess) {
+      static_cast<void>(cudaGetLastError());
+      ignore(cudaFree(slab));
+    }
+  }
+
+  /// Orders every slab freed from now on after `done` (a graph's completion marker).
+  void order_after(const event_handle& done) const noexcept {
+    if (stream_) { // no stream: no slab was ever taken, nothing to order
+      const relaxed_capture_mode_guard relaxed;
+      if (cudaStreamWaitEvent(stream_.get(), done.get(), 0) != cudaSuccess) [[unlikely]] {
+        static_cast<void>(cudaGetLastError());
+        ignore(cudaEventSynchronize(done.get())); // wait here instead: never free a slab early
+      }
+    }
+  }
+
+  /// Waits until the slabs' device has finished its work, as a slab's cudaFree would (a probe
+  /// slab allocated and freed): for the rare give-back of a graph without a completion marker
+  /// to a pool that others share. On failure there is nothing left to wait for (a device in
+  /// error).
+  void wait_for_device(std::size_t probe_bytes) const noexcept {
+    if (!stream_) { // no slab was ever taken: nothing to order
+      return;
+    }
+    const relaxed_capture_mode_guard relaxed; // another thread may be capturing (global mode)
+    int current = device_;
+    ignore(cudaGetDevice(&current));
+    if (current != device_) {
+      ignore(cudaSetDevice(device_));
+    }
+    void* probe = nullptr;
+    if (cudaMalloc(&probe, probe_bytes) == cudaSuccess) {
+      ignore(cudaFree(probe)); // waits for the device
+    } else {
+      static_cast<void>(cudaGetLastError());
+    }
+    if (current != device_) {
+      ignore(cudaSetDevice(current));
+    }
+  }
+
+private:
+  [[nodiscard]] bool malloced() const noexcept { return waits_ || registers_slabs(); }
+
+  cudaMemPool_t source_ = nullptr;
+  bool waits_ = false;   // slab_release::waits_for_device
+  stream_handle stream_; // never captures: slabs are taken on it
+  int device_ = 0;       // the device of stream_ and of every slab
+};
+
+} // namespace graphcap::detail

@@ -115,6 +115,34 @@ int main() {
     std::printf("  used after destroy and trim: %llu\n", used());
   }
 
+  {
+    std::printf("case 4: an ordinary cudaFree (of a cudaMalloc'd byte) while the replay is held\n");
+    flags[0] = 0;
+    flags[1] = 0;
+    void* block = nullptr;
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = capture_unfreed(s, &block, &graph, device_flags, device_flags + 1, true);
+    void* sentinel = nullptr;
+    SAY(cudaMalloc(&sentinel, 1));
+    SAY(cudaGraphLaunch(exec, s));
+    while (std::atomic_ref<int>(flags[1]).load() == 0) {
+    }
+    std::thread releaser([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      std::atomic_ref<int>(flags[0]).store(1);
+    });
+    const auto start = std::chrono::steady_clock::now();
+    SAY(cudaFree(sentinel));
+    const auto ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start);
+    std::printf("  cudaFree returned after %.1f ms (the hold lasts 300 ms)\n", ms.count());
+    releaser.join();
+    SAY(cudaFree(block));
+    SAY(cudaStreamSynchronize(s));
+    SAY(cudaGraphExecDestroy(exec));
+    SAY(cudaGraphDestroy(graph));
+  }
+
   std::printf("case 3: a WHILE loop cleared by cudaGraphSetConditional in its body kernel\n");
   int* counter = nullptr;
   cudaMalloc(&counter, sizeof(int));

@@ -12,10 +12,12 @@
 #include <cuda_double/control.hpp>
 #include <cuda_double/cupti_control.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <sstream>
@@ -144,6 +146,46 @@ TEST_CASE("CUPTI held by another tool degrades annotations and never fails the c
   recorder.stop();
   CHECK(recorder.kernels().empty());
   CHECK(notices.count == 1); // said once
+}
+
+TEST_CASE("CUPTI held by another tool: walked annotations still come in node creation order") {
+  // Without CUPTI's ids the walk's nodes come sorted by handle; annotations() promises creation
+  // order. On the H200 the handles of a capture did not follow it (annotation_kernel_tests under
+  // compute-sanitizer): here the nodes of a destroyed graph are handed out again by the heap's
+  // free lists, last freed first, so that the next capture's handles fall as nodes are created.
+  cuda_double::reset();
+  gc::clear_annotations();
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> buffer(bytes);
+  constexpr int steps = 5;
+  {
+    gc::lean_graph earlier;
+    earlier.capture(stream, [&] {
+      for (int i = 0; i < steps; ++i) {
+        CUDA_REQUIRE(cudaMemsetAsync(buffer.get(), i, buffer.bytes(), stream));
+      }
+    });
+  }
+  const notice_counter notices;
+  cuda_double::set_cupti_held_by_other_tool(true);
+  annotated_graph graph{gc::keep_graph};
+  graph.capture(stream, [&](annotated_graph::scope& cap) {
+    for (int i = 0; i < steps; ++i) {
+      auto step = cap.mark({{"name", "step"}, {"i", std::to_string(i)}});
+      CUDA_REQUIRE(cudaMemsetAsync(buffer.get(), i, buffer.bytes(), cap.stream()));
+    }
+  });
+  REQUIRE(graph.annot_policy().discovery() == gc::node_discovery::graph_walk);
+  // What makes the test able to fail: the handles, listed in creation order, are not ascending.
+  std::size_t count = steps;
+  std::vector<cudaGraphNode_t> listed(count);
+  CUDA_REQUIRE(cudaGraphGetNodes(graph.raw_graph(), listed.data(), &count));
+  REQUIRE_FALSE(std::is_sorted(listed.begin(), listed.end(), std::less<>{}));
+  const std::vector<gc::node_annotation>& annotations = graph.annotations();
+  REQUIRE(annotations.size() == steps);
+  for (int i = 0; i < steps; ++i) {
+    CHECK(annotations[static_cast<std::size_t>(i)].value("i") == std::to_string(i));
+  }
 }
 
 TEST_CASE("an annotated replay is exactly one cudaGraphLaunch") {

@@ -200,6 +200,58 @@ TEST_CASE("a private pool adds no node, and its reset frees its slabs with cudaF
   CHECK(calls.count("cudaDeviceSynchronize") == 0); // it would fail while anything captures
 }
 
+TEST_CASE("memory nodes a replayed capture left allocated are freed on reset after a wait for "
+          "the device that no other capture notices") {
+  // A graph allocation's lifetime ends at its cudaFree, which does not wait for a replay still
+  // using it (probe graph_memory_free): the wait is an ordinary cudaFree's (of a one-byte
+  // sentinel), which another stream's capture allows, where cudaDeviceSynchronize would
+  // invalidate it.
+  using nodes_graph = gc::graph_with<gc::pool::graph_memory_nodes>;
+  cuda_double::reset();
+  gctest::stream stream;
+  gctest::stream other;
+  const std::size_t before = cuda_double::live_allocations();
+  nodes_graph graph;
+  graph.capture(stream, [&](nodes_graph::scope& cap) {
+    auto* kept = cap.allocate<unsigned char>(4096);
+    auto* freed = cap.allocate<unsigned char>(4096);
+    CUDA_REQUIRE(cudaMemsetAsync(kept, 1, 4096, cap.stream()));
+    cap.deallocate(freed);
+  });
+  SECTION("not replayed: nothing was allocated, nothing to wait for") {
+    cuda_double::clear_call_counts();
+    graph.reset();
+    CHECK(cuda_double::call_counts().count("cudaFree") == 0);
+    CHECK(cuda_double::call_counts().count("cudaMalloc") == 0);
+  }
+  SECTION("replayed: the wait, then one cudaFree for the block the capture kept") {
+    graph.replay(stream);
+    CHECK(cuda_double::live_allocations() == before + 1);
+    CUDA_REQUIRE(cudaStreamBeginCapture(other, cudaStreamCaptureModeGlobal));
+    cuda_double::clear_call_counts();
+    graph.reset();
+    const call_map calls = cuda_double::call_counts();
+    CHECK(calls.at("cudaMalloc") == 1);
+    CHECK(calls.at("cudaFree") == 2); // the sentinel, then the kept block
+    CHECK(calls.count("cudaDeviceSynchronize") == 0);
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    CUDA_REQUIRE(cudaStreamIsCapturing(other, &status));
+    CHECK(status == cudaStreamCaptureStatusActive); // the other capture goes on
+    cudaGraph_t captured = nullptr;
+    CUDA_REQUIRE(cudaStreamEndCapture(other, &captured));
+    CUDA_REQUIRE(cudaGraphDestroy(captured));
+    CHECK(cuda_double::live_allocations() == before);
+  }
+  SECTION("replayed, then destroyed: the same") {
+    graph.replay(stream);
+    cuda_double::clear_call_counts();
+    { const nodes_graph gone = std::move(graph); }
+    CHECK(cuda_double::call_counts().at("cudaFree") == 2);
+    CHECK(cuda_double::live_allocations() == before);
+  }
+  CHECK(cuda_double::violations().empty());
+}
+
 TEST_CASE(
     "a private pool whose handle exists ends its captures with a marker, and its reset does not "
     "synchronize") {

@@ -8,6 +8,7 @@
 
 #include "catch.hpp"
 #include "cuda_helpers.hpp"
+#include "diagnostics_skip.hpp"
 #include "kernels.cuh"
 
 #include <cstddef>
@@ -52,7 +53,7 @@ gc::offending_call synchronize_after_launches(int launches) {
 
 TEST_CASE("diagnostics name a synchronize after kernel launches, counting the launches") {
   const gc::capture_diagnostics diagnostics;
-  REQUIRE(diagnostics.available());
+  GCTEST_SKIP_UNLESS_DIAGNOSTICS(diagnostics);
   static_cast<void>(synchronize_after_launches(1)); // the kernel's first launch loads it
   const gc::offending_call after_one = synchronize_after_launches(1);
   const gc::offending_call after_three = synchronize_after_launches(3);
@@ -71,6 +72,7 @@ TEST_CASE("diagnostics name a synchronize after kernel launches, counting the la
 
 TEST_CASE("diagnostics on: a capture of kernels that breaks no rule replays as without them") {
   const gc::capture_diagnostics diagnostics;
+  GCTEST_SKIP_UNLESS_DIAGNOSTICS(diagnostics);
   gctest::stream stream;
   gctest::device_buffer<float> data(count);
   gctest::launch_fill(stream, data.get(), 0.0F, count);

@@ -147,6 +147,12 @@ enum class give_up { reset, destroy };
 /// again, memory nodes), it may give other memory, and then nothing was handed over to check.
 enum class reuse { guaranteed, up_to_cuda };
 
+/// Does giving the first graph up (reset or destruction) itself wait for its running replay?
+/// Where graphcap frees the memory there (slabs with cudaFree, memory nodes' leftovers), it must:
+/// the memory may be handed to anyone once freed. Where it gives the memory to a pool with a
+/// completion marker, the wait comes later, in whoever takes the block.
+enum class give_up_waits { yes, no };
+
 /// The first graph's capture: its block holds 8, then (after the hold) is read into `seen` and
 /// set to 7.
 template <class Graph>
@@ -177,7 +183,8 @@ unsigned char* capture_writing(Graph& graph) {
 /// both graphs' data. `while_held(first)` runs after the replay began, before the give-up.
 template <class First, class MakeSecond>
 void check_handover(
-    std::optional<First>& first, give_up how, reuse expected, MakeSecond make_second,
+    std::optional<First>& first, give_up how, reuse expected, give_up_waits waits,
+    MakeSecond make_second,
     const std::function<void(std::type_identity_t<First>&)>& while_held = [](First&) {}) {
   hold held;
   gctest::stream first_stream;
@@ -205,6 +212,9 @@ void check_handover(
   first_stream.synchronize();
 
   CHECK_FALSE(held.timed_out()); // the hold was released, not given up on
+  if (waits == give_up_waits::yes) {
+    CHECK(by_timer); // reset() or the destructor held the test's thread until the release
+  }
   if (second_block != first_block) {
     REQUIRE(expected == reuse::up_to_cuda);
     CHECK(read_back(seen.get()) == filled(8));
@@ -237,7 +247,7 @@ TEST_CASE("pool::private_pool alone: slabs freed while a replay runs wait for it
   const give_up how = section_give_up();
   std::optional<gc::graph> first;
   first.emplace();
-  check_handover(first, how, reuse::up_to_cuda, [] { return gc::graph{}; });
+  check_handover(first, how, reuse::up_to_cuda, give_up_waits::yes, [] { return gc::graph{}; });
 }
 
 TEST_CASE("pool::private_pool with a handle: its blocks reach the handle's next graph after the "
@@ -249,7 +259,7 @@ TEST_CASE("pool::private_pool with a handle: its blocks reach the handle's next 
   std::optional<gc::graph> first;
   first.emplace();
   const gc::pool_handle pool = first->pool();
-  check_handover(first, how, reuse::guaranteed, [&] { return gc::graph{pool}; });
+  check_handover(first, how, reuse::guaranteed, give_up_waits::no, [&] { return gc::graph{pool}; });
 }
 
 TEST_CASE("pool::private_pool: a handle taken while a replay without marker runs waits for it",
@@ -262,7 +272,7 @@ TEST_CASE("pool::private_pool: a handle taken while a replay without marker runs
   first.emplace();
   std::optional<gc::pool_handle> pool;
   check_handover(
-      first, how, reuse::guaranteed, [&] { return gc::graph{*pool}; },
+      first, how, reuse::guaranteed, give_up_waits::no, [&] { return gc::graph{*pool}; },
       [&](gc::graph& graph) {
         REQUIRE_FALSE(graph.pool_policy().has_completion_marker());
         pool = graph.pool();
@@ -277,7 +287,8 @@ TEST_CASE("pool::shared: blocks of a graph given up while it replays reach the n
   const gc::pool_handle pool = gc::graph_pool_handle();
   std::optional<shared_graph> first;
   first.emplace(pool);
-  check_handover(first, how, reuse::guaranteed, [&] { return shared_graph{pool}; });
+  check_handover(first, how, reuse::guaranteed, give_up_waits::no,
+                 [&] { return shared_graph{pool}; });
 }
 
 TEST_CASE("pool::user: slabs given back to the user's pool while a replay runs wait for it",
@@ -291,7 +302,7 @@ TEST_CASE("pool::user: slabs given back to the user's pool while a replay runs w
   CUDA_REQUIRE(cudaMemPoolSetAttribute(memory_pool, cudaMemPoolAttrReleaseThreshold, &keep_all));
   std::optional<user_graph> first;
   first.emplace(static_cast<cudaMemPool_t>(memory_pool));
-  check_handover(first, how, reuse::up_to_cuda,
+  check_handover(first, how, reuse::up_to_cuda, give_up_waits::no,
                  [&] { return user_graph{static_cast<cudaMemPool_t>(memory_pool)}; });
 }
 
@@ -305,16 +316,19 @@ TEST_CASE("pool::user with a handle: its blocks reach the handle's next graph af
   std::optional<user_graph> first;
   first.emplace(static_cast<cudaMemPool_t>(memory_pool));
   const gc::pool_handle pool = first->pool();
-  check_handover(first, how, reuse::guaranteed, [&] { return shared_graph{pool}; });
+  check_handover(first, how, reuse::guaranteed, give_up_waits::no,
+                 [&] { return shared_graph{pool}; });
 }
 
 TEST_CASE("pool::graph_memory_nodes: memory freed while a replay runs waits for it",
           "[gpu-evidence]") {
-  // What the capture left allocated is freed on reset and destruction with cudaFree, which waits
-  // for the device; a later graph's memory node may get the same address.
+  // What the capture left allocated is freed on reset and destruction with cudaFree, after a
+  // wait for the device: cudaFree of a graph allocation returns at once while the replay that
+  // uses it still runs (probe graph_memory_free). A later graph's memory node may get the same
+  // address.
   using nodes_graph = gc::graph_with<gc::pool::graph_memory_nodes>;
   const give_up how = section_give_up();
   std::optional<nodes_graph> first;
   first.emplace();
-  check_handover(first, how, reuse::up_to_cuda, [] { return nodes_graph{}; });
+  check_handover(first, how, reuse::up_to_cuda, give_up_waits::yes, [] { return nodes_graph{}; });
 }

@@ -8,6 +8,7 @@
 
 #include "catch.hpp"
 #include "cuda_helpers.hpp"
+#include "diagnostics_skip.hpp"
 
 #include <cstddef>
 #include <optional>
@@ -49,7 +50,7 @@ bool contains(const std::string& text, const std::string& part) {
 
 TEST_CASE("diagnostics name a cudaMalloc made during the capture") {
   const gc::capture_diagnostics diagnostics;
-  REQUIRE(diagnostics.available());
+  GCTEST_SKIP_UNLESS_DIAGNOSTICS(diagnostics);
   gctest::stream stream;
   gctest::device_buffer<unsigned char> buffer(bytes);
   gc::lean_graph graph;
@@ -80,6 +81,7 @@ TEST_CASE("diagnostics name a cudaMalloc made during the capture") {
 
 TEST_CASE("diagnostics name a synchronize of the capturing stream") {
   const gc::capture_diagnostics diagnostics;
+  GCTEST_SKIP_UNLESS_DIAGNOSTICS(diagnostics);
   gctest::stream stream;
   gctest::device_buffer<unsigned char> buffer(bytes);
   gc::lean_graph graph;
@@ -100,6 +102,7 @@ TEST_CASE("diagnostics name a synchronize of the capturing stream") {
 
 TEST_CASE("diagnostics name legacy-stream work during a blocking stream's capture") {
   const gc::capture_diagnostics diagnostics;
+  GCTEST_SKIP_UNLESS_DIAGNOSTICS(diagnostics);
   gctest::stream stream(cudaStreamDefault); // blocking: synchronizes with the legacy stream
   gctest::device_buffer<unsigned char> buffer(bytes);
   gctest::device_buffer<unsigned char> other(bytes);
@@ -124,6 +127,7 @@ TEST_CASE("diagnostics name legacy-stream work during a blocking stream's captur
 
 TEST_CASE("diagnostics name another thread's call during a global-mode capture") {
   const gc::capture_diagnostics diagnostics;
+  GCTEST_SKIP_UNLESS_DIAGNOSTICS(diagnostics);
   gctest::stream stream;
   gctest::device_buffer<unsigned char> buffer(bytes);
   gc::graph_with<gc::mode::global> graph;
@@ -154,6 +158,7 @@ TEST_CASE("diagnostics name another thread's call during a global-mode capture")
 
 TEST_CASE("diagnostics name the innermost annotation scope open at the offending call") {
   const gc::capture_diagnostics diagnostics;
+  GCTEST_SKIP_UNLESS_DIAGNOSTICS(diagnostics);
   gctest::stream stream;
   gctest::device_buffer<unsigned char> buffer(bytes);
   gc::graph_with<gc::annot::on> graph;
@@ -176,6 +181,7 @@ TEST_CASE("diagnostics name the innermost annotation scope open at the offending
 
 TEST_CASE("diagnostics say when no call failed during a failed capture") {
   const gc::capture_diagnostics diagnostics;
+  GCTEST_SKIP_UNLESS_DIAGNOSTICS(diagnostics);
   gctest::stream stream;
   gctest::stream forked;
   gctest::event fork;
@@ -194,6 +200,7 @@ TEST_CASE("diagnostics say when no call failed during a failed capture") {
 
 TEST_CASE("diagnostics name the call when a pool's completion marker reports the invalidation") {
   const gc::capture_diagnostics diagnostics;
+  GCTEST_SKIP_UNLESS_DIAGNOSTICS(diagnostics);
   gctest::stream stream;
   const auto invalidate = [&](auto& cap) {
     float* scratch = cap.template allocate<float>(64);
@@ -225,6 +232,7 @@ TEST_CASE("diagnostics name the call when a pool's completion marker reports the
 
 TEST_CASE("diagnostics keep concurrent captures apart: each names its own thread's call") {
   const gc::capture_diagnostics diagnostics;
+  GCTEST_SKIP_UNLESS_DIAGNOSTICS(diagnostics);
   gctest::device_buffer<unsigned char> buffer(bytes);
   gctest::stream streams[2];
   // Each thread captures in mode::thread_local_, so the other thread's failing call does not

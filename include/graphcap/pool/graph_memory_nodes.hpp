@@ -23,7 +23,10 @@ namespace graphcap::pool {
 /// Freed automatically at the next launch (cudaGraphInstantiateFlagAutoFreeOnLaunch). A graph
 /// with memory nodes can have only one executable graph at a time. What the capture allocates and
 /// does not free is freed on reset() and destruction: CUDA frees it only at a next launch, and
-/// destroying a graph frees nothing (cudaFree, which waits for the device: not on the replay path).
+/// destroying a graph frees nothing. There graphcap waits for the device, then calls cudaFree: a
+/// graph allocation's lifetime ends at its cudaFree, which returns at once while a replay that
+/// uses it still runs (probe benchmark/probes/graph_memory_free.cu), so the wait is graphcap's
+/// (a device-wide one, as private_pool's reset; not on the replay path).
 struct graph_memory_nodes : policy_base<policy_kind::pool> {
   /// scope::allocate() exists (make_buffer() does not: CUDA owns the memory).
   static constexpr bool can_allocate = true;
@@ -83,11 +86,12 @@ struct graph_memory_nodes : policy_base<policy_kind::pool> {
 
   /// Frees what the capture allocated and did not free, if the graph was launched.
   void on_reset() noexcept {
-    if (launched_) {
+    if (launched_ && has_unfreed()) {
       const detail::relaxed_capture_mode_guard relaxed;
+      wait_for_the_last_replay();
       for (const detail::held_block& block : allocated_) {
         if (!block.freed) {
-          detail::ignore(cudaFree(block.address)); // waits for the last replay
+          detail::ignore(cudaFree(block.address));
         }
       }
       static_cast<void>(cudaGetLastError());
@@ -97,6 +101,25 @@ struct graph_memory_nodes : policy_base<policy_kind::pool> {
   }
 
 private:
+  /// The last replay may still use the memory, and a graph allocation's cudaFree would not wait
+  /// for it. An ordinary cudaFree does wait for the device, and is allowed where another stream
+  /// captures (in relaxed mode), where cudaDeviceSynchronize would invalidate that capture.
+  static void wait_for_the_last_replay() noexcept {
+    void* sentinel = nullptr;
+    if (cudaMalloc(&sentinel, 1) == cudaSuccess) {
+      detail::ignore(cudaFree(sentinel));
+    }
+  }
+
+  [[nodiscard]] bool has_unfreed() const noexcept {
+    for (const detail::held_block& block : allocated_) {
+      if (!block.freed) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   detail::held_blocks allocated_; // allocated during the capture; `freed` if the capture freed it
   bool launched_ = false;
 };

@@ -110,11 +110,16 @@ public:
           node.template_id = 0;
           node.id = 0;
         }
+        if (!from_log) {
+          sort_by_creation(queries, graph, nodes);
+        }
         return node_id_source::none;
       }
     }
     if (source != node_id_source::none) {
       sort_by_template_id(nodes);
+    } else if (!from_log) {
+      sort_by_creation(queries, graph, nodes); // no ids to sort by: the walk's list is by handle
     }
     return source;
   }
@@ -132,6 +137,29 @@ private:
   /// joined with the graph's nodes sorted the same way. See ids_from_creation_indices.
   bool ids_from_creation_order(const graph_queries& queries, cudaGraph_t graph,
                                annotated_nodes& nodes) {
+    return creation_indices_from_listing(queries, graph, nodes) && ids_from_creation_indices(nodes);
+  }
+
+  /// Without ids (CUPTI held by another tool): the walk's nodes, which come sorted by handle, put
+  /// in creation order by one listing of the graph, as annotations() promises. Left as they are
+  /// if CUDA refuses the listing.
+  void sort_by_creation(const graph_queries& queries, cudaGraph_t graph, annotated_nodes& nodes) {
+    if (!creation_indices_from_listing(queries, graph, nodes)) {
+      return;
+    }
+    std::vector<node_annotation>& list = nodes.annotations;
+    order_.resize(list.size());
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      order_[i] = {nodes.creation_indices[i], i};
+    }
+    reorder(nodes);
+  }
+
+  /// Each annotated node's index in one listing of `graph` (creation order) into
+  /// `nodes.creation_indices`. The nodes are sorted by handle (scope_merge): joined with the
+  /// graph's nodes sorted the same way. False if CUDA refuses, or a node is not in the listing.
+  bool creation_indices_from_listing(const graph_queries& queries, cudaGraph_t graph,
+                                     annotated_nodes& nodes) {
     std::size_t count = 0;
     if (nodes.annotations.empty() || !queries.nodes(graph, nullptr, count)) {
       return false;
@@ -154,7 +182,7 @@ private:
       }
       nodes.creation_indices.push_back(next->second);
     }
-    return ids_from_creation_indices(nodes);
+    return true;
   }
 
   /// Every annotated node's id from its creation index (its place in the creation log, or in the
@@ -187,6 +215,12 @@ private:
     for (std::size_t i = 0; i < list.size(); ++i) {
       order_[i] = {list[i].template_id, i};
     }
+    reorder(nodes);
+  }
+
+  /// The annotations and their nodes in the order of the keys in order_ (sorted here).
+  void reorder(annotated_nodes& nodes) {
+    std::vector<node_annotation>& list = nodes.annotations;
     std::sort(order_.begin(), order_.end());
     std::vector<node_annotation> sorted_list;
     std::vector<cudaGraphNode_t> sorted_nodes;
@@ -202,7 +236,7 @@ private:
 
   std::vector<cudaGraphNode_t> graph_nodes_;
   std::vector<std::pair<cudaGraphNode_t, std::uint32_t>> creation_index_; // (node, index)
-  std::vector<std::pair<std::uint64_t, std::size_t>> order_;              // (template id, index)
+  std::vector<std::pair<std::uint64_t, std::size_t>> order_;              // (sort key, index)
 };
 
 } // namespace graphcap::detail

@@ -9,7 +9,7 @@
 namespace gc = graphcap;
 
 // Everything spelled out...
-using lean = gc::basic_graph<gc::mode::global, gc::pool::none, gc::annot::off, gc::liveness::off>;
+using lean = gc::basic_graph<gc::mode::global, gc::pool::off, gc::annot::off, gc::liveness::off>;
 // ...or only what differs from the lean defaults, in any order.
 using server = gc::graph_with<gc::mode::thread_local_>;
 static_assert(std::is_same_v<lean, gc::lean_graph>);

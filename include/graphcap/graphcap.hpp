@@ -15,7 +15,7 @@
 #include <graphcap/core/basic_graph.hpp>
 #include <graphcap/core/graph_with.hpp>
 #include <graphcap/core/mode.hpp>
-#include <graphcap/core/pool_none.hpp>
+#include <graphcap/core/pool_off.hpp>
 #include <graphcap/core/scope.hpp>
 #include <graphcap/core/stream_ref.hpp>
 #include <graphcap/core/update.hpp>

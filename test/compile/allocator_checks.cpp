@@ -7,6 +7,7 @@
 #include <cuda/memory_resource>
 #include <cuda/stream_ref>
 
+#include <cstddef>
 #include <type_traits>
 
 namespace {
@@ -31,6 +32,15 @@ constexpr bool adaptors_fit() {
       std::is_convertible_v<resource&, cuda::mr::async_resource_ref<cuda::mr::device_accessible>>);
   static_assert(
       std::is_convertible_v<resource&, cuda::mr::resource_ref<cuda::mr::device_accessible>>);
+  // Today's CCCL shape too (a stream first; the _sync pair), whose concepts CUDA 13.0's CCCL
+  // does not have yet: spelled out.
+  static_assert(std::is_same_v<decltype(std::declval<resource&>().allocate(
+                                   std::declval<cuda::stream_ref>(), 64, 256)),
+                               void*>);
+  static_assert(std::is_same_v<decltype(std::declval<resource&>().allocate_sync(64, 256)), void*>);
+  static_assert(noexcept(
+      std::declval<resource&>().deallocate(std::declval<cuda::stream_ref>(), nullptr, 64, 256)));
+  static_assert(noexcept(std::declval<resource&>().deallocate_sync(nullptr, 64, 256)));
   // Two pointers at most: cheap to copy into a Thrust execution policy.
   static_assert(sizeof(allocator) == 2 * sizeof(void*));
   static_assert(sizeof(resource) == sizeof(void*));

@@ -13,7 +13,7 @@ namespace graphcap_checks {
 using namespace graphcap;
 
 // ---- "off" policies are empty: they cost no byte ----------------------------------------------
-static_assert(std::is_empty_v<pool::none>);
+static_assert(std::is_empty_v<pool::off>);
 static_assert(std::is_empty_v<annot::off>);
 static_assert(std::is_empty_v<liveness::off>);
 static_assert(std::is_empty_v<mode::global> && std::is_empty_v<mode::thread_local_> &&
@@ -53,9 +53,9 @@ static_assert(sizeof(lean_graph) == sizeof(raw_arm_reference) + sizeof(beyond_th
               "lean_graph holds a field not listed in beyond_the_reference: list it, with why");
 static_assert(sizeof(lean_graph) == 40); // docs/design.md and examples/configurations.cu say 40
 // Every mode is as lean: the mode is a template argument, never stored.
-static_assert(sizeof(basic_graph<mode::relaxed, pool::none, annot::off, liveness::off>) ==
+static_assert(sizeof(basic_graph<mode::relaxed, pool::off, annot::off, liveness::off>) ==
               sizeof(lean_graph));
-static_assert(sizeof(basic_graph<mode::thread_local_, pool::none, annot::off, liveness::off>) ==
+static_assert(sizeof(basic_graph<mode::thread_local_, pool::off, annot::off, liveness::off>) ==
               sizeof(lean_graph));
 
 // ---- the mode value goes straight into cudaStreamBeginCapture -----------------------------------
@@ -66,22 +66,22 @@ static_assert(mode::relaxed::value == cudaStreamCaptureModeRelaxed);
 // ---- concepts: each policy satisfies its own slot's concept and no other -----------------------
 static_assert(capture_mode<mode::global> && capture_mode<mode::thread_local_> &&
               capture_mode<mode::relaxed>);
-static_assert(pool_strategy<pool::none>);
+static_assert(pool_strategy<pool::off>);
 static_assert(annotation_policy<annot::off>);
 static_assert(liveness_policy<liveness::off>);
-static_assert(!capture_mode<pool::none> && !capture_mode<int>);
+static_assert(!capture_mode<pool::off> && !capture_mode<int>);
 static_assert(!pool_strategy<annot::off> && !pool_strategy<mode::global>);
-static_assert(!annotation_policy<liveness::off> && !annotation_policy<pool::none>);
+static_assert(!annotation_policy<liveness::off> && !annotation_policy<pool::off>);
 static_assert(!liveness_policy<annot::off> && !liveness_policy<void*>);
 
 // ---- graph_with: named policies in any order, lean defaults for the rest ------------------------
 static_assert(std::is_same_v<graph_with<>, lean_graph>);
 static_assert(std::is_same_v<graph_with<mode::relaxed>,
-                             basic_graph<mode::relaxed, pool::none, annot::off, liveness::off>>);
+                             basic_graph<mode::relaxed, pool::off, annot::off, liveness::off>>);
 static_assert(
     std::is_same_v<graph_with<liveness::off, mode::thread_local_, annot::off>,
-                   basic_graph<mode::thread_local_, pool::none, annot::off, liveness::off>>);
-static_assert(std::is_same_v<graph_with<pool::none, mode::global>, lean_graph>);
+                   basic_graph<mode::thread_local_, pool::off, annot::off, liveness::off>>);
+static_assert(std::is_same_v<graph_with<pool::off, mode::global>, lean_graph>);
 
 // ---- the graph type: move-only, nothrow moves, scope move-only ----------------------------------
 static_assert(!std::is_copy_constructible_v<lean_graph> && !std::is_copy_assignable_v<lean_graph>);
@@ -149,7 +149,7 @@ static_assert(capture_scope<graph::scope> && capture_scope<graph::recapture_scop
               !capture_scope<int> && !capture_scope<graph>);
 
 // ---- the hooks concept: every shipped policy keeps it; noexcept where the graph needs it ------
-static_assert(lifecycle_hooks<pool::none> && lifecycle_hooks<pool::private_pool> &&
+static_assert(lifecycle_hooks<pool::off> && lifecycle_hooks<pool::private_pool> &&
               lifecycle_hooks<pool::shared> && lifecycle_hooks<pool::user> &&
               lifecycle_hooks<pool::graph_memory_nodes>);
 static_assert(lifecycle_hooks<annot::off> && lifecycle_hooks<liveness::off> &&
@@ -174,6 +174,6 @@ static_assert(noexcept(std::declval<annot::off&>().mark(nullptr, "x")));
 inline constexpr annot::off::marker off_mark_by_name = annot::off{}.mark(nullptr, "x");
 inline constexpr annot::off::marker off_mark_by_entries = annot::off{}.mark(nullptr, {{"k", "v"}});
 static_assert(sizeof(graph_with<liveness::check>) ==
-              sizeof(basic_graph<mode::global, pool::none, annot::off, liveness::check>));
+              sizeof(basic_graph<mode::global, pool::off, annot::off, liveness::check>));
 
 } // namespace graphcap_checks

@@ -17,7 +17,7 @@ using namespace graphcap;
 static_assert(liveness_policy<liveness::check>);
 static_assert(!annotation_policy<liveness::check> && !pool_strategy<liveness::check>);
 static_assert(std::is_same_v<graph_with<liveness::check>,
-                             basic_graph<mode::global, pool::none, annot::off, liveness::check>>);
+                             basic_graph<mode::global, pool::off, annot::off, liveness::check>>);
 
 // ---- it costs storage only when chosen ----------------------------------------------------------
 static_assert(!std::is_empty_v<liveness::check>);

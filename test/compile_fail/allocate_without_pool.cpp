@@ -1,5 +1,5 @@
 // expect: allocate\(\) needs a graph whose pool policy allocates
-// pool::none has no memory to hand out during a capture.
+// pool::off has no memory to hand out during a capture.
 #include <graphcap/graphcap.hpp>
 
 void work(graphcap::lean_graph& graph) {

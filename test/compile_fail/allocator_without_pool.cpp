@@ -1,5 +1,5 @@
 // expect: needs a graph whose pool policy allocates
-// pool::none has no memory for a library's temporaries either.
+// pool::off has no memory for a library's temporaries either.
 #include <graphcap/allocator.hpp>
 #include <graphcap/graphcap.hpp>
 

@@ -4,9 +4,9 @@
 
 namespace gc = graphcap;
 #ifdef GRAPHCAP_CONTROL
-using wrong = gc::basic_graph<gc::mode::global, gc::pool::none, gc::annot::off, gc::liveness::off>;
+using wrong = gc::basic_graph<gc::mode::global, gc::pool::off, gc::annot::off, gc::liveness::off>;
 #else
-using wrong = gc::basic_graph<gc::mode::global, gc::pool::none, gc::annot::off, gc::annot::off>;
+using wrong = gc::basic_graph<gc::mode::global, gc::pool::off, gc::annot::off, gc::annot::off>;
 #endif
 int main() {
   wrong graph;

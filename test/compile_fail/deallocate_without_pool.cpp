@@ -1,5 +1,5 @@
 // expect: deallocate\(\) needs a graph whose pool policy allocates
-// pool::none hands out no memory, so there is none to give back.
+// pool::off hands out no memory, so there is none to give back.
 #include <graphcap/graphcap.hpp>
 
 #ifdef GRAPHCAP_CONTROL

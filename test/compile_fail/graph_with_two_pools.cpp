@@ -3,10 +3,9 @@
 #include <graphcap/graphcap.hpp>
 
 #ifdef GRAPHCAP_CONTROL
-using config = graphcap::graph_with<graphcap::pool::none, graphcap::annot::off>;
+using config = graphcap::graph_with<graphcap::pool::off, graphcap::annot::off>;
 #else
-using config =
-    graphcap::graph_with<graphcap::pool::none, graphcap::annot::off, graphcap::pool::none>;
+using config = graphcap::graph_with<graphcap::pool::off, graphcap::annot::off, graphcap::pool::off>;
 #endif
 int main() {
   config graph;

@@ -4,10 +4,10 @@
 
 namespace gc = graphcap;
 #ifdef GRAPHCAP_CONTROL
-using wrong = gc::basic_graph<gc::mode::global, gc::pool::none, gc::annot::off, gc::liveness::off>;
+using wrong = gc::basic_graph<gc::mode::global, gc::pool::off, gc::annot::off, gc::liveness::off>;
 #else
 using wrong =
-    gc::basic_graph<gc::mode::global, gc::pool::none, gc::liveness::off, gc::liveness::off>;
+    gc::basic_graph<gc::mode::global, gc::pool::off, gc::liveness::off, gc::liveness::off>;
 #endif
 int main() {
   wrong graph;

@@ -5,7 +5,7 @@
 
 namespace gc = graphcap;
 #ifdef GRAPHCAP_CONTROL
-using wrong = gc::basic_graph<gc::mode::global, gc::pool::none, gc::annot::off, gc::liveness::off>;
+using wrong = gc::basic_graph<gc::mode::global, gc::pool::off, gc::annot::off, gc::liveness::off>;
 #else
 using wrong =
     gc::basic_graph<gc::mode::global, gc::mode::relaxed, gc::annot::off, gc::liveness::off>;

@@ -11,7 +11,7 @@ struct my_mode {
   int value = 2; // state, and not a constant
 #endif
 };
-using config = gc::basic_graph<my_mode, gc::pool::none, gc::annot::off, gc::liveness::off>;
+using config = gc::basic_graph<my_mode, gc::pool::off, gc::annot::off, gc::liveness::off>;
 int main() {
   config graph;
 }

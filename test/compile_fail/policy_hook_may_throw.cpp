@@ -15,7 +15,7 @@ struct resets_loudly : graphcap::policy_base<graphcap::policy_kind::liveness> {
 };
 
 int main() {
-  graphcap::basic_graph<graphcap::mode::global, graphcap::pool::none, graphcap::annot::off,
+  graphcap::basic_graph<graphcap::mode::global, graphcap::pool::off, graphcap::annot::off,
                         resets_loudly>
       graph;
   static_cast<void>(graph);

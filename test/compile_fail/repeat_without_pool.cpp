@@ -1,5 +1,5 @@
 // expect: repeat\(\) keeps its counter in the graph's pool
-// repeat(cap, n, body) takes its counter from the graph's pool: a graph with pool::none must pass
+// repeat(cap, n, body) takes its counter from the graph's pool: a graph with pool::off must pass
 // its own (repeat(cap, n, counter, body)). The check is the one repeat.cuh's overloads call.
 #include <graphcap/graphcap.hpp>
 #include <graphcap/repeat.hpp>

@@ -12,7 +12,7 @@ TEST_CASE("graph_with sorts policies into their slots, whatever their order") {
   using b = gc::graph_with<gc::mode::relaxed, gc::liveness::off>;
   STATIC_REQUIRE(std::is_same_v<a, b>);
   STATIC_REQUIRE(std::is_same_v<a::mode_type, gc::mode::relaxed>);
-  STATIC_REQUIRE(std::is_same_v<a::pool_type, gc::pool::none>);
+  STATIC_REQUIRE(std::is_same_v<a::pool_type, gc::pool::off>);
   STATIC_REQUIRE(std::is_same_v<a::annot_type, gc::annot::off>);
   STATIC_REQUIRE(std::is_same_v<a::liveness_type, gc::liveness::off>);
 }

@@ -51,6 +51,18 @@ void check_fixed_address_across_replays(Graph& graph, const gctest::stream& stre
   }
 }
 
+/// A stream object of another library (what CCCL's cuda::stream_ref looks like to stream_ref):
+/// the resource takes it where a stream goes.
+struct other_library_stream {
+  cudaStream_t handle;
+  [[nodiscard]] cudaStream_t get() const noexcept { return handle; }
+};
+
+template <class Scope>
+other_library_stream cuda_stream_of(Scope& cap) {
+  return other_library_stream{cap.stream()};
+}
+
 /// The two adaptors, as templates of the scope only, for the helpers above.
 template <class Scope>
 using resource_for = gc::capture_resource<Scope>;
@@ -121,6 +133,33 @@ TEST_CASE("both adaptors over graph memory nodes: allocation and free nodes in t
         std::vector<unsigned char>(bytes, 1));
   CHECK(std::vector<unsigned char>(host.begin() + bytes, host.end()) ==
         std::vector<unsigned char>(bytes, 2));
+}
+
+TEST_CASE("capture_resource in today's CCCL shape: a stream first, and the _sync pair") {
+  // allocate(stream, bytes, align) / deallocate(stream, p, bytes, align) and allocate_sync /
+  // deallocate_sync (CCCL after 3.0), beside CCCL 3.0's allocate_async and allocate(bytes).
+  gctest::stream stream;
+  gc::graph graph;
+  std::vector<unsigned char> host(bytes, 0);
+  graph.capture(stream, [&](gc::graph::scope& cap) {
+    gc::capture_resource resource{cap};
+    void* first = resource.allocate(cap.stream(), bytes);
+    REQUIRE(first != nullptr);
+    CHECK(reinterpret_cast<std::uintptr_t>(first) % gc::capture_block_alignment == 0);
+    resource.deallocate(cap.stream(), first, bytes);
+    void* again = resource.allocate_sync(bytes, 256); // the capture stream: the same reuse list
+    CHECK(again == first);
+    CUDA_REQUIRE(cudaMemsetAsync(again, 5, bytes, cap.stream()));
+    CUDA_REQUIRE(cudaMemcpyAsync(host.data(), again, bytes, cudaMemcpyDeviceToHost, cap.stream()));
+    void* scratch = resource.allocate(cuda_stream_of(cap), 64, 128);
+    resource.deallocate_sync(scratch, 64, 128); // given back: the next one of its size reuses it
+    CHECK(resource.allocate(cap.stream(), 64) == scratch);
+    CHECK_THROWS_AS(resource.allocate(cap.stream(), 64, 512), gc::error); // above 256 bytes
+    CHECK_THROWS_AS(resource.allocate_sync(64, 3), gc::error);            // not a power of two
+  });
+  graph.replay(stream);
+  stream.synchronize();
+  CHECK(host == std::vector<unsigned char>(bytes, 5));
 }
 
 TEST_CASE("a block deallocated through an adaptor is reused on the same stream only") {

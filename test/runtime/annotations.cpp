@@ -34,7 +34,7 @@ namespace {
 
 using annotated_graph = gc::graph_with<gc::annot::on>;
 using annotated_scope = annotated_graph::scope;
-static_assert(std::is_same_v<annotated_graph, gc::basic_graph<gc::mode::global, gc::pool::none,
+static_assert(std::is_same_v<annotated_graph, gc::basic_graph<gc::mode::global, gc::pool::off,
                                                               gc::annot::on, gc::liveness::off>>);
 static_assert(
     std::is_same_v<decltype(std::declval<annotated_scope&>().mark("x")), gc::annot::on::marker>);
@@ -752,7 +752,7 @@ TEST_CASE("annotated captures on several threads keep their scopes apart") {
   // thread_local capture mode: each thread's capture is its own; the callbacks share CUPTI's one
   // subscriber, and each node goes to the log of its own graph.
   using threaded_graph =
-      gc::basic_graph<gc::mode::thread_local_, gc::pool::none, gc::annot::on, gc::liveness::off>;
+      gc::basic_graph<gc::mode::thread_local_, gc::pool::off, gc::annot::on, gc::liveness::off>;
   const discovery_under_test discovery;
   constexpr int threads = 4;
   constexpr int scopes = 50;

@@ -5,7 +5,7 @@
 
 #include <graphcap/graphcap.hpp>
 
-using checked_graph = graphcap::basic_graph<graphcap::mode::global, graphcap::pool::none,
+using checked_graph = graphcap::basic_graph<graphcap::mode::global, graphcap::pool::off,
                                             graphcap::annot::off, graphcap::liveness::check>;
 
 void capture_and_replay(cudaStream_t stream, void* buffer, std::size_t bytes, int replays) {

@@ -11,7 +11,7 @@
 // hand-written program keeps (template, executable, capture stream, device, node count, state),
 // and every off policy is an empty type, stored in no byte.
 static_assert(sizeof(graphcap::lean_graph) == 3 * sizeof(void*) + 2 * sizeof(std::uint32_t) + 8);
-static_assert(std::is_empty_v<graphcap::pool::none> && std::is_empty_v<graphcap::annot::off> &&
+static_assert(std::is_empty_v<graphcap::pool::off> && std::is_empty_v<graphcap::annot::off> &&
               std::is_empty_v<graphcap::liveness::off> && std::is_empty_v<graphcap::mode::global>);
 
 /// Capture the work, replay it `replays` times, destroy the graph.

@@ -172,7 +172,7 @@ struct control_flow {
   template <class Then, class Else>
   static void if_else(Scope& cap, const graphcap::condition& flag, Then&& then_body,
                       Else&& else_body) {
-    require_runtime(12080, "if_else()");
+    require_driver(12080, "if_else()");
     add(cap, flag, cudaGraphCondTypeIf, "if_else", std::forward<Then>(then_body),
         std::forward<Else>(else_body));
   }
@@ -181,7 +181,7 @@ struct control_flow {
   static void switch_(Scope& cap, const graphcap::condition& flag, Bodies&&... bodies) {
     static_assert(sizeof...(Bodies) > 0,
                   "graphcap: switch_() needs at least one body: switch_(flag, body0, body1, ...)");
-    require_runtime(12080, "switch_()");
+    require_driver(12080, "switch_()");
     add(cap, flag, cudaGraphCondTypeSwitch, "switch_", std::forward<Bodies>(bodies)...);
   }
 
@@ -280,7 +280,7 @@ private:
     }
   }
 
-  static void require_runtime(int needed, const char* construct) {
+  static void require_driver(int needed, const char* construct) {
     int driver = 0;
     check(cudaDriverGetVersion(&driver), "cudaDriverGetVersion");
     if (driver < needed) [[unlikely]] {

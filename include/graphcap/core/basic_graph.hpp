@@ -24,7 +24,7 @@
 #include <graphcap/core/liveness_off.hpp>
 #include <graphcap/core/mode.hpp>
 #include <graphcap/core/policy.hpp>
-#include <graphcap/core/pool_none.hpp>
+#include <graphcap/core/pool_off.hpp>
 #include <graphcap/core/scope.hpp>
 #include <graphcap/core/stream_ref.hpp>
 #include <graphcap/core/update.hpp>
@@ -242,7 +242,7 @@ public:
     static_assert(
         P::has_handle,
         "graphcap: pool() needs a graph whose pool can be shared: use " GRAPHCAP_SLAB_POOLS
-        ", not pool::none or "
+        ", not pool::off or "
         "pool::graph_memory_nodes");
     return lifecycle_.pool_.handle();
   }
@@ -301,6 +301,6 @@ struct policy_access {
 
 /// Every optional feature off: global capture mode, no pool, no annotations, no liveness check.
 /// Replay is exactly one cudaGraphLaunch and its error check.
-using lean_graph = basic_graph<mode::global, pool::none, annot::off, liveness::off>;
+using lean_graph = basic_graph<mode::global, pool::off, annot::off, liveness::off>;
 
 } // namespace graphcap

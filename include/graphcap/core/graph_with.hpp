@@ -3,7 +3,7 @@
 //   using debug = graphcap::graph_with<graphcap::liveness::check, graphcap::annot::on>;
 //
 // Policies come in any order; every kind not named takes its lean default (mode::global,
-// pool::none, annot::off, liveness::off): graph_with<> is lean_graph, and each named policy
+// pool::off, annot::off, liveness::off): graph_with<> is lean_graph, and each named policy
 // switches one feature on. The selection runs on Boost.Hana, in host code only.
 #pragma once
 
@@ -78,7 +78,7 @@ struct policy_selection {
   }
 
   using type = basic_graph<typename decltype(pick<mode_category, mode::global>())::type,
-                           typename decltype(pick<pool_category, pool::none>())::type,
+                           typename decltype(pick<pool_category, pool::off>())::type,
                            typename decltype(pick<annot_category, annot::off>())::type,
                            typename decltype(pick<liveness_category, liveness::off>())::type>;
 };

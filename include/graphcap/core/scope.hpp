@@ -55,7 +55,7 @@ namespace detail {
 /// allowed in a conditional body), and every pool that allocates.
 #define GRAPHCAP_SLAB_POOLS "pool::private_pool, pool::shared or pool::user"
 #define GRAPHCAP_ALLOCATING_POOLS                                                                  \
-  "pool::private_pool, pool::shared, pool::user or pool::graph_memory_nodes, not pool::none"
+  "pool::private_pool, pool::shared, pool::user or pool::graph_memory_nodes, not pool::off"
 
 /// The pool checks of a scope's allocating calls (and of the allocators over a scope), in one
 /// place. Deallocating = true: the text names deallocate().
@@ -73,7 +73,7 @@ template <class Pool>
 constexpr void require_slab_pool() noexcept {
   static_assert(Pool::has_handle, "graphcap: make_buffer() needs a graph whose pool keeps blocks "
                                   "in slabs: use " GRAPHCAP_SLAB_POOLS " (pool::graph_memory_nodes "
-                                  "memory belongs to its graph; pool::none allocates nothing)");
+                                  "memory belongs to its graph; pool::off allocates nothing)");
 }
 
 /// A capture kind whose scope captures a conditional node's body (capture_kind::body).

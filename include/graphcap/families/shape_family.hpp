@@ -64,7 +64,7 @@ class shape_family {
       "graphcap: shape_family<Graph> needs a graphcap::basic_graph whose pool can be shared "
       "(pool::shared, or pool::private_pool given a handle), so that every key's graph draws "
       "from the family's one pool: use graphcap::family_graph or graph_with<pool::shared, ...>, "
-      "not pool::none, pool::user or pool::graph_memory_nodes");
+      "not pool::off, pool::user or pool::graph_memory_nodes");
   static_assert(std::totally_ordered<Key>, "graphcap: shape_family<Graph, Key> needs keys "
                                            "ordered by < (batch sizes, lengths)");
 

@@ -7,10 +7,12 @@
 //
 //   capture_allocator<Scope>  a Thrust/CUB allocator (value_type char, allocate(n) and
 //                             deallocate(p, n)):  thrust::cuda::par_nosync(alloc).on(stream)
-//   capture_resource<Scope>   a memory resource in the style of CCCL's cuda::mr: allocate /
-//                             deallocate, allocate_async / deallocate_async on a stream
-//                             (any stream graphcap::stream_ref takes: cudaStream_t,
-//                             cuda::stream_ref, ...), equality, and the cuda::mr::device_accessible
+//   capture_resource<Scope>   a memory resource in CCCL's cuda::mr shapes, both of them: today's
+//                             allocate(stream, bytes, align) / allocate_sync(bytes, align) and
+//                             their deallocate pair, and CCCL 3.0's (what CUDA 13.0 ships)
+//                             allocate(bytes, align) / allocate_async(bytes, align, stream);
+//                             streams are anything graphcap::stream_ref takes (cudaStream_t,
+//                             cuda::stream_ref, ...); equality, and the cuda::mr::device_accessible
 //                             property when CCCL's experimental memory resources are enabled
 //                             (LIBCUDACXX_ENABLE_EXPERIMENTAL_MEMORY_RESOURCE, CCCL 3.0).
 //
@@ -135,12 +137,16 @@ private:
 };
 
 /// A memory resource over the graph's pool for the capture `Scope` it was made from, in the
-/// style of CCCL's cuda::mr (`graphcap::capture_resource resource{cap};`):
+/// shapes of CCCL's cuda::mr (`graphcap::capture_resource resource{cap};`):
 ///
-///   void* p = resource.allocate_async(bytes, 256, stream);   // stream: cudaStream_t or
-///   resource.deallocate_async(p, bytes, 256, stream);        // cuda::stream_ref
+///   void* p = resource.allocate(stream, bytes, 256);         // today's CCCL; stream:
+///   resource.deallocate(stream, p, bytes, 256);              // cudaStream_t or cuda::stream_ref
+///   void* q = resource.allocate_async(bytes, 256, stream);   // CCCL 3.0 (CUDA 13.0)
+///   resource.deallocate_async(q, bytes, 256, stream);
 ///
-/// The synchronous allocate/deallocate use the capture stream. With
+/// allocate_sync / deallocate_sync, and CCCL 3.0's allocate(bytes, align) / deallocate(p,
+/// bytes, align), use the capture stream: inside a capture no allocation is synchronous, and a
+/// block is ordered by the graph like any other. With
 /// LIBCUDACXX_ENABLE_EXPERIMENTAL_MEMORY_RESOURCE defined (CCCL 3.0 guards cuda::mr behind it),
 /// it satisfies cuda::mr::async_resource_with<capture_resource, cuda::mr::device_accessible>
 /// and converts to cuda::mr::async_resource_ref<cuda::mr::device_accessible>. Alignments up to
@@ -153,11 +159,34 @@ public:
   /// A resource over `cap`'s pool, for the length of that capture.
   explicit capture_resource(Scope& cap) noexcept : scope_(&cap) {}
 
-  /// `bytes` bytes for work on the capture stream.
-  [[nodiscard]] void* allocate(std::size_t bytes, std::size_t alignment = capture_block_alignment) {
+  /// `bytes` bytes for work on `stream` (the capture stream or one forked from it): today's
+  /// CCCL shape of allocate_async below.
+  [[nodiscard]] void* allocate(stream_ref stream, std::size_t bytes,
+                               std::size_t alignment = capture_block_alignment) {
+    return allocate_async(bytes, alignment, stream);
+  }
+  /// Gives a block back for reuse later in this capture by work on `stream` (today's CCCL shape).
+  void deallocate(stream_ref stream, void* block, std::size_t bytes,
+                  std::size_t alignment = capture_block_alignment) noexcept {
+    deallocate_async(block, bytes, alignment, stream);
+  }
+  /// `bytes` bytes for work on the capture stream (today's CCCL name of the allocate below).
+  [[nodiscard]] void* allocate_sync(std::size_t bytes,
+                                    std::size_t alignment = capture_block_alignment) {
     return allocate_async(bytes, alignment, scope_->stream());
   }
   /// Gives a block back for reuse later in this capture by work on the capture stream.
+  void deallocate_sync(void* block, std::size_t bytes,
+                       std::size_t alignment = capture_block_alignment) noexcept {
+    deallocate_async(block, bytes, alignment, scope_->stream());
+  }
+
+  /// `bytes` bytes for work on the capture stream (CCCL 3.0's shape).
+  [[nodiscard]] void* allocate(std::size_t bytes, std::size_t alignment = capture_block_alignment) {
+    return allocate_async(bytes, alignment, scope_->stream());
+  }
+  /// Gives a block back for reuse later in this capture by work on the capture stream (CCCL
+  /// 3.0's shape).
   void deallocate(void* block, std::size_t bytes,
                   std::size_t alignment = capture_block_alignment) noexcept {
     deallocate_async(block, bytes, alignment, scope_->stream());

@@ -5,7 +5,7 @@
 //   pool::private_pool  the graph's own pool (what graphcap::graph uses);
 //   pool::shared        a pool shared by the graphs given one pool_handle;
 //   pool::user          slabs drawn from your cudaMemPool_t.
-// docs/pools.md compares them with pool::none and pool::graph_memory_nodes.
+// docs/pools.md compares them with pool::off and pool::graph_memory_nodes.
 #pragma once
 
 #include <graphcap/config.hpp>

@@ -27,7 +27,7 @@ constexpr int layers = 32;
 constexpr std::size_t max_batch = 256;
 
 /// The model's step for `batch` rows: reads `input`, writes `output`, temporaries from the pool.
-void forward(graphcap::family_graph::scope& cap, std::size_t batch, const float* input,
+void forward(graphcap::shared_pool_graph::scope& cap, std::size_t batch, const float* input,
              float* output) {
   const int n = static_cast<int>(batch) * hidden;
   const float* activation = input;
@@ -59,7 +59,7 @@ int main() {
   }
   graphcap::shape_family<> family{{.warmup_runs = 0, .time_budget = std::chrono::seconds(30)}};
   const auto captured = family.capture_all(
-      buckets, stream, [&](std::size_t batch, graphcap::family_graph::scope& cap) {
+      buckets, stream, [&](std::size_t batch, graphcap::shared_pool_graph::scope& cap) {
         forward(cap, batch, input, output);
       });
   if (!captured.complete()) {

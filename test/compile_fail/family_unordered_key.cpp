@@ -8,8 +8,8 @@ struct shape {
 };
 
 #ifdef GRAPHCAP_CONTROL
-graphcap::shape_family<graphcap::family_graph, int> family;
+graphcap::shape_family<graphcap::shared_pool_graph, int> family;
 #else
-graphcap::shape_family<graphcap::family_graph, shape> family;
+graphcap::shape_family<graphcap::shared_pool_graph, shape> family;
 #endif
 int main() {}

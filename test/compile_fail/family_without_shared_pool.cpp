@@ -4,7 +4,7 @@
 #include <graphcap/graphcap.hpp>
 
 #ifdef GRAPHCAP_CONTROL
-graphcap::shape_family<graphcap::family_graph> family;
+graphcap::shape_family<graphcap::shared_pool_graph> family;
 #else
 graphcap::shape_family<graphcap::lean_graph> family;
 #endif

@@ -3,7 +3,7 @@
 #include <graphcap/graphcap.hpp>
 
 #ifdef GRAPHCAP_CONTROL
-using cached = graphcap::cached_graph;
+using cached = graphcap::shared_pool_graph;
 #else
 using cached = graphcap::graph;
 #endif

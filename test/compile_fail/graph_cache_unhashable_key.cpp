@@ -16,7 +16,7 @@ struct shape_hash {
 
 int main() {
 #ifdef GRAPHCAP_CONTROL
-  graphcap::graph_cache<shape, graphcap::cached_graph, shape_hash> cache;
+  graphcap::graph_cache<shape, graphcap::shared_pool_graph, shape_hash> cache;
 #else
   graphcap::graph_cache<shape> cache;
 #endif

@@ -176,15 +176,20 @@ TEST_CASE("CUPTI held by another tool: walked annotations still come in node cre
     }
   });
   REQUIRE(graph.annot_policy().discovery() == gc::node_discovery::graph_walk);
-  // What makes the test able to fail: the handles, listed in creation order, are not ascending.
-  std::size_t count = steps;
-  std::vector<cudaGraphNode_t> listed(count);
-  CUDA_REQUIRE(cudaGraphGetNodes(graph.raw_graph(), listed.data(), &count));
-  REQUIRE_FALSE(std::is_sorted(listed.begin(), listed.end(), std::less<>{}));
   const std::vector<gc::node_annotation>& annotations = graph.annotations();
   REQUIRE(annotations.size() == steps);
   for (int i = 0; i < steps; ++i) {
     CHECK(annotations[static_cast<std::size_t>(i)].value("i") == std::to_string(i));
+  }
+  // What makes the test able to fail: the handles, listed in creation order, are not ascending.
+  // Under AddressSanitizer they are (its allocator hands freed memory to no one soon): the order
+  // was still checked above, but it could not have told the two orders apart.
+  std::size_t count = steps;
+  std::vector<cudaGraphNode_t> listed(count);
+  CUDA_REQUIRE(cudaGraphGetNodes(graph.raw_graph(), listed.data(), &count));
+  if (std::is_sorted(listed.begin(), listed.end(), std::less<>{})) {
+    GCTEST_SKIP("the node handles ascend in creation order here (a sanitizer's allocator): "
+                "sorted by handle and in creation order are the same list");
   }
 }
 

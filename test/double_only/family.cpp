@@ -37,8 +37,8 @@ void own(cudaError_t status) {
 /// Returns what the last replay wrote into host[0].
 int scenario(bool one_executable, cudaStream_t stream, std::vector<unsigned char>& host) {
   gc::shape_family<> family{{.one_executable = one_executable}};
-  const auto result =
-      family.capture_all({1, 2, 4}, stream, [&](std::size_t key, gc::family_graph::scope& cap) {
+  const auto result = family.capture_all(
+      {1, 2, 4}, stream, [&](std::size_t key, gc::shared_pool_graph::scope& cap) {
         auto* temporary = cap.allocate<unsigned char>(bytes * key);
         own(cudaMemsetAsync(temporary, static_cast<int>(key), bytes * key, cap.stream()));
         own(cudaMemcpyAsync(host.data(), temporary, bytes, cudaMemcpyDeviceToHost, cap.stream()));

@@ -249,7 +249,7 @@ TEST_CASE("graph_cache warm-up runs the work eagerly before capturing it") {
   graph.replay(stream);
   stream.synchronize();
   CHECK(eager_calls == 5);
-  CHECK_THROWS_AS(cache.get(2, stream, [](gc::cached_graph::scope&) {}), gc::error);
+  CHECK_THROWS_AS(cache.get(2, stream, [](gc::shared_pool_graph::scope&) {}), gc::error);
   CHECK_FALSE(cache.contains(2));
 }
 
@@ -258,7 +258,7 @@ TEST_CASE("graph_cache: a churn of keys keeps the shared pool bounded") {
   std::vector<unsigned char> host(bytes, 0);
   gc::graph_cache<int> cache{{.capacity = 4}};
   auto step = [&](int key) {
-    return [&, key](gc::cached_graph::scope& cap) {
+    return [&, key](gc::shared_pool_graph::scope& cap) {
       auto* temporary = cap.allocate<unsigned char>(bytes * static_cast<std::size_t>(1 + key % 3));
       auto* output = cap.allocate<unsigned char>(bytes);
       CUDA_REQUIRE(cudaMemsetAsync(temporary, key % 250, bytes, cap.stream()));

@@ -176,8 +176,8 @@ TEST_CASE("shape_family stops at its memory budget and says which keys") {
   gctest::stream stream;
   gc::shape_family<> family{{.memory_budget = 12 * mib}};
   // Every key keeps 2 MiB per unit of key: the pool grows by that much per capture.
-  const auto result =
-      family.capture_all({1, 2, 3, 4}, stream, [](std::size_t key, gc::family_graph::scope& cap) {
+  const auto result = family.capture_all(
+      {1, 2, 3, 4}, stream, [](std::size_t key, gc::shared_pool_graph::scope& cap) {
         auto* kept = cap.allocate<unsigned char>(2 * mib * key);
         CUDA_REQUIRE(cudaMemsetAsync(kept, 0, 2 * mib * key, cap.stream()));
       });
@@ -193,7 +193,7 @@ TEST_CASE("shape_family: smaller keys reuse the temporaries the largest key free
   gctest::stream stream;
   std::vector<unsigned char> host(bytes, 0);
   std::map<std::size_t, std::set<void*>> blocks; // the temporaries' addresses, per key
-  auto step = [&](std::size_t key, gc::family_graph::scope& cap) {
+  auto step = [&](std::size_t key, gc::shared_pool_graph::scope& cap) {
     for (int layer = 0; layer < 4; ++layer) { // a temporary per layer, freed after use
       auto* temporary = cap.allocate<unsigned char>(bytes * key);
       blocks[key].insert(temporary);
@@ -235,7 +235,7 @@ TEST_CASE("shape_family: eviction while buffer outputs are held") {
   gc::shape_family<> family{{.capture_on_demand = true}};
   REQUIRE(family
               .capture_all({2, 4, 8}, stream,
-                           [&](std::size_t key, gc::family_graph::scope& cap) {
+                           [&](std::size_t key, gc::shared_pool_graph::scope& cap) {
                              gc::buffer<unsigned char> output =
                                  cap.make_buffer<unsigned char>(bytes);
                              CUDA_REQUIRE(cudaMemsetAsync(output.data(), static_cast<int>(key),
@@ -353,8 +353,9 @@ TEST_CASE_METHOD(family_fixture, "shape_family warm-up: once overall, or once pe
   }
   SECTION("a work taking the scope cannot warm up") {
     gc::shape_family<> family{{.warmup_runs = 1}};
-    CHECK_THROWS_AS(family.capture_all({1}, stream, [](std::size_t, gc::family_graph::scope&) {}),
-                    gc::error);
+    CHECK_THROWS_AS(
+        family.capture_all({1}, stream, [](std::size_t, gc::shared_pool_graph::scope&) {}),
+        gc::error);
   }
   stream.synchronize();
 }
@@ -365,7 +366,7 @@ TEST_CASE_METHOD(family_fixture, "shape_family one-executable mode switches by u
   CHECK(result.complete());
   CHECK(captured == std::vector<std::size_t>{4, 2, 1});
   REQUIRE(family.current_key() == 1u); // the last captured
-  const gc::family_graph* const graph = family.find(1);
+  const gc::shared_pool_graph* const graph = family.find(1);
   REQUIRE(graph != nullptr);
   const cudaGraphExec_t executable = graph->raw_exec();
   CHECK(family.find(4) == nullptr);            // the one graph holds key 1 now
@@ -448,7 +449,7 @@ TEST_CASE("shape_family one-executable mode: switching up and down keeps the poo
   gc::shape_family<> family{{.one_executable = true}};
   REQUIRE(family
               .capture_all({1, 8, 64}, stream,
-                           [&](std::size_t key, gc::family_graph::scope& cap) {
+                           [&](std::size_t key, gc::shared_pool_graph::scope& cap) {
                              // 64 KiB per unit of key: key 64's temporary is a slab of its own (4
                              // MiB).
                              const std::size_t size = 16 * bytes * key;

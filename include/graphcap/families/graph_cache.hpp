@@ -21,6 +21,7 @@
 #include <graphcap/core/mode.hpp>
 #include <graphcap/core/stream_ref.hpp>
 #include <graphcap/error.hpp>
+#include <graphcap/families/shared_pool_graph.hpp>
 #include <graphcap/pool/pool_handle.hpp>
 #include <graphcap/pool/slab.hpp>
 
@@ -44,8 +45,9 @@ template <class Mode, class Pool, class Annot, class Liveness>
 struct is_basic_graph<basic_graph<Mode, Pool, Annot, Liveness>> : std::true_type {};
 } // namespace detail
 
-/// The graph a graph_cache holds unless told otherwise.
-using cached_graph = basic_graph<mode::thread_local_, pool::shared, annot::off, liveness::off>;
+/// The 0.2 name of shared_pool_graph, the graph a graph_cache holds unless told otherwise.
+using cached_graph [[deprecated("graphcap: cached_graph is spelled shared_pool_graph since 0.3")]] =
+    shared_pool_graph;
 
 /// How a graph_cache behaves.
 struct graph_cache_options {
@@ -63,7 +65,7 @@ struct graph_cache_statistics {
 /// One graph per key (a batch size, a shape): replay(key, stream, work) captures `work` into a new
 /// graph the first time a key is seen and replays the cached one after that; past its capacity
 /// it evicts the graph used least recently. Its graphs share one pool: replay them one at a time.
-template <class Key, class Graph = cached_graph, class Hash = std::hash<Key>,
+template <class Key, class Graph = shared_pool_graph, class Hash = std::hash<Key>,
           class KeyEqual = std::equal_to<Key>>
 class graph_cache {
   static_assert(detail::is_basic_graph<Graph>::value,

@@ -28,6 +28,7 @@
 #include <graphcap/cuda/detail/unique_handle.hpp>
 #include <graphcap/error.hpp>
 #include <graphcap/families/detail/family_support.hpp>
+#include <graphcap/families/shared_pool_graph.hpp>
 #include <graphcap/fwd.hpp>
 #include <graphcap/pool/pool_handle.hpp>
 #include <graphcap/pool/slab.hpp>
@@ -50,21 +51,21 @@
 
 namespace graphcap {
 
-/// The graph a shape_family holds unless told otherwise: thread-local capture mode (a server's
-/// other threads go on launching), a shared pool, annotations and liveness off.
-using family_graph = basic_graph<mode::thread_local_, pool::shared, annot::off, liveness::off>;
+/// The 0.2 name of shared_pool_graph, the graph a shape_family holds unless told otherwise.
+using family_graph [[deprecated("graphcap: family_graph is spelled shared_pool_graph since 0.3")]] =
+    shared_pool_graph;
 
 /// One graph per key (a batch size), captured largest first into one pool; requests padded up
 /// to the smallest captured key. See the header comment and docs/families.md.
-template <class Graph = family_graph, class Key = std::size_t>
+template <class Graph = shared_pool_graph, class Key = std::size_t>
 class shape_family {
   static_assert(
       requires { typename Graph::scope; } &&
           std::constructible_from<Graph, keep_graph_t, const pool_handle&>,
       "graphcap: shape_family<Graph> needs a graphcap::basic_graph whose pool can be shared "
       "(pool::shared, or pool::private_pool given a handle), so that every key's graph draws "
-      "from the family's one pool: use graphcap::family_graph or graph_with<pool::shared, ...>, "
-      "not pool::off, pool::user or pool::graph_memory_nodes");
+      "from the family's one pool: use graphcap::shared_pool_graph or "
+      "graph_with<pool::shared, ...>, not pool::off, pool::user or pool::graph_memory_nodes");
   static_assert(std::totally_ordered<Key>, "graphcap: shape_family<Graph, Key> needs keys "
                                            "ordered by < (batch sizes, lengths)");
 

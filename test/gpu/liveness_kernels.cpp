@@ -6,6 +6,7 @@
 #include "catch.hpp"
 #include "cuda_helpers.hpp"
 #include "kernels.cuh"
+#include "liveness_helpers.hpp"
 #include "liveness_kernels.cuh"
 
 #include <charconv>
@@ -28,22 +29,8 @@ float* raw_floats(std::size_t count = n) {
   return memory;
 }
 
-std::string hex(const void* pointer) {
-  char digits[2 * sizeof(std::uintptr_t) + 2] = {'0', 'x'};
-  const auto end = std::to_chars(digits + 2, digits + sizeof digits,
-                                 reinterpret_cast<std::uintptr_t>(pointer), 16)
-                       .ptr;
-  return {digits, end};
-}
-
-std::string refusal_of(checked_graph& graph, cudaStream_t stream) {
-  try {
-    graph.replay(stream);
-  } catch (const gc::liveness_error& refusal) {
-    return refusal.what();
-  }
-  return {};
-}
+using gctest::hex;
+using gctest::refusal_of;
 
 } // namespace
 

@@ -5,6 +5,7 @@
 
 #include "catch.hpp"
 #include "cuda_helpers.hpp"
+#include "liveness_helpers.hpp"
 
 #include <charconv>
 #include <cstddef>
@@ -34,24 +35,8 @@ void* raw_device_memory(std::size_t size = bytes) {
   return memory;
 }
 
-/// The address as liveness_error prints it.
-std::string hex(const void* pointer) {
-  char digits[2 * sizeof(std::uintptr_t) + 2] = {'0', 'x'};
-  const auto end = std::to_chars(digits + 2, digits + sizeof digits,
-                                 reinterpret_cast<std::uintptr_t>(pointer), 16)
-                       .ptr;
-  return {digits, end};
-}
-
-/// The message of the liveness_error that replaying `graph` throws ("" if it throws none).
-std::string refusal_of(checked_graph& graph, cudaStream_t stream) {
-  try {
-    graph.replay(stream);
-  } catch (const gc::liveness_error& refusal) {
-    return refusal.what();
-  }
-  return {};
-}
+using gctest::hex;
+using gctest::refusal_of;
 
 /// Every byte of `count` bytes of device memory equals `value`.
 bool all_bytes_are(const void* device, std::size_t count, unsigned char value) {

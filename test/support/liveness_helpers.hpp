@@ -1,0 +1,33 @@
+// test/support/liveness_helpers.hpp - helpers for the liveness::check tests (runtime/liveness.cpp
+// on both backends, gpu/liveness_kernels.cpp on the GPU).
+#pragma once
+
+#include <graphcap/liveness.hpp>
+
+#include <charconv>
+#include <cstdint>
+#include <string>
+
+namespace gctest {
+
+/// The address as liveness_error prints it (0x and lower-case hex digits).
+inline std::string hex(const void* pointer) {
+  char digits[2 * sizeof(std::uintptr_t) + 2] = {'0', 'x'};
+  const auto end = std::to_chars(digits + 2, digits + sizeof digits,
+                                 reinterpret_cast<std::uintptr_t>(pointer), 16)
+                       .ptr;
+  return {digits, end};
+}
+
+/// The message of the liveness_error that replaying `graph` throws ("" if it throws none).
+template <class Graph>
+std::string refusal_of(Graph& graph, cudaStream_t stream) {
+  try {
+    graph.replay(stream);
+  } catch (const graphcap::liveness_error& refusal) {
+    return refusal.what();
+  }
+  return {};
+}
+
+} // namespace gctest

@@ -56,53 +56,6 @@
 
 namespace graphcap::annot {
 
-class on;
-
-/// The RAII scope on::mark returns: the nodes added while it lives are tagged. It must not
-/// outlive the capture's graph; ending the capture first is fine (the scope closes there).
-class [[nodiscard("a marker tags the nodes captured while it lives; name it")]] on_marker {
-public:
-  /// A marker that tags nothing (what mark returns outside a capture).
-  on_marker() noexcept = default;
-  /// Takes `other`'s scope; `other` tags nothing.
-  on_marker(on_marker && other) noexcept
-      : owner_(std::exchange(other.owner_, nullptr)), scope_(other.scope_),
-        generation_(other.generation_) {}
-  /// Closes this marker's scope, then takes `other`'s.
-  on_marker& operator=(on_marker&& other) noexcept {
-    if (this != &other) {
-      close();
-      owner_ = std::exchange(other.owner_, nullptr);
-      scope_ = other.scope_;
-      generation_ = other.generation_;
-    }
-    return *this;
-  }
-  on_marker(const on_marker&) = delete;            ///< one marker closes its scope
-  on_marker& operator=(const on_marker&) = delete; ///< one marker closes its scope
-  /// Closes the scope.
-  ~on_marker() {
-    close();
-  }
-
-  /// True while the marker tags what the capture adds (false outside a capture).
-  [[nodiscard]] bool active() const noexcept {
-    return owner_ != nullptr;
-  }
-
-  /// Closes the scope now (the destructor does it otherwise).
-  void close() noexcept;
-
-private:
-  friend class on;
-  on_marker(on * owner, std::uint32_t scope, std::uint64_t generation) noexcept
-      : owner_(owner), scope_(scope), generation_(generation) {}
-
-  on* owner_ = nullptr;
-  std::uint32_t scope_ = 0;
-  std::uint64_t generation_ = 0;
-};
-
 /// Annotations enabled: `mark` opens a scope that tags every node the capture adds while it
 /// lives; the graph's annotations() lists them after the capture, and each instantiation
 /// publishes them (by replayed node id) for traces, until that executable goes (the registry's
@@ -118,9 +71,8 @@ private:
 /// empty). Out of memory while the capture ends (closing, merging) leaves it unannotated instead.
 class on : public policy_base<policy_kind::annot> {
 public:
-  /// The RAII scope `mark` returns (on_marker).
-  using marker = on_marker;
-  friend class on_marker; // closes its scope
+  class marker;        // the RAII scope `mark` returns, defined below
+  friend class marker; // closes its scope
 
   /// No capture yet, nothing annotated.
   on() = default;
@@ -137,15 +89,9 @@ public:
 
   /// Opens a scope named `name` ({"name": name}) on `stream`, a stream of this graph's capture;
   /// elsewhere (no capture, another graph's stream) it does nothing.
-  marker mark(cudaStream_t stream, std::string_view name) {
-    const annotation_entry entry{"name", name};
-    return open_scope(stream, std::span<const annotation_entry>{&entry, 1});
-  }
-
+  marker mark(cudaStream_t stream, std::string_view name);
   /// Opens a scope with key/value pairs; a key given twice keeps its first value.
-  marker mark(cudaStream_t stream, std::initializer_list<annotation_entry> entries) {
-    return open_scope(stream, std::span<const annotation_entry>{entries.begin(), entries.size()});
-  }
+  marker mark(cudaStream_t stream, std::initializer_list<annotation_entry> entries);
 
   /// This graph's annotated nodes (its last capture), in node creation order.
   [[nodiscard]] const std::vector<node_annotation>& annotations() const noexcept {
@@ -244,26 +190,7 @@ public:
 
   /// The capture succeeded: read each node's type and kernel name from the template.
   void after_capture_end(cudaGraph_t graph) noexcept {
-    std::vector<node_annotation>& list = result_.annotations;
-    detail::kernel_names names{queries_.driver};
-    std::size_t kept = 0;
-    for (std::size_t i = 0; i < list.size(); ++i) {
-      const cudaGraphNodeType type = queries_.type(result_.nodes[i]);
-      if (type == cudaGraphNodeTypeEmpty) {
-        continue; // joins, not work: nothing to name
-      }
-      node_annotation& node = list[i];
-      node.type = type;
-      if (type == cudaGraphNodeTypeKernel) {
-        node.kernel = names.of(result_.nodes[i]);
-      }
-      if (kept != i) {
-        list[kept] = std::move(node);
-      }
-      ++kept;
-    }
-    list.erase(list.begin() + static_cast<std::ptrdiff_t>(kept), list.end());
-    detail::forget_template_nodes(queries_, graph, result_); // and counts the graph's nodes
+    detail::name_annotated_nodes(queries_, graph, result_);
     watch_.stop(); // CUPTI's subscriber goes back once the last annotated capture has ended
   }
 
@@ -303,32 +230,7 @@ private:
     return discovery_ == node_discovery::creation_callbacks;
   }
 
-  marker open_scope(cudaStream_t stream, std::span<const annotation_entry> entries) {
-    if (!capturing_) {
-      return {};
-    }
-    if (stream != capture_stream_) {
-      if (const auto body = bodies_.open(queries_, stream, entries)) {
-        return {this, *body, generation_};
-      }
-    }
-    detail::scope_record record;
-    if (logged()) {
-      if (stream != capture_stream_ && queries_.active_capture_id(stream) != capture_id_) {
-        return {}; // the capture's own stream (what cap.mark gives) needs no query
-      }
-      record.nodes_begin = watch_.position(); // what is created from now on, on any stream
-    } else if (!walk_.enter(stream, capture_id_, record)) {
-      return {};
-    }
-    const detail::diagnosis_hooks* diagnostics = detail::diagnosis();
-    const std::string label = diagnostics ? detail::scope_label(entries) : std::string{};
-    const std::uint32_t index = scopes_.open(record, entries); // may throw: label made first
-    if (diagnostics) {
-      diagnostics->scope_opened(capture_stream_, index, label);
-    }
-    return {this, index, generation_};
-  }
+  marker open_scope(cudaStream_t stream, std::span<const annotation_entry> entries);
 
   /// Ends a scope: where the creation log stands now, or the walk of what it added. Never
   /// throws: a scope that cannot be walked, or recorded as closed, tags nothing.
@@ -388,11 +290,98 @@ private:
   detail::body_annotations bodies_; // conditional bodies: their scopes, their nodes
 };
 
-inline void on_marker::close() noexcept {
+/// The RAII scope on::mark returns: the nodes added while it lives are tagged. It must not
+/// outlive the capture's graph; ending the capture first is fine (the scope closes there).
+class [[nodiscard("a marker tags the nodes captured while it lives; name it")]] on::marker {
+public:
+  /// A marker that tags nothing (what mark returns outside a capture).
+  marker() noexcept = default;
+  /// Takes `other`'s scope; `other` tags nothing.
+  marker(marker && other) noexcept
+      : owner_(std::exchange(other.owner_, nullptr)), scope_(other.scope_),
+        generation_(other.generation_) {}
+  /// Closes this marker's scope, then takes `other`'s.
+  marker& operator=(marker&& other) noexcept {
+    if (this != &other) {
+      close();
+      owner_ = std::exchange(other.owner_, nullptr);
+      scope_ = other.scope_;
+      generation_ = other.generation_;
+    }
+    return *this;
+  }
+  marker(const marker&) = delete;            ///< one marker closes its scope
+  marker& operator=(const marker&) = delete; ///< one marker closes its scope
+  /// Closes the scope.
+  ~marker() {
+    close();
+  }
+
+  /// True while the marker tags what the capture adds (false outside a capture).
+  [[nodiscard]] bool active() const noexcept {
+    return owner_ != nullptr;
+  }
+
+  /// Closes the scope now (the destructor does it otherwise).
+  void close() noexcept;
+
+private:
+  friend class on;
+  marker(on * owner, std::uint32_t scope, std::uint64_t generation) noexcept
+      : owner_(owner), scope_(scope), generation_(generation) {}
+
+  on* owner_ = nullptr;
+  std::uint32_t scope_ = 0;
+  std::uint64_t generation_ = 0;
+};
+
+inline void on::marker::close() noexcept {
   if (owner_ != nullptr) {
     std::exchange(owner_, nullptr)->close_scope(scope_, generation_);
   }
 }
+
+inline on::marker on::mark(cudaStream_t stream, std::string_view name) {
+  const annotation_entry entry{"name", name};
+  return open_scope(stream, std::span<const annotation_entry>{&entry, 1});
+}
+
+inline on::marker on::mark(cudaStream_t stream, std::initializer_list<annotation_entry> entries) {
+  return open_scope(stream, std::span<const annotation_entry>{entries.begin(), entries.size()});
+}
+
+inline on::marker on::open_scope(cudaStream_t stream, std::span<const annotation_entry> entries) {
+  if (!capturing_) {
+    return {};
+  }
+  if (stream != capture_stream_) {
+    if (const auto body = bodies_.open(queries_, stream, entries)) {
+      return {this, *body, generation_};
+    }
+  }
+  detail::scope_record record;
+  if (logged()) {
+    if (stream != capture_stream_ && queries_.active_capture_id(stream) != capture_id_) {
+      return {}; // the capture's own stream (what cap.mark gives) needs no query
+    }
+    record.nodes_begin = watch_.position(); // what is created from now on, on any stream
+  } else if (!walk_.enter(stream, capture_id_, record)) {
+    return {};
+  }
+  const detail::diagnosis_hooks* diagnostics = detail::diagnosis();
+  const std::string label = diagnostics ? detail::scope_label(entries) : std::string{};
+  const std::uint32_t index = scopes_.open(record, entries); // may throw: label made first
+  if (diagnostics) {
+    diagnostics->scope_opened(capture_stream_, index, label);
+  }
+  return {this, index, generation_};
+}
+
+/// The 0.2 name of on::marker.
+using on_marker
+    [[deprecated("graphcap: annot::on_marker is spelled annot::on::marker since 0.3")]] =
+        on::marker;
+
 static_assert(annotation_policy<on> && annotation_across_bodies<on> && annotation_with_layout<on> &&
               annotation_with_records<on>);
 

@@ -65,6 +65,32 @@ inline void forget_template_nodes(const graph_queries& queries, cudaGraph_t grap
   nodes.own_nodes = static_cast<std::uint32_t>(count);
 }
 
+/// The capture of `graph` succeeded: each annotated node's type and (for a kernel) its name, read
+/// from the template; empty nodes (joins, not work) dropped; then forget_template_nodes.
+inline void name_annotated_nodes(const graph_queries& queries, cudaGraph_t graph,
+                                 annotated_nodes& result) noexcept {
+  std::vector<node_annotation>& list = result.annotations;
+  kernel_names names{queries.driver};
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const cudaGraphNodeType type = queries.type(result.nodes[i]);
+    if (type == cudaGraphNodeTypeEmpty) {
+      continue; // joins, not work: nothing to name
+    }
+    node_annotation& node = list[i];
+    node.type = type;
+    if (type == cudaGraphNodeTypeKernel) {
+      node.kernel = names.of(result.nodes[i]);
+    }
+    if (kept != i) {
+      list[kept] = std::move(node);
+    }
+    ++kept;
+  }
+  list.erase(list.begin() + static_cast<std::ptrdiff_t>(kept), list.end());
+  forget_template_nodes(queries, graph, result); // and counts the graph's nodes
+}
+
 /// Re-keys the annotations of `graph` to the ids the replays of executable `exec_id` carry (0
 /// where either id is unknown): executable_node_index. True if any node has an id.
 inline bool rekey_to_executable(annotated_nodes& graph, std::uint32_t exec_id) noexcept {

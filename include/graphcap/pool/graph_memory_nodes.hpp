@@ -102,8 +102,10 @@ struct graph_memory_nodes : policy_base<policy_kind::pool> {
 
 private:
   /// The last replay may still use the memory, and a graph allocation's cudaFree would not wait
-  /// for it. An ordinary cudaFree does wait for the device, and is allowed where another stream
-  /// captures (in relaxed mode), where cudaDeviceSynchronize would invalidate that capture.
+  /// for it. An ordinary cudaFree does wait for the device (probe graph_memory_free, case 4). In
+  /// relaxed mode it is taken to leave another stream's capture alone, as the slab pools' cudaFree
+  /// is (the double models it so; on the H200 only cudaMalloc was probed that way), where
+  /// cudaDeviceSynchronize would invalidate that capture.
   static void wait_for_the_last_replay() noexcept {
     void* sentinel = nullptr;
     if (cudaMalloc(&sentinel, 1) == cudaSuccess) {

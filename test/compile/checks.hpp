@@ -176,4 +176,33 @@ inline constexpr annot::off::marker off_mark_by_entries = annot::off{}.mark(null
 static_assert(sizeof(graph_with<liveness::check>) ==
               sizeof(basic_graph<mode::global, pool::off, annot::off, liveness::check>));
 
+// ---- the lifecycle is closed: private data and steps; the wings hold a key to the policies ----
+using lean_lifecycle = detail::graph_lifecycle<mode::global, pool::off, annot::off, liveness::off>;
+template <class L, class = void>
+struct reaches_data : std::false_type {};
+template <class L>
+struct reaches_data<L, std::void_t<decltype(std::declval<L&>().core_)>> : std::true_type {};
+template <class L, class = void>
+struct reaches_steps : std::false_type {};
+template <class L>
+struct reaches_steps<L, std::void_t<decltype(std::declval<L&>().begin_on_side_stream())>>
+    : std::true_type {};
+template <class L, class = void>
+struct reaches_policies : std::false_type {};
+template <class L>
+struct reaches_policies<L, std::void_t<decltype(std::declval<L&>().pool())>> : std::true_type {};
+struct open_lifecycle { // the control: the same names, public, are detected
+  int core_ = 0;
+  void begin_on_side_stream() {}
+  int pool() { return 0; }
+};
+static_assert(reaches_data<open_lifecycle>::value && reaches_steps<open_lifecycle>::value &&
+              reaches_policies<open_lifecycle>::value);
+static_assert(!reaches_data<lean_lifecycle>::value && !reaches_steps<lean_lifecycle>::value &&
+                  !reaches_policies<lean_lifecycle>::value,
+              "only the graph, its scopes and the capture kinds reach a lifecycle's inside");
+static_assert(!std::is_default_constructible_v<detail::policy_key>,
+              "only control flow and policy_access can make the key to a lifecycle's policies");
+static_assert(sizeof(lean_lifecycle) == sizeof(lean_graph));
+
 } // namespace graphcap_checks

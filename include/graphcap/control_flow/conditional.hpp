@@ -133,13 +133,13 @@ private:
   /// runs after the body, every iteration of it.
   template <class Lifecycle>
   static void hand_over(Lifecycle& lifecycle, cudaStream_t stream, cudaStream_t to) noexcept {
-    detail::contract::hand_over_stream(lifecycle.pool_, stream, to);
+    detail::contract::hand_over_stream(lifecycle.pool(detail::policy_key{}), stream, to);
   }
 
   /// An abandoned body: nothing freed on its stream is reused (the capture is being discarded).
   template <class Lifecycle>
   static void forget(Lifecycle& lifecycle, cudaStream_t stream) noexcept {
-    detail::contract::forget_stream(lifecycle.pool_, stream);
+    detail::contract::forget_stream(lifecycle.pool(detail::policy_key{}), stream);
   }
 };
 
@@ -217,7 +217,8 @@ private:
       body_graphs[i] = params.conditional.phGraph_out[i];
     }
     // for write_dot
-    detail::contract::note_conditional(cap.lifecycle_of().annot_, node, construct, body_graphs);
+    detail::contract::note_conditional(cap.lifecycle_of().annot(policy_key{}), node, construct,
+                                       body_graphs);
     check_in_capture(cudaStreamUpdateCaptureDependencies(cap.stream(), &node, nullptr, 1,
                                                          cudaStreamSetCaptureDependencies),
                      "cudaStreamUpdateCaptureDependencies");
@@ -237,7 +238,8 @@ private:
   template <class Body>
   static void capture_body(Scope& cap, cudaGraphNode_t node, cudaGraph_t graph,
                            const char* construct, unsigned index, Body&& body) {
-    detail::contract::add_body(cap.lifecycle_of().liveness_, graph); // scanned by liveness::check
+    detail::contract::add_body(cap.lifecycle_of().liveness(policy_key{}),
+                               graph); // scanned by liveness::check
     body_stream_lease lease = body_stream_lease::take();
     const cudaStream_t stream = lease.stream();
     // Relaxed: the parent's capture already guards this thread (and, in global mode, the
@@ -248,8 +250,9 @@ private:
                      "cudaStreamBeginCaptureToGraph");
     // What the parent's stream freed so far ran before the node: the body may reuse it (the
     // body's end hands it back, with what the body freed).
-    detail::contract::hand_over_stream(cap.lifecycle_of().pool_, cap.stream(), stream);
-    detail::contract::add_body(cap.lifecycle_of().annot_, node, graph, stream); // tags body nodes
+    detail::contract::hand_over_stream(cap.lifecycle_of().pool(policy_key{}), cap.stream(), stream);
+    detail::contract::add_body(cap.lifecycle_of().annot(policy_key{}), node, graph,
+                               stream); // tags body nodes
     cudaStream_t root = cap.stream();
     if constexpr (std::is_same_v<typename Scope::kind_type, capture_kind::body>) {
       root = cap.kind_.root;

@@ -174,31 +174,17 @@ public:
   /// Instantiates the captured template. Without keep_graph this already happened at the end of
   /// the capture, and calling it again is a state_error; with keep_graph it (re)instantiates
   /// from the current template, e.g. after you edited raw_graph().
-  void instantiate() {
-    lifecycle_.core_.require_instantiable();
-    lifecycle_.instantiate_template();
-  }
+  void instantiate() { lifecycle_.instantiate(); }
 
   /// Launches the graph on `stream` (any stream of the capture's device, the default stream
   /// too). On the success path this is the hand-written sequence: the policies' pre-replay
   /// checks (none when they are off) and one cudaGraphLaunch. Misuse (no executable graph yet)
   /// is diagnosed only after the launch failed, so it costs nothing when all is well.
-  void replay(stream_ref stream = {}) {
-    lifecycle_.liveness_.before_replay(stream.get());
-    lifecycle_.pool_.before_replay(stream.get());
-    lifecycle_.annot_.before_replay(stream.get());
-    const cudaError_t status = cudaGraphLaunch(lifecycle_.core_.exec.get(), stream.get());
-    if (status != cudaSuccess) [[unlikely]] {
-      lifecycle_.recover_failed_replay(status, stream.get());
-    }
-  }
+  void replay(stream_ref stream = {}) { lifecycle_.replay(stream.get()); }
 
   /// Uploads the executable graph to the device ahead of its first replay (cudaGraphUpload), so
   /// the first replay costs what later ones do. Instantiates first under keep_graph.
-  void upload(stream_ref stream = {}) {
-    lifecycle_.ensure_executable("upload()");
-    detail::check(cudaGraphUpload(lifecycle_.core_.exec.get(), stream.get()), "cudaGraphUpload");
-  }
+  void upload(stream_ref stream = {}) { lifecycle_.upload(stream.get()); }
 
   /// Drops the executable graph and the template (the graph's side stream is kept for the next
   /// capture). Not allowed while a capture scope is open.
@@ -207,31 +193,33 @@ public:
   // ---- inspection ---------------------------------------------------------------------
 
   /// Where the graph is in its lifecycle.
-  [[nodiscard]] graph_state state() const noexcept { return lifecycle_.core_.state; }
+  [[nodiscard]] graph_state state() const noexcept { return lifecycle_.core().state; }
   /// True when the graph holds no capture (new, reset, or after a failed capture).
-  [[nodiscard]] bool empty() const noexcept { return lifecycle_.core_.state == graph_state::empty; }
+  [[nodiscard]] bool empty() const noexcept {
+    return lifecycle_.core().state == graph_state::empty;
+  }
   /// True when the graph was constructed with keep_graph.
-  [[nodiscard]] bool keeps_graph() const noexcept { return lifecycle_.core_.keep_graph; }
+  [[nodiscard]] bool keeps_graph() const noexcept { return lifecycle_.core().keep_graph; }
   /// Nodes in the captured graph (0 for an empty capture, which is valid and replays as a
   /// no-op: it usually means the work went to another stream than the capture stream).
-  [[nodiscard]] std::size_t node_count() const noexcept { return lifecycle_.core_.node_count; }
+  [[nodiscard]] std::size_t node_count() const noexcept { return lifecycle_.core().node_count; }
   /// Changes at the end of every capture and recapture (it counts them, modulo 2^16): what a
   /// cache built from the graph (replay_loop) compares to know it is stale.
-  [[nodiscard]] std::uint16_t generation() const noexcept { return lifecycle_.core_.generation; }
+  [[nodiscard]] std::uint16_t generation() const noexcept { return lifecycle_.core().generation; }
   /// The device that was current when the capture began (-1 before the first capture).
-  [[nodiscard]] int device() const noexcept { return lifecycle_.core_.device; }
+  [[nodiscard]] int device() const noexcept { return lifecycle_.core().device; }
 
   /// The captured template. Exists after the capture with keep_graph (or before instantiation);
   /// the graph keeps ownership. Editing it takes effect at the next instantiate().
   [[nodiscard]] cudaGraph_t raw_graph() const {
-    return lifecycle_.core_.template_graph("raw_graph()");
+    return lifecycle_.core().template_graph("raw_graph()");
   }
   /// The executable graph; the graph keeps ownership.
-  [[nodiscard]] cudaGraphExec_t raw_exec() const { return lifecycle_.core_.executable(); }
+  [[nodiscard]] cudaGraphExec_t raw_exec() const { return lifecycle_.core().executable(); }
   /// Writes the template as a Graphviz DOT file (cudaGraphDebugDotPrint). Needs the template:
   /// construct the graph with keep_graph.
   void debug_dump(const std::string& path, bool verbose = true) const {
-    lifecycle_.core_.debug_dump(path, verbose);
+    lifecycle_.core().debug_dump(path, verbose);
   }
 
   /// A handle to the graph's pool, for other graphs to share it
@@ -244,7 +232,7 @@ public:
         "graphcap: pool() needs a graph whose pool can be shared: use " GRAPHCAP_SLAB_POOLS
         ", not pool::off or "
         "pool::graph_memory_nodes");
-    return lifecycle_.pool_.handle();
+    return lifecycle_.pool().handle();
   }
 
   /// What the graph's pool holds (reserved and in-use bytes, slabs, blocks).
@@ -253,15 +241,15 @@ public:
     static_assert(
         P::has_handle,
         "graphcap: pool_statistics() needs a graph with a slab pool: " GRAPHCAP_SLAB_POOLS);
-    return lifecycle_.pool_.statistics();
+    return lifecycle_.pool().statistics();
   }
 
   /// The Pool policy's state, read-only (its hooks are the graph's to call).
-  [[nodiscard]] const Pool& pool_policy() const noexcept { return lifecycle_.pool_; }
+  [[nodiscard]] const Pool& pool_policy() const noexcept { return lifecycle_.pool(); }
   /// The Annot policy's state, read-only (annot::on: id_source(), discovery(), ...).
-  [[nodiscard]] const Annot& annot_policy() const noexcept { return lifecycle_.annot_; }
+  [[nodiscard]] const Annot& annot_policy() const noexcept { return lifecycle_.annot(); }
   /// The Liveness policy's state, read-only (liveness::check: input_count()).
-  [[nodiscard]] const Liveness& liveness_policy() const noexcept { return lifecycle_.liveness_; }
+  [[nodiscard]] const Liveness& liveness_policy() const noexcept { return lifecycle_.liveness(); }
 
   /// The annotated nodes of the last capture. Needs an Annot policy that records them
   /// (annot::on, from <graphcap/annotations.hpp>).
@@ -270,7 +258,7 @@ public:
     static_assert(annotation_with_records<A>,
                   "graphcap: annotations() needs a graph with annotations on: use annot::on "
                   "(#include <graphcap/annotations.hpp>, link graphcap::annotations)");
-    return lifecycle_.annot_.annotations();
+    return lifecycle_.annot().annotations();
   }
 
 private:
@@ -286,15 +274,15 @@ namespace detail {
 struct policy_access {
   template <class Graph>
   static auto& pool(Graph& graph) noexcept {
-    return graph.lifecycle_.pool_;
+    return graph.lifecycle_.pool(policy_key{});
   }
   template <class Graph>
   static auto& annot(Graph& graph) noexcept {
-    return graph.lifecycle_.annot_;
+    return graph.lifecycle_.annot(policy_key{});
   }
   template <class Graph>
   static auto& liveness(Graph& graph) noexcept {
-    return graph.lifecycle_.liveness_;
+    return graph.lifecycle_.liveness(policy_key{});
   }
 };
 } // namespace detail

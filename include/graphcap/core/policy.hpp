@@ -329,4 +329,8 @@ void add_body(L& live, cudaGraph_t body) {
 
 } // namespace detail::contract
 
+/// The graph the four concepts constrain, declared with them (defined in core/basic_graph.hpp).
+template <capture_mode Mode, pool_strategy Pool, annotation_policy Annot, liveness_policy Liveness>
+class basic_graph;
+
 } // namespace graphcap

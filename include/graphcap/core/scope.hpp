@@ -17,6 +17,7 @@
 
 #include <graphcap/config.hpp>
 
+#include <graphcap/core/capture_kind.hpp>
 #include <graphcap/core/detail/allocation_size.hpp>
 #include <graphcap/core/detail/graph_lifecycle.hpp>
 #include <graphcap/core/stream_ref.hpp>
@@ -36,18 +37,6 @@
 #include <utility>
 
 namespace graphcap {
-
-/// What a scope's end() does with the capture.
-namespace capture_kind {
-/// A first capture: end() instantiates the template (or keeps it, with keep_graph).
-struct fresh {};
-/// A recapture: end() updates the previous executable graph in place when CUDA allows, and
-/// instantiates anew otherwise; update() says which.
-struct update {
-  detail::exec_handle previous; ///< the executable graph to update, until end()
-  update_result result;         ///< what end() did
-};
-} // namespace capture_kind
 
 namespace detail {
 
@@ -151,11 +140,7 @@ public:
   /// Before end(): ends and discards the capture (never throws).
   ~basic_scope() {
     if (graph_ != nullptr) {
-      if constexpr (requires { kind_.abandon(*graph_, stream_); }) {
-        kind_.abandon(*graph_, stream_); // a body: its own stream only, the parent goes on
-      } else {
-        graph_->abandon_capture(stream_);
-      }
+      kind_.abandon(*graph_, stream_); // a body's: its own stream only, the parent goes on
     }
   }
 
@@ -171,17 +156,12 @@ public:
   /// then empty again. Ended on the wrong thread, the capture goes on and end() may be retried
   /// on the thread that began it.
   void end() {
-    if (graph_ == nullptr) {
-      throw state_error("graphcap: this capture scope was already ended (end() called twice, or "
-                        "the scope was moved from)");
+    if (graph_ == nullptr) [[unlikely]] {
+      throw_ended();
     }
     lifecycle* const graph = std::exchange(graph_, nullptr);
     try {
-      if constexpr (requires { kind_.end(*graph, stream_); }) {
-        kind_.end(*graph, stream_); // a kind that ends its own way (a conditional body)
-      } else {
-        graph->finish_capture(stream_, kind_);
-      }
+      kind_.end(*graph, stream_);
     } catch (const capture_error& failure) {
       if (failure.code() == cudaErrorStreamCaptureWrongThread) {
         graph_ = graph; // still capturing
@@ -210,7 +190,7 @@ public:
     detail::require_allocating_pool<pool_type>();
     detail::require_pool_allowed_in<pool_type, Kind>();
     const std::size_t objects = detail::element_count<T>(count, "allocate");
-    return active_graph().pool_.template allocate<T>(objects, stream.get());
+    return active_graph().pool().template allocate<T>(objects, stream.get());
   }
 
   /// Memory for `count` objects of type T from the graph's pool, owned by the returned buffer:
@@ -225,7 +205,7 @@ public:
   [[nodiscard]] buffer<T> make_buffer(Count count, stream_ref stream) {
     detail::require_slab_pool<pool_type>();
     const std::size_t objects = detail::element_count<T>(count, "make_buffer");
-    return active_graph().pool_.template make_buffer<T>(objects, stream.get());
+    return active_graph().pool().template make_buffer<T>(objects, stream.get());
   }
 
   /// Gives back memory allocate() returned in this capture: later allocations of the same size
@@ -238,7 +218,7 @@ public:
   template <class T>
   void deallocate(T* pointer, stream_ref stream) {
     detail::require_allocating_pool<pool_type, /*Deallocating=*/true>();
-    active_graph().pool_.deallocate(pointer, stream.get());
+    active_graph().pool().deallocate(pointer, stream.get());
   }
 
   // ---- control flow (<graphcap/control_flow.hpp>) --------------------------------------------
@@ -351,6 +331,11 @@ private:
     } else {
       return (active_graph().*member);
     }
+  }
+
+  GRAPHCAP_COLD [[noreturn]] static void throw_ended() {
+    throw state_error("graphcap: this capture scope was already ended (end() called twice, or "
+                      "the scope was moved from)");
   }
 
   lifecycle& active_graph() const {

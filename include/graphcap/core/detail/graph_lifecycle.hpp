@@ -1,11 +1,19 @@
 // graphcap/core/detail/graph_lifecycle.hpp - the steps of a graph's lifecycle that drive its
-// policies: begin a capture, end it into an executable graph (fresh or updated), abandon it,
-// instantiate, reset. basic_graph is the public face of one of these; a capture scope holds a
-// pointer to it, so that a scope reaches the policies (allocate, mark, input) and ends the
-// capture without knowing the graph type's public API.
+// policies: begin a capture, end it, make the executable graph (fresh or updated), abandon it,
+// instantiate, replay, reset. basic_graph is the public face of one of these; a capture scope
+// holds a pointer to it, so that a scope reaches the policies (allocate, mark, input) and ends
+// the capture without knowing the graph type's public API.
 //
-// Hooks run as core/policy.hpp says: Pool, Annot, Liveness, each step in that order; a
-// failure at any step leaves no stream capturing and every policy aborted or reset.
+// A closed engine: its data and steps are private, and it has three doors. The graph and its
+// scopes are friends (they are the lifecycle's two faces); each capture kind ends and abandons
+// itself through the steps (capture_kind::fresh instantiates, capture_kind::update updates);
+// and the wings that hook into a graph (control flow, the liveness leaf's declarations) get
+// the policies alone, not the steps, with a policy_key only they can make. Nothing else
+// reaches inside.
+//
+// Hooks run as core/policy.hpp says: Pool, Annot, Liveness, each step in that order
+// (before_replay: Liveness first); a failure at any step leaves no stream capturing and every
+// policy aborted or reset.
 #pragma once
 
 #include <graphcap/config.hpp>
@@ -26,6 +34,22 @@
 
 namespace graphcap {
 namespace detail {
+
+template <class Scope>
+struct control_flow;
+struct policy_access;
+
+/// The key to a lifecycle's policies for the wings that hook into a graph: control flow (a
+/// conditional node's annotations, a body's streams and inputs) and policy_access (the
+/// liveness leaf's declared inputs). Only they can make one, so a policy's mutable state has
+/// no other way in from outside the core, and none of them reaches a lifecycle step.
+class policy_key {
+  template <class Scope>
+  friend struct control_flow;
+  friend struct graphcap::capture_kind::body;
+  friend struct policy_access;
+  constexpr policy_key() noexcept = default;
+};
 
 /// The handles and policies of one graph, and the lifecycle steps that drive them.
 template <capture_mode Mode, pool_strategy Pool, annotation_policy Annot, liveness_policy Liveness>
@@ -52,6 +76,20 @@ public:
   graph_lifecycle& operator=(const graph_lifecycle&) = delete;
   ~graph_lifecycle() { release(); }
 
+  // ---- the wings' door: the policies, for their hooks (see policy_key) ---------------------
+  Pool& pool(policy_key /*key*/) noexcept { return pool_; }
+  Annot& annot(policy_key /*key*/) noexcept { return annot_; }
+  Liveness& liveness(policy_key /*key*/) noexcept { return liveness_; }
+
+private:
+  friend class basic_graph<Mode, Pool, Annot, Liveness>;
+  template <class Graph, class Kind>
+  friend class graphcap::basic_scope;
+  friend struct graphcap::capture_kind::fresh;
+  friend struct graphcap::capture_kind::update;
+
+  // ---- begin -------------------------------------------------------------------------------
+
   /// Begins capturing on `stream`; returns it. Needs an empty graph and a capturable stream.
   cudaStream_t begin(stream_ref stream) {
     core_.require_state(graph_state::empty, "begin a capture",
@@ -69,15 +107,6 @@ public:
     const cudaStream_t stream = core_.side_stream_for_current_device();
     start_capture(stream);
     return stream;
-  }
-
-  /// reset(): drops the capture; a state_error while a capture scope is open.
-  void reset() {
-    if (core_.state == graph_state::capturing) {
-      throw state_error(core_.message("reset()", "end the capture (scope::end(), or let the "
-                                                 "scope be destroyed) before resetting the graph"));
-    }
-    drop_graphs();
   }
 
   /// Prepares the policies and begins the capture. A hook that throws, before the capture or
@@ -118,9 +147,11 @@ public:
     return previous;
   }
 
-  /// Ends the capture (a scope's end()) and makes the executable graph as `kind` says.
-  template <class Kind>
-  void finish_capture(cudaStream_t stream, Kind& kind) {
+  // ---- end: the capture kinds call end_capture(), then make the executable graph their way ---
+
+  /// Ends the capture into the template (a scope's end()), the policies' hooks around it. On
+  /// failure the graph is empty again (unless the capture goes on: ended on the wrong thread).
+  void end_capture(cudaStream_t stream) {
     try { // a policy's last captured work (the pool's completion marker) may fail
       each_policy([&](auto& policy) { policy.before_capture_end(stream); });
     } catch (...) {
@@ -136,19 +167,39 @@ public:
       capture::throw_end_failure(status, stream);
     }
     core_.state = graph_state::captured;
-    try {
-      core_.count_nodes(policy_own_nodes());
+    dropping_on_failure([&] {
+      core_.count_nodes(contract::own_nodes(pool_)); // the pool's completion marker not counted
       after_capture_end_hooks();
-      if constexpr (std::is_same_v<Kind, capture_kind::update>) {
-        core_.update_or_instantiate(kind.previous, kind.result, Pool::instantiate_flags);
-        after_instantiate_hooks();
-        if (!core_.keep_graph) {
-          core_.graph.reset();
-        }
-      } else if (!core_.keep_graph) {
+    });
+  }
+
+  /// capture_kind::fresh: instantiates the template, unless keep_graph keeps it for later.
+  void instantiate_unless_kept() {
+    if (!core_.keep_graph) {
+      dropping_on_failure([&] {
         instantiate_template();
         core_.graph.reset(); // the executable graph is all a replay needs
+      });
+    }
+  }
+
+  /// capture_kind::update: updates `previous` in place from the template where CUDA allows,
+  /// else instantiates anew; `result` says which.
+  void update_executable(exec_handle& previous, update_result& result) {
+    dropping_on_failure([&] {
+      core_.update_or_instantiate(previous, result, Pool::instantiate_flags);
+      after_instantiate_hooks();
+      if (!core_.keep_graph) {
+        core_.graph.reset();
       }
+    });
+  }
+
+  /// Runs `step`; if it throws, drops everything (the graph is empty again) and rethrows.
+  template <class Step>
+  void dropping_on_failure(Step&& step) {
+    try {
+      std::forward<Step>(step)();
     } catch (...) {
       drop_graphs();
       throw;
@@ -175,6 +226,14 @@ public:
     abort_policies();
   }
 
+  // ---- instantiate, replay, reset ----------------------------------------------------------
+
+  /// instantiate(): again from the template (keep_graph only).
+  void instantiate() {
+    core_.require_instantiable();
+    instantiate_template();
+  }
+
   void instantiate_template() {
     core_.instantiate(Pool::instantiate_flags);
     after_instantiate_hooks();
@@ -196,6 +255,23 @@ public:
         core_.message(operation, "capture a graph first (capture() or begin_capture())"));
   }
 
+  /// The policies' pre-replay checks (Liveness first: a refused replay touches nothing else),
+  /// and one cudaGraphLaunch; misuse is diagnosed only after the launch failed.
+  void replay(cudaStream_t stream) {
+    liveness_.before_replay(stream);
+    pool_.before_replay(stream);
+    annot_.before_replay(stream);
+    const cudaError_t status = cudaGraphLaunch(core_.exec.get(), stream);
+    if (status != cudaSuccess) [[unlikely]] {
+      recover_failed_replay(status, stream);
+    }
+  }
+
+  void upload(cudaStream_t stream) {
+    ensure_executable("upload()");
+    check(cudaGraphUpload(core_.exec.get(), stream), "cudaGraphUpload");
+  }
+
   /// The cold half of replay(): find out why the launch failed, recover where that is the
   /// documented behaviour (lazy instantiation), otherwise throw an error that says why.
   GRAPHCAP_COLD void recover_failed_replay(cudaError_t status, cudaStream_t stream) {
@@ -206,6 +282,15 @@ public:
       return;
     }
     core_.throw_launch_failure(status);
+  }
+
+  /// reset(): drops the capture; a state_error while a capture scope is open.
+  void reset() {
+    if (core_.state == graph_state::capturing) {
+      throw state_error(core_.message("reset()", "end the capture (scope::end(), or let the "
+                                                 "scope be destroyed) before resetting the graph"));
+    }
+    drop_graphs();
   }
 
   void abort_policies() noexcept {
@@ -231,8 +316,15 @@ public:
     core_.side_stream.reset();
   }
 
-  /// Nodes the Pool policy added to the capture for itself (a completion marker), not counted.
-  [[nodiscard]] std::size_t policy_own_nodes() const noexcept { return contract::own_nodes(pool_); }
+  /// The handles, read-only: the graph's inspection (state, node count, raw handles).
+  [[nodiscard]] const graph_core& core() const noexcept { return core_; }
+  /// The policies, for the graph's and the scope's calls.
+  [[nodiscard]] Pool& pool() noexcept { return pool_; }
+  [[nodiscard]] const Pool& pool() const noexcept { return pool_; }
+  [[nodiscard]] Annot& annot() noexcept { return annot_; }
+  [[nodiscard]] const Annot& annot() const noexcept { return annot_; }
+  [[nodiscard]] Liveness& liveness() noexcept { return liveness_; }
+  [[nodiscard]] const Liveness& liveness() const noexcept { return liveness_; }
 
   // The handles a hand-written program needs, then the policies (empty when off).
   graph_core core_;

@@ -7,7 +7,12 @@ Fails when
   - a header includes another feature wing's detail/;
   - a detail file declares a public name (anything in namespace graphcap outside
     graphcap::detail);
-  - an entry header (a root forward) declares anything: entry headers only include.
+  - an entry header (a root forward) declares anything: entry headers only include;
+  - a wing's detail file declares something outside graphcap::detail::<wing> (the core's and
+    the CUDA layer's detail files use graphcap::detail itself);
+  - code in a detail namespace names a policy namespace as `pool::` or `liveness::`: there
+    those words are the wings' detail namespaces once a wing header was included before, so
+    the policies are spelled `graphcap::pool::off`, `graphcap::liveness::check`.
 
   python3 scripts/check-floor-plan.py            # from the repository root
 """
@@ -83,6 +88,42 @@ def public_declarations(text):
     return found
 
 
+POLICY_SPELLING = re.compile(
+    r"(?<![\w:])(pool|liveness)::(off|none|private_pool|shared|user|graph_memory_nodes|check)\b")
+
+
+def namespace_problems(text, wing, is_detail):
+    """Where a wing's detail file declares outside its namespace, and where detail code
+    spells a policy namespace in the way a wing's detail namespace would capture."""
+    code = strip_code(text)
+    problems = []
+    stack = []
+    pending = ""
+    for i, c in enumerate(code):
+        if c == "{":
+            m = re.search(r"namespace\s+([\w:]*)\s*$", pending)
+            stack.append(m.group(1) if m else None)
+            if m and is_detail and wing in WINGS:
+                names = "::".join(s for s in stack if s).split("::")
+                if names[:2] == ["graphcap", "detail"] and names[2:3] != [wing]:
+                    problems.append(f"a {wing}/ detail file opens namespace {'::'.join(names)}, "
+                                    f"not graphcap::detail::{wing}")
+            pending = ""
+        elif c in "};":
+            if c == "}" and stack:
+                stack.pop()
+            pending = ""
+        else:
+            pending += c
+            names = "::".join(s for s in stack if s).split("::")
+            if "detail" in names and c == ":" and code[i - 1] == ":":
+                word = re.search(r"\w*$", code[:i - 1]).group(0)
+                m = POLICY_SPELLING.match(code, i - 1 - len(word))
+                if m:
+                    problems.append(f"detail code spells {m.group(0)}: write graphcap::{m.group(0)}")
+    return problems
+
+
 def in_public_namespace(stack):
     """True inside namespace graphcap (or a nested namespace other than detail), directly."""
     if not stack or any(s is None for s in stack):
@@ -124,6 +165,7 @@ def main():
                     problems.append(f"{rel}: {wing}/ may not include {target_wing}/ ({target})")
                 elif target_wing != wing and target_detail and target_wing not in SHARED_DETAIL:
                     problems.append(f"{rel}: includes another wing's detail file {target}")
+            problems += [f"{rel}: {p}" for p in namespace_problems(text, wing, is_detail)]
             declarations = public_declarations(text)
             if is_detail and declarations:
                 problems.append(f"{rel}: a detail file declares public names: "

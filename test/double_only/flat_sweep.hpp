@@ -104,7 +104,8 @@ void body(typename Graph::scope& cap, fixture& fx, int value, bool counted = fal
     auto* scratch = cap.template allocate<float>(64);
     own(cudaMemsetAsync(scratch, 0, 64 * sizeof(float), cap.stream()), "memset of scratch");
     cap.deallocate(scratch);
-    auto* large = cap.template allocate<unsigned char>(gc::detail::pool_core::small_limit + 1);
+    auto* large =
+        cap.template allocate<unsigned char>(gc::detail::pool::pool_core::small_limit + 1);
     own(cudaMemsetAsync(large, 0, 16, cap.stream()), "memset of the large block");
     result = cap.template allocate<unsigned char>(bytes);
     own(cudaMemcpyAsync(result, fx.input, bytes, cudaMemcpyDeviceToDevice, cap.stream()),

@@ -24,7 +24,7 @@ template <class Graph>
 constexpr bool malloced_slabs() {
   using pool = typename Graph::pool_type;
   return std::is_same_v<pool, gc::pool::private_pool> ||
-         (gc::detail::nvtx_regions::enabled && pool::has_handle && pool::can_allocate &&
+         (gc::detail::pool::nvtx_regions::enabled && pool::has_handle && pool::can_allocate &&
           !std::is_same_v<pool, gc::pool::user>);
 }
 
@@ -81,13 +81,14 @@ std::vector<gcsweep::absorption> absorptions() {
   }
   if constexpr (std::is_same_v<pool, gc::pool::private_pool>) {
     // pool(), and the reset after it, of a graph replayed without a completion marker wait for
-    // the device (detail::slab_memory::wait_for_device) before another graph takes its blocks.
+    // the device (detail::pool::slab_memory::wait_for_device) before another graph takes its
+    // blocks.
     rules.push_back({"cudaMalloc", phases(phase::handover, phase::reset),
                      "the wait for the device allocates a probe slab: if none can be made, "
                      "there is nothing to wait for (a device in error)"});
     rules.push_back({"cudaFree", phases(phase::handover), "that probe slab's free"});
   }
-  if constexpr (gc::detail::nvtx_regions::enabled) {
+  if constexpr (gc::detail::pool::nvtx_regions::enabled) {
     rules.push_back({"cudaStreamSynchronize", phases(phase::discard, phase::reset, phase::teardown),
                      "with the NVTX regions, slabs go back with cudaFree after a synchronize of "
                      "the pool's stream: a failed synchronize still frees"});

@@ -166,7 +166,7 @@ TEST_CASE("a driver function the driver lacks: a cuda_error that names it") {
   cuda_double::reset();
   const gc::detail::driver_function<void (*)(), 12000> missing{"cuNoSuchFunction"};
   try {
-    static_cast<void>(missing.require(gc::detail::liveness_needs));
+    static_cast<void>(missing.require(gc::detail::liveness::liveness_needs));
     FAIL("a missing driver function was resolved");
   } catch (const gc::cuda_error& failure) {
     CHECK(failure.code() == cudaErrorSymbolNotFound);
@@ -180,10 +180,10 @@ TEST_CASE("the entry-point lookup failing: a cuda_error, the last error cleared"
   cuda_double::fail_call("cudaGetDriverEntryPointByVersion", cudaErrorInvalidValue);
   const gc::detail::driver_function<PFN_cuPointerGetAttribute_v4000, 4000> query{
       "cuPointerGetAttribute"}; // not resolved yet, unlike the process's
-  CHECK_THROWS_AS(query.require(gc::detail::liveness_needs), gc::cuda_error);
+  CHECK_THROWS_AS(query.require(gc::detail::liveness::liveness_needs), gc::cuda_error);
   gctest::require_no_last_error();
   CHECK(query.cached() == nullptr); // a failed lookup is not kept: the next use asks again
-  CHECK(query.require(gc::detail::liveness_needs) != nullptr);
+  CHECK(query.require(gc::detail::liveness::liveness_needs) != nullptr);
 }
 
 // ---- how a cuPointerGetAttribute failure is read ---------------------------------------------

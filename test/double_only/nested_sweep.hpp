@@ -248,8 +248,8 @@ void one_case(const gcsweep::call& failing, point throw_at, bool unjoined) {
   using kind = gcsweep::outcome::kind;
   const std::string& function = failing.function;
   cuda_double::reset();
-  const std::size_t streams_kept = gc::detail::body_stream_lease::streams_kept();
-  const std::size_t graphs_kept = gc::detail::graphs_kept().load();
+  const std::size_t streams_kept = gc::detail::control_flow::body_stream_lease::streams_kept();
+  const std::size_t graphs_kept = gc::detail::control_flow::graphs_kept().load();
   {
     fixture fx;
     Graph graph;
@@ -294,8 +294,8 @@ void one_case(const gcsweep::call& failing, point throw_at, bool unjoined) {
   }
   gcsweep::check_nothing_left(
       function,
-      {.streams = gc::detail::body_stream_lease::streams_kept() - streams_kept,
-       .graphs = gc::detail::graphs_kept().load() - graphs_kept,
+      {.streams = gc::detail::control_flow::body_stream_lease::streams_kept() - streams_kept,
+       .graphs = gc::detail::control_flow::graphs_kept().load() - graphs_kept,
        .malloced_slabs = std::is_same_v<typename Graph::pool_type, gc::pool::private_pool>});
 }
 

@@ -326,7 +326,7 @@ TEST_CASE("the held-block index finds each of 100000 pool-like blocks in a few p
   // allocations cost O(N) is that a block is found in a constant number of probes. Blocks like a
   // pool's: 512-byte blocks of 2 MiB slabs at scattered bases, and 2 MiB blocks, all aligned, which
   // a hash of the low address bits would pile onto a few slots.
-  gc::detail::held_blocks held;
+  gc::detail::pool::held_blocks held;
   std::vector<void*> addresses;
   const std::uintptr_t base = std::uintptr_t{0x7f3a} << 32;
   const std::size_t slab = std::size_t{2} << 20;
@@ -349,8 +349,8 @@ TEST_CASE("the held-block index finds each of 100000 pool-like blocks in a few p
     misplaced += held.find(addresses[i]) != i || held[i].size != i ? 1 : 0;
   }
   CHECK(misplaced == 0);
-  CHECK(held.find(static_cast<char*>(addresses[7]) + 256) == gc::detail::held_blocks::npos);
-  CHECK(held.find(nullptr) == gc::detail::held_blocks::npos);
+  CHECK(held.find(static_cast<char*>(addresses[7]) + 256) == gc::detail::pool::held_blocks::npos);
+  CHECK(held.find(nullptr) == gc::detail::pool::held_blocks::npos);
   const auto index = held.statistics();
   INFO("slots " << index.slots << ", longest probe " << index.longest << ", total displacement "
                 << index.displacement);
@@ -360,16 +360,16 @@ TEST_CASE("the held-block index finds each of 100000 pool-like blocks in a few p
   CHECK(index.longest <= 64);
 
   // Removing by a filter keeps the order of the rest and rebuilds the index.
-  held.erase_if([](const gc::detail::held_block& block) { return block.size % 2 == 1; });
+  held.erase_if([](const gc::detail::pool::held_block& block) { return block.size % 2 == 1; });
   REQUIRE(held.size() == 50'000);
   for (std::size_t i = 0; i < addresses.size(); ++i) {
-    const std::size_t expected = i % 2 == 0 ? i / 2 : gc::detail::held_blocks::npos;
+    const std::size_t expected = i % 2 == 0 ? i / 2 : gc::detail::pool::held_blocks::npos;
     misplaced += held.find(addresses[i]) != expected ? 1 : 0;
   }
   CHECK(misplaced == 0);
   held.clear();
   CHECK(held.empty());
-  CHECK(held.find(addresses[0]) == gc::detail::held_blocks::npos);
+  CHECK(held.find(addresses[0]) == gc::detail::pool::held_blocks::npos);
 }
 
 namespace {

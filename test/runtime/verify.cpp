@@ -305,10 +305,11 @@ TEST_CASE("verify's comparison: identical runs skipped whole, differences and po
   replay[5] = eager[5]; // the same bytes: identical, still counted as eager poison
   replay[2500] = eager[2500];
   replay[1500] = 2.0F; // the one difference
-  gc::detail::comparison compared;
-  gc::detail::compare_elements<float>(reinterpret_cast<const std::byte*>(eager.data()),
-                                      reinterpret_cast<const std::byte*>(replay.data()), count,
-                                      gc::detail::compare_settings{}, compared);
+  gc::detail::inspection::comparison compared;
+  gc::detail::inspection::compare_elements<float>(reinterpret_cast<const std::byte*>(eager.data()),
+                                                  reinterpret_cast<const std::byte*>(replay.data()),
+                                                  count, gc::detail::inspection::compare_settings{},
+                                                  compared);
   CHECK(compared.mismatches == 1);
   CHECK(compared.not_identical == 1);
   CHECK(compared.first_mismatch == 1500);

@@ -36,13 +36,17 @@ FORBIDDEN_NAMES = [
     (re.compile(r"^(dlopen|dlsym|dlclose)$"), "dynamic loading"),
 ]
 FORBIDDEN_GRAPHCAP = [
-    "graphcap::liveness::check", "graphcap::detail::pool_core", "graphcap::detail::slab_pool",
-    "graphcap::pool::private_pool", "graphcap::pool::shared", "graphcap::pool::user",
-    "graphcap::pool::graph_memory_nodes", "graphcap::annot::on", "graphcap::detail::driver",
-    "graphcap::detail::cupti", "graphcap::detail::nvtx", "graphcap::detail::liveness_",
-    "graphcap::detail::demangled", "graphcap::detail::look_up_driver_function",
-    "graphcap::detail::throw_missing_driver_function", "graphcap::capture_diagnostics",
-    "graphcap::detail::call_recorder", "graphcap::detail::creation_callbacks",
+    # every feature wing's detail namespace, whole
+    "graphcap::detail::pool::", "graphcap::detail::liveness::", "graphcap::detail::annotations::",
+    "graphcap::detail::control_flow::", "graphcap::detail::families::",
+    "graphcap::detail::inspection::",
+    # the features' public and shared names
+    "graphcap::liveness::check", "graphcap::detail::slab_pool", "graphcap::pool::private_pool",
+    "graphcap::pool::shared", "graphcap::pool::user", "graphcap::pool::graph_memory_nodes",
+    "graphcap::annot::on", "graphcap::detail::driver", "graphcap::detail::cupti",
+    "graphcap::detail::nvtx", "graphcap::detail::demangled",
+    "graphcap::detail::look_up_driver_function", "graphcap::detail::throw_missing_driver_function",
+    "graphcap::capture_diagnostics", "graphcap::detail::creation_callbacks",
     "graphcap::detail::explain", "graphcap::detail::diagnostics",
 ]
 

@@ -177,7 +177,7 @@ public:
           logged() ? std::span<const cudaGraphNode_t>{watch_.log().nodes}
                    : std::span<const cudaGraphNode_t>{walk_.tagged()};
       merge_.merge(scopes_, tagged, logged(), result_);
-      detail::record_scope_layout(scopes_, tagged, layout_);
+      detail::annotations::record_scope_layout(scopes_, tagged, layout_);
       source_ = ids_.resolve(source_, logged(), queries_, graph_, result_);
       bodies_.annotate(source_, queries_, graph_, result_);
     } catch (...) { // out of memory: the capture goes on, unannotated
@@ -190,7 +190,7 @@ public:
 
   /// The capture succeeded: read each node's type and kernel name from the template.
   void after_capture_end(cudaGraph_t graph) noexcept {
-    detail::name_annotated_nodes(queries_, graph, result_);
+    detail::annotations::name_annotated_nodes(queries_, graph, result_);
     watch_.stop(); // CUPTI's subscriber goes back once the last annotated capture has ended
   }
 
@@ -199,7 +199,7 @@ public:
   void after_instantiate(cudaGraphExec_t exec) {
     published_.withdraw(); // the previous executable is gone, or was updated in place
     const std::uint32_t exec_id = detail::exec_graph_id(source_, exec);
-    if (detail::rekey_to_executable(result_, exec_id)) {
+    if (detail::annotations::rekey_to_executable(result_, exec_id)) {
       published_ = detail::registry_entry{exec_id, result_.annotations};
     }
   }
@@ -235,7 +235,8 @@ private:
   /// Ends a scope: where the creation log stands now, or the walk of what it added. Never
   /// throws: a scope that cannot be walked, or recorded as closed, tags nothing.
   void close_scope(std::uint32_t index, std::uint64_t generation) noexcept {
-    if (generation == generation_ && (index & detail::body_annotations::body_scope_bit) != 0) {
+    if (generation == generation_ &&
+        (index & detail::annotations::body_annotations::body_scope_bit) != 0) {
       bodies_.close(queries_, index);
       return;
     }
@@ -243,7 +244,7 @@ private:
         !scopes_.records[index].open) {
       return;
     }
-    detail::scope_record& record = scopes_.records[index];
+    detail::annotations::scope_record& record = scopes_.records[index];
     record.open = false;
     if (const detail::diagnosis_hooks* diagnostics = detail::diagnosis()) {
       diagnostics->scope_closed(capture_stream_, index);
@@ -270,7 +271,8 @@ private:
   }
 
   // What the user gets, and where it is published.
-  detail::annotated_nodes result_; // annotations, and their template nodes until the capture end
+  detail::annotations::annotated_nodes
+      result_; // annotations, and their template nodes until the capture end
   detail::registry_entry published_;
   node_id_source source_ = node_id_source::none;
   node_discovery discovery_ = node_discovery::graph_walk;
@@ -280,14 +282,14 @@ private:
   cudaStream_t capture_stream_ = nullptr;
   cudaGraph_t graph_ = nullptr;
   std::uint64_t generation_ = 1; // a marker of an earlier capture must not close a new scope
-  detail::capture_scopes scopes_;
-  detail::graph_queries queries_; // through the driver where it can
-  detail::creation_watch watch_;  // creation_callbacks: CUPTI's subscriber (shared), the log
-  detail::scope_walk walk_;       // graph_walk
-  detail::scope_merge merge_;
-  detail::template_id_resolver ids_;
-  detail::graph_layout layout_;     // scopes and conditional bodies, for pictures
-  detail::body_annotations bodies_; // conditional bodies: their scopes, their nodes
+  detail::annotations::capture_scopes scopes_;
+  detail::graph_queries queries_;        // through the driver where it can
+  detail::creation_watch watch_;         // creation_callbacks: CUPTI's subscriber (shared), the log
+  detail::annotations::scope_walk walk_; // graph_walk
+  detail::annotations::scope_merge merge_;
+  detail::annotations::template_id_resolver ids_;
+  detail::graph_layout layout_;                  // scopes and conditional bodies, for pictures
+  detail::annotations::body_annotations bodies_; // conditional bodies: their scopes, their nodes
 };
 
 /// The RAII scope on::mark returns: the nodes added while it lives are tagged. It must not
@@ -359,7 +361,7 @@ inline on::marker on::open_scope(cudaStream_t stream, std::span<const annotation
       return {this, *body, generation_};
     }
   }
-  detail::scope_record record;
+  detail::annotations::scope_record record;
   if (logged()) {
     if (stream != capture_stream_ && queries_.active_capture_id(stream) != capture_id_) {
       return {}; // the capture's own stream (what cap.mark gives) needs no query
@@ -369,7 +371,7 @@ inline on::marker on::open_scope(cudaStream_t stream, std::span<const annotation
     return {};
   }
   const detail::diagnosis_hooks* diagnostics = detail::diagnosis();
-  const std::string label = diagnostics ? detail::scope_label(entries) : std::string{};
+  const std::string label = diagnostics ? detail::annotations::scope_label(entries) : std::string{};
   const std::uint32_t index = scopes_.open(record, entries); // may throw: label made first
   if (diagnostics) {
     diagnostics->scope_opened(capture_stream_, index, label);

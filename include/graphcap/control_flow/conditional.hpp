@@ -65,7 +65,7 @@ public:
 
 private:
   template <class>
-  friend struct detail::control_flow;
+  friend struct detail::control_flow::builder;
   constexpr condition(cudaGraphConditionalHandle handle, cudaGraph_t graph,
                       unsigned long long capture) noexcept
       : handle_(handle), graph_(graph), capture_(capture) {}
@@ -90,39 +90,40 @@ namespace capture_kind {
 struct body {
   static constexpr bool is_conditional_body = true; ///< what pool checks look for
 
-  cudaGraph_t graph = nullptr;     ///< the body graph CUDA made for the node
-  const char* construct = "";      ///< "while_", "if_", ... for messages
-  unsigned index = 0;              ///< which body of the node
-  detail::body_stream_lease lease; ///< the stream it is captured on
-  cudaStream_t parent = nullptr;   ///< the stream of the scope that added the node
-  cudaStream_t root = nullptr;     ///< the stream of the outermost capture
+  cudaGraph_t graph = nullptr;                   ///< the body graph CUDA made for the node
+  const char* construct = "";                    ///< "while_", "if_", ... for messages
+  unsigned index = 0;                            ///< which body of the node
+  detail::control_flow::body_stream_lease lease; ///< the stream it is captured on
+  cudaStream_t parent = nullptr;                 ///< the stream of the scope that added the node
+  cudaStream_t root = nullptr;                   ///< the stream of the outermost capture
 
   /// Ends the body's capture and checks what it captured (the parent's capture goes on).
   /// A body that left work forked to another stream unjoined, or whose capture was invalidated,
-  /// is a capture_error; CUDA keeps the body graph either way (detail::end_body_capture).
+  /// is a capture_error; CUDA keeps the body graph either way
+  /// (detail::control_flow::end_body_capture).
   template <class Lifecycle>
   void end(Lifecycle& lifecycle, cudaStream_t stream) {
     hand_over(lifecycle, stream, parent);
-    switch (detail::end_body_capture(stream, graph, parent, root)) {
-    case detail::body_capture_end::ended:
+    switch (detail::control_flow::end_body_capture(stream, graph, parent, root)) {
+    case detail::control_flow::body_capture_end::ended:
       break;
-    case detail::body_capture_end::joined_work:
-      detail::refuse_unjoined_body(construct, index);
-    case detail::body_capture_end::left_open:
+    case detail::control_flow::body_capture_end::joined_work:
+      detail::control_flow::refuse_unjoined_body(construct, index);
+    case detail::control_flow::body_capture_end::left_open:
       lease.keep(); // CUDA would destroy the body graph if this capture ended
-      detail::refuse_invalidated_body(construct, index, stream);
-    case detail::body_capture_end::root_ended:
-      detail::refuse_invalidated_body(construct, index, stream);
+      detail::control_flow::refuse_invalidated_body(construct, index, stream);
+    case detail::control_flow::body_capture_end::root_ended:
+      detail::control_flow::refuse_invalidated_body(construct, index, stream);
     }
-    detail::check_body_rules(graph, construct, index);
+    detail::control_flow::check_body_rules(graph, construct, index);
   }
 
   /// Abandons the body's capture only: the parent scope discards the rest.
   template <class Lifecycle>
   void abandon(Lifecycle& lifecycle, cudaStream_t stream) noexcept {
     forget(lifecycle, stream);
-    if (detail::end_body_capture(stream, graph, parent, root) ==
-        detail::body_capture_end::left_open) {
+    if (detail::control_flow::end_body_capture(stream, graph, parent, root) ==
+        detail::control_flow::body_capture_end::left_open) {
       lease.keep();
     }
   }
@@ -145,11 +146,11 @@ private:
 
 } // namespace capture_kind
 
-namespace detail {
+namespace detail::control_flow {
 
 /// Builds conditional nodes in the capture of `Scope` (any kind of scope of one graph type).
 template <class Scope>
-struct control_flow {
+struct builder {
   using graph_type = typename Scope::graph_type;
   using body_scope = basic_scope<graph_type, capture_kind::body>;
 
@@ -296,5 +297,5 @@ private:
   }
 };
 
-} // namespace detail
+} // namespace detail::control_flow
 } // namespace graphcap

@@ -72,7 +72,7 @@ struct repeat_builder {
   template <class Body>
   static loop_counter build(Scope& cap, unsigned* counter, const unsigned* trips, unsigned n,
                             Body&& body, const repeat_kernels& kernels) {
-    static_assert(std::is_invocable_v<Body, typename control_flow<Scope>::body_scope&> ||
+    static_assert(std::is_invocable_v<Body, typename control_flow::builder<Scope>::body_scope&> ||
                       std::is_invocable_v<Body, cudaStream_t> || std::is_invocable_v<Body>,
                   "graphcap: a repeat() body must be a callable taking the body's scope "
                   "(auto&), its stream (cudaStream_t), or nothing");
@@ -85,11 +85,11 @@ struct repeat_builder {
     loop.remaining = counter;
     loop.flag = cap.condition(0, reset_each_launch); // the start kernel sets it every launch
     kernels.start(cap.stream(), loop, trips, n);
-    check_in_capture(cudaGetLastError(), "repeat(): the start kernel's launch");
+    control_flow::check_in_capture(cudaGetLastError(), "repeat(): the start kernel's launch");
     cap.while_(loop.flag, [&](auto& body_scope) {
       invoke_work(body_scope, std::forward<Body>(body));
       kernels.step(body_scope.stream(), loop); // after the body's work on its stream
-      check_in_capture(cudaGetLastError(), "repeat(): the step kernel's launch");
+      control_flow::check_in_capture(cudaGetLastError(), "repeat(): the step kernel's launch");
     });
     return loop;
   }

@@ -77,10 +77,11 @@ struct policy_selection {
     }
   }
 
-  using type = basic_graph<typename decltype(pick<mode_category, mode::global>())::type,
-                           typename decltype(pick<pool_category, pool::off>())::type,
-                           typename decltype(pick<annot_category, annot::off>())::type,
-                           typename decltype(pick<liveness_category, liveness::off>())::type>;
+  using type =
+      basic_graph<typename decltype(pick<mode_category, mode::global>())::type,
+                  typename decltype(pick<pool_category, graphcap::pool::off>())::type,
+                  typename decltype(pick<annot_category, annot::off>())::type,
+                  typename decltype(pick<liveness_category, graphcap::liveness::off>())::type>;
 };
 
 } // namespace detail

@@ -82,8 +82,10 @@ constexpr void require_pool_allowed_in() noexcept {
 }
 
 /// The control-flow builder of a scope type; defined by <graphcap/control_flow.hpp>.
+namespace control_flow {
 template <class Scope>
-struct control_flow;
+struct builder;
+} // namespace control_flow
 
 /// `Flow` itself once <graphcap/control_flow.hpp> defines it; a readable error otherwise.
 template <class Flow>
@@ -228,29 +230,29 @@ public:
   /// defaults to 0, so `while_(cap.condition(), ...)` runs no iteration unless a kernel before it
   /// sets the condition. With graphcap::keep_across_launches `initial` is not used: the value
   /// persists between launches, and device code must set it before a node reads it.
-  template <class Flow = detail::control_flow<basic_scope>>
+  template <class Flow = detail::control_flow::builder<basic_scope>>
   [[nodiscard]] auto condition(unsigned initial = 0,
                                condition_reset reset = condition_reset::each_launch) {
     return detail::flow<Flow>::condition(*this, initial, reset);
   }
   /// Runs `body` (captured now, into the node's body) when `flag` is non-zero at run time.
-  template <class Body, class Flow = detail::control_flow<basic_scope>>
+  template <class Body, class Flow = detail::control_flow::builder<basic_scope>>
   void if_(const graphcap::condition& flag, Body&& body) {
     detail::flow<Flow>::if_(*this, flag, std::forward<Body>(body));
   }
   /// Runs `then_body` when `flag` is non-zero, `else_body` otherwise (CUDA 12.8+).
-  template <class Then, class Else, class Flow = detail::control_flow<basic_scope>>
+  template <class Then, class Else, class Flow = detail::control_flow::builder<basic_scope>>
   void if_else(const graphcap::condition& flag, Then&& then_body, Else&& else_body) {
     detail::flow<Flow>::if_else(*this, flag, std::forward<Then>(then_body),
                                 std::forward<Else>(else_body));
   }
   /// Runs body n when `flag` is n, none when it is at least the number of bodies (CUDA 12.8+).
-  template <class... Bodies, class Flow = detail::control_flow<basic_scope>>
+  template <class... Bodies, class Flow = detail::control_flow::builder<basic_scope>>
   void switch_(const graphcap::condition& flag, Bodies&&... bodies) {
     detail::flow<Flow>::switch_(*this, flag, std::forward<Bodies>(bodies)...);
   }
   /// Runs `body` again and again while `flag` is non-zero, checked before each iteration.
-  template <class Body, class Flow = detail::control_flow<basic_scope>>
+  template <class Body, class Flow = detail::control_flow::builder<basic_scope>>
   void while_(const graphcap::condition& flag, Body&& body) {
     detail::flow<Flow>::while_(*this, flag, std::forward<Body>(body));
   }
@@ -279,7 +281,7 @@ private:
   template <class, class>
   friend class basic_scope;
   template <class>
-  friend struct detail::control_flow;
+  friend struct detail::control_flow::builder;
 
   /// The lifecycle this scope drives (state_error once ended).
   lifecycle& lifecycle_of() const { return active_graph(); }

@@ -93,7 +93,7 @@ public:
       throw state_error("graphcap: shape_family::capture_all() on a family that has keys "
                         "already: call clear() first, or make another family");
     }
-    std::vector<Key> order = detail::largest_first(std::move(keys));
+    std::vector<Key> order = detail::families::largest_first(std::move(keys));
     work_.keep(std::move(work));
     if (options_.warmup_runs > 0 && !work_.eager) {
       throw error("graphcap: shape_family warm-up runs the work eagerly, so the work must take "
@@ -114,13 +114,13 @@ public:
       report_progress(order[i], {i + 1, order.size(), now() - start, 0, 0, !captured});
     }
     result.elapsed = now() - start;
-    capture_failures_ = detail::describe_failures(result.failures, order.size());
+    capture_failures_ = detail::families::describe_failures(result.failures, order.size());
     return result;
   }
 
   /// The smallest captured key at least `n`; nullopt above the largest. A binary search.
   [[nodiscard]] std::optional<Key> find_at_least(const Key& n) const
-      noexcept(detail::nothrow_keys<Key>) {
+      noexcept(detail::families::nothrow_keys<Key>) {
     const std::size_t index = index_at_least(n);
     return index == keys_.size() ? std::nullopt : std::optional<Key>{keys_[index]};
   }
@@ -149,7 +149,7 @@ public:
   }
 
   /// The graph of exactly `key`, or null (one-executable mode: the one graph, if it holds key).
-  [[nodiscard]] Graph* find(const Key& key) noexcept(detail::nothrow_keys<Key>) {
+  [[nodiscard]] Graph* find(const Key& key) noexcept(detail::families::nothrow_keys<Key>) {
     const std::size_t index = index_of(key);
     if (index == keys_.size()) {
       return nullptr;
@@ -191,7 +191,7 @@ public:
   [[nodiscard]] std::size_t size() const noexcept { return keys_.size(); }
   /// The statistics of `key`, or null if it is not captured.
   [[nodiscard]] const family_key_statistics* statistics(const Key& key) const
-      noexcept(detail::nothrow_keys<Key>) {
+      noexcept(detail::families::nothrow_keys<Key>) {
     const std::size_t index = index_of(key);
     return index == keys_.size() ? nullptr : &entries_[index]->statistics;
   }
@@ -205,7 +205,6 @@ public:
   [[nodiscard]] cudaStream_t capture_stream() const noexcept { return stream_.get(); }
   /// The options it was made with.
   [[nodiscard]] const options_type& options() const noexcept { return options_; }
-
   /// A table of every key's statistics, and the pool's reserved bytes.
   [[nodiscard]] std::string report() const {
     std::ostringstream out;
@@ -214,11 +213,11 @@ public:
   }
   /// Writes report() to `out`.
   friend std::ostream& operator<<(std::ostream& out, const shape_family& family) {
-    detail::write_family_report(out, family.keys_, family.options_.one_executable,
-                                family.pool_.statistics().reserved_bytes,
-                                [&](std::size_t i) -> const family_key_statistics& {
-                                  return family.entries_[i]->statistics;
-                                });
+    detail::families::write_family_report(out, family.keys_, family.options_.one_executable,
+                                          family.pool_.statistics().reserved_bytes,
+                                          [&](std::size_t i) -> const family_key_statistics& {
+                                            return family.entries_[i]->statistics;
+                                          });
     return out;
   }
 
@@ -258,7 +257,7 @@ private:
       return true;
     } catch (...) {
       const std::exception_ptr failure = std::current_exception();
-      result.failures.push_back({key, detail::failure_message(failure), failure});
+      result.failures.push_back({key, detail::families::failure_message(failure), failure});
       return false;
     }
   }
@@ -268,7 +267,8 @@ private:
     auto graph = std::make_unique<Graph>(keep_graph, pool_);
     const std::size_t reserved = pool_.statistics().reserved_bytes;
     const family_clock::time_point begin = now();
-    graph->capture(detail::ensure_stream(stream_), [&](scope& cap) { work_.capture(key, cap); });
+    graph->capture(detail::families::ensure_stream(stream_),
+                   [&](scope& cap) { work_.capture(key, cap); });
     const family_clock::time_point captured = now();
     graph->instantiate();
     target.statistics.capture_time = captured - begin;
@@ -286,7 +286,7 @@ private:
     current_.reset();
     const std::size_t reserved = pool_.statistics().reserved_bytes;
     const family_clock::time_point begin = now();
-    last_update_ = single_->recapture(detail::ensure_stream(stream_),
+    last_update_ = single_->recapture(detail::families::ensure_stream(stream_),
                                       [&](scope& cap) { work_.capture(key, cap); });
     family_key_statistics& counts = target.statistics;
     counts.capture_time = now() - begin;
@@ -300,8 +300,9 @@ private:
 
   std::size_t capture_on_demand(const Key& n, stream_ref stream) {
     if (!options_.capture_on_demand || !work_.capture) {
-      throw family_key_error(detail::no_key_at_least(
-          detail::key_text(n), keys_.empty() ? std::string{} : detail::key_text(keys_.back()),
+      throw family_key_error(detail::families::no_key_at_least(
+          detail::families::key_text(n),
+          keys_.empty() ? std::string{} : detail::families::key_text(keys_.back()),
           capture_failures_));
     }
     if (options_.warmup == family_warmup::per_key && work_.eager) {
@@ -325,10 +326,10 @@ private:
     return index;
   }
 
-  std::size_t index_at_least(const Key& n) const noexcept(detail::nothrow_keys<Key>) {
-    return detail::lower_bound_index(keys_.data(), keys_.size(), n);
+  std::size_t index_at_least(const Key& n) const noexcept(detail::families::nothrow_keys<Key>) {
+    return detail::families::lower_bound_index(keys_.data(), keys_.size(), n);
   }
-  std::size_t index_of(const Key& key) const noexcept(detail::nothrow_keys<Key>) {
+  std::size_t index_of(const Key& key) const noexcept(detail::families::nothrow_keys<Key>) {
     const std::size_t index = index_at_least(key);
     return index < keys_.size() && !(key < keys_[index]) ? index : keys_.size();
   }
@@ -342,7 +343,7 @@ private:
       options_.on_progress(key, progress);
     }
     if (options_.progress_line && progress.elapsed > std::chrono::seconds(1)) {
-      detail::print_progress_line(detail::key_text(key), progress);
+      detail::families::print_progress_line(detail::families::key_text(key), progress);
     }
   }
 
@@ -355,7 +356,7 @@ private:
   std::optional<Key> current_;                  // the key single_ holds
   std::string capture_failures_;                // what capture_all() could not capture, and why
   update_result last_update_{};
-  detail::family_work<Key, scope> work_; // what capture_all() was given
+  detail::families::family_work<Key, scope> work_; // what capture_all() was given
 };
 
 } // namespace graphcap

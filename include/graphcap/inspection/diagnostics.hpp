@@ -48,7 +48,7 @@ inline std::string offending_call_reason(const offending_call& call) {
            "capture; issue it on a stream of its own, or capture on a stream created with "
            "cudaStreamNonBlocking";
   }
-  if (call.thread != 1 && is_capture_error(call.result)) {
+  if (call.thread != 1 && inspection::is_capture_error(call.result)) {
     return "thread " + std::to_string(call.thread) +
            " is not the thread that began the capture (thread 1), and under mode::global a "
            "call not permitted during capture on any thread invalidates it; make the call outside "
@@ -70,7 +70,7 @@ inline std::string offending_call_reason(const offending_call& call) {
     return "allocating or freeing memory synchronously is not allowed during a capture; allocate "
            "before it, from the graph's pool (cap.allocate), or with cudaMallocAsync";
   }
-  if (call.driver && !is_capture_error(call.result)) {
+  if (call.driver && !inspection::is_capture_error(call.result)) {
     return {};
   }
   return std::string{hint_for(static_cast<cudaError_t>(call.result))};
@@ -78,7 +78,8 @@ inline std::string offending_call_reason(const offending_call& call) {
 
 /// The name of what `call` returned.
 inline std::string offending_call_result(const offending_call& call) {
-  if (!call.driver || is_capture_error(call.result)) { // capture errors: one value in both APIs
+  if (!call.driver ||
+      inspection::is_capture_error(call.result)) { // capture errors: one value in both APIs
     return cudaGetErrorName(static_cast<cudaError_t>(call.result));
   }
   return "CUresult " + std::to_string(call.result);
@@ -99,7 +100,8 @@ inline std::string describe(const offending_call& call) {
 /// `named`: the text names the call that broke it (a capture error, or any failure of the
 /// capture's thread when the capture was invalidated); otherwise it says what it saw, and the
 /// generic hint follows.
-inline std::string explain(const capture_record& capture, cudaError_t status, bool& named) {
+inline std::string explain(const inspection::capture_record& capture, cudaError_t status,
+                           bool& named) {
   const std::optional<offending_call>& culprit = capture.culprit();
   named = culprit && (capture.capture_failure || status == cudaErrorStreamCaptureInvalidated);
   if (!culprit) {
@@ -154,7 +156,8 @@ inline std::string explain_end_failure(cudaError_t status, cudaStream_t stream, 
   if (cupti != CUPTI_SUCCESS) {
     return diagnostics_unavailable(cupti);
   }
-  const std::optional<capture_record> capture = call_recorder::instance().capture_on(stream);
+  const std::optional<inspection::capture_record> capture =
+      inspection::call_recorder::instance().capture_on(stream);
   if (!capture) {
     return "capture diagnostics did not see this capture begin (they were switched on after it)";
   }
@@ -163,11 +166,11 @@ inline std::string explain_end_failure(cudaError_t status, cudaStream_t stream, 
 
 inline void scope_opened(cudaStream_t stream, std::uint32_t index,
                          std::string_view label) noexcept {
-  call_recorder::instance().scope_opened(stream, index, label);
+  inspection::call_recorder::instance().scope_opened(stream, index, label);
 }
 
 inline void scope_closed(cudaStream_t stream, std::uint32_t index) noexcept {
-  call_recorder::instance().scope_closed(stream, index);
+  inspection::call_recorder::instance().scope_closed(stream, index);
 }
 
 inline constexpr diagnosis_hooks diagnostics_hooks{&explain_end_failure, &scope_opened,
@@ -186,9 +189,10 @@ public:
     detail::diagnostics_switch& on = detail::diagnostics_switch::instance();
     const std::lock_guard lock(on.mutex);
     if (on.alive++ == 0) {
-      static_cast<void>(detail::call_recorder::instance()); // made here, not in a callback
+      static_cast<void>(
+          detail::inspection::call_recorder::instance()); // made here, not in a callback
       on.cupti = detail::creation_callbacks::instance().listen_to_api_calls(
-          &detail::call_recorder::on_api_call);
+          &detail::inspection::call_recorder::on_api_call);
       detail::installed_diagnosis.store(&detail::diagnostics_hooks, std::memory_order_release);
     }
   }
@@ -227,8 +231,8 @@ public:
   /// The call that broke the last capture this thread ended while diagnostics were on (nullopt if
   /// that capture succeeded, or failed with no call failing, or none was seen).
   [[nodiscard]] static std::optional<offending_call> last_offending_call() {
-    const std::optional<detail::capture_record> capture =
-        detail::call_recorder::instance().last_ended();
+    const std::optional<detail::inspection::capture_record> capture =
+        detail::inspection::call_recorder::instance().last_ended();
     if (!capture || capture->end_result == 0) {
       return std::nullopt;
     }

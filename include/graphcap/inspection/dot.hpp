@@ -63,7 +63,7 @@ void write_dot(const Graph& graph, std::ostream& out, const dot_options& options
   if (title.empty()) {
     title = "graphcap graph, " + std::to_string(graph.node_count()) + " nodes";
   }
-  detail::dot_writer{out, layout}.write(raw, title);
+  detail::inspection::dot_writer{out, layout}.write(raw, title);
 }
 
 /// Writes the DOT to the file `path` (replaced). Throws graphcap::error if it cannot be written.

@@ -96,7 +96,7 @@ struct verify_slot {
   std::string name;
   std::string type;
   bool floating = false;
-  compare_function compare = nullptr;
+  inspection::compare_function compare = nullptr;
 };
 
 template <class T>
@@ -129,9 +129,9 @@ std::string element_type_name() {
 
 template <class T>
 verify_slot make_slot(const verify_output<T>& out) {
-  return {static_cast<void*>(out.data), out.count * sizeof(T),  out.count,
-          std::string{out.name},        element_type_name<T>(), std::is_floating_point_v<T>,
-          &compare_elements<T>};
+  return {static_cast<void*>(out.data),    out.count * sizeof(T),  out.count,
+          std::string{out.name},           element_type_name<T>(), std::is_floating_point_v<T>,
+          &inspection::compare_elements<T>};
 }
 template <class T>
 verify_slot make_slot(const buffer<T>& out) {
@@ -236,11 +236,11 @@ verify_report verify_slots(Graph& graph, Work&& work, const verify_options& opti
   graph.replay(stream);
   std::vector<std::unique_ptr<std::byte[]>> replayed;
   copy_outputs(slots, replayed, stream);
-  const compare_settings settings{options.atol, options.rtol, options.poison};
+  const inspection::compare_settings settings{options.atol, options.rtol, options.poison};
   verify_report report{options.atol, options.rtol, options.poison};
   for (std::size_t i = 0; i < slots.size(); ++i) {
     const verify_slot& slot = slots[i];
-    comparison compared;
+    inspection::comparison compared;
     slot.compare(eager[i].get(), replayed[i].get(), slot.count, settings, compared);
     report.add(output_report{i, slot.name, slot.type, slot.count, slot.floating, compared});
   }

@@ -31,7 +31,7 @@ struct output_report {
   std::size_t count = 0; ///< how many elements
   bool floating = false; ///< floating-point elements: compared within the tolerance
   /// What the comparison found (mismatches, first_mismatch, values, largest differences).
-  detail::comparison result;
+  detail::inspection::comparison result;
 
   /// True when every element matched (within the tolerance for floating-point elements).
   [[nodiscard]] bool ok() const noexcept { return result.mismatches == 0; }

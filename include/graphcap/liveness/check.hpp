@@ -46,7 +46,7 @@ namespace liveness {
 class check : public policy_base<policy_kind::liveness> {
 public:
   /// How many inputs at most a liveness_error lists one by one.
-  static constexpr std::size_t listed_inputs = detail::liveness_listed_inputs;
+  static constexpr std::size_t listed_inputs = detail::liveness::liveness_listed_inputs;
 
   /// Declares an input the graph reaches indirectly (a pointer stored in device memory). Called
   /// by scope::input() during the capture; the pointer must lie in CUDA-allocated memory (device,
@@ -87,10 +87,10 @@ public:
   /// other driver functions are resolved at their first use, at the capture's end.
   void before_capture(cudaStream_t /*stream*/) { resolve_query(); }
 
-  /// The one pass over the captured graph (detail::liveness_scan_graph), then the declared
-  /// inputs are checked and the replay's watch list is built.
+  /// The one pass over the captured graph (detail::liveness::liveness_scan_graph), then the
+  /// declared inputs are checked and the replay's watch list is built.
   void after_capture_end(cudaGraph_t graph) {
-    detail::liveness_scan_graph(graph, bodies_, tracking_, query_);
+    detail::liveness::liveness_scan_graph(graph, bodies_, tracking_, query_);
     resolve_declared_inputs();
     captured_ = true;
     rebuild_watch_list();
@@ -104,13 +104,13 @@ public:
       // Any failure goes to the cold diagnosis, which tells them apart: only
       // CUDA_ERROR_INVALID_VALUE means freed, any other failure is a cuda_error.
       if (status != CUDA_SUCCESS || buffer_id != watched.buffer_id) [[unlikely]] {
-        detail::liveness_diagnose(tracking_.inputs, query_);
+        detail::liveness::liveness_diagnose(tracking_.inputs, query_);
         return;
       }
     }
     for (const std::weak_ptr<const void>& token : tokens_) {
       if (token.expired()) [[unlikely]] {
-        detail::liveness_diagnose(tracking_.inputs, query_);
+        detail::liveness::liveness_diagnose(tracking_.inputs, query_);
         return;
       }
     }
@@ -133,7 +133,7 @@ private:
   };
 
   void resolve_query() {
-    query_ = detail::driver().pointer_get_attribute.require(detail::liveness_needs);
+    query_ = detail::driver().pointer_get_attribute.require(detail::liveness::liveness_needs);
   }
 
   void declare(const void* pointer, std::optional<std::weak_ptr<const void>> token) {
@@ -142,16 +142,16 @@ private:
     if (tracking_.is_internal(address) || (address == 0 && !token)) {
       return;
     }
-    std::vector<detail::liveness_input>& inputs = tracking_.inputs;
-    auto known =
-        std::find_if(inputs.begin(), inputs.end(),
-                     [&](const detail::liveness_input& input) { return input.address == address; });
+    std::vector<detail::liveness::liveness_input>& inputs = tracking_.inputs;
+    auto known = std::find_if(
+        inputs.begin(), inputs.end(),
+        [&](const detail::liveness::liveness_input& input) { return input.address == address; });
     std::optional<unsigned long long> buffer_id;
     if ((known == inputs.end() || !known->buffer_id) && address != 0) {
       // Queried now, while the caller vouches for the memory, and before the tracking changes:
       // a query that fails (cuda_error) leaves it as it was. Graph allocations may not resolve
       // during the capture; resolve_declared_inputs() asks again at its end.
-      buffer_id = detail::liveness_buffer_id(query_, address);
+      buffer_id = detail::liveness::liveness_buffer_id(query_, address);
     }
     if (known == inputs.end()) {
       inputs.push_back({address, std::nullopt, std::nullopt, {}});
@@ -175,13 +175,13 @@ private:
   /// capture end, declare() has just queried the one new input: nothing is asked again.)
   void resolve_declared_inputs() {
     tracking_.drop_internal_inputs();
-    std::vector<detail::liveness_input>& inputs = tracking_.inputs;
+    std::vector<detail::liveness::liveness_input>& inputs = tracking_.inputs;
     for (auto input = inputs.begin(); input != inputs.end(); ++input) {
       if (!captured_ && !input->buffer_id && input->address != 0) {
-        input->buffer_id = detail::liveness_buffer_id(query_, input->address);
+        input->buffer_id = detail::liveness::liveness_buffer_id(query_, input->address);
       }
       if (!input->buffer_id && !input->token) [[unlikely]] {
-        const std::string address = detail::liveness_hex(input->address);
+        const std::string address = detail::liveness::liveness_hex(input->address);
         inputs.erase(input);
         detail::throw_error(cudaErrorInvalidValue, "graphcap::scope::input(" + address + ")",
                             "the pointer declared with input() is not in memory CUDA allocated "
@@ -196,7 +196,7 @@ private:
     watched_.clear();
     tokens_.clear();
     std::unordered_set<unsigned long long> seen;
-    for (const detail::liveness_input& input : tracking_.inputs) {
+    for (const detail::liveness::liveness_input& input : tracking_.inputs) {
       if (input.buffer_id && seen.insert(*input.buffer_id).second) {
         watched_.push_back({static_cast<CUdeviceptr>(input.address), *input.buffer_id});
       }
@@ -217,9 +217,9 @@ private:
   // Replay reads only these two, and query_.
   std::vector<watched_allocation> watched_;
   std::vector<std::weak_ptr<const void>> tokens_;
-  detail::liveness_pointer_query query_ = nullptr;
+  detail::liveness::liveness_pointer_query query_ = nullptr;
   // The tracking behind them, for the error message and for exclude()/add_input() updates.
-  detail::liveness_tracking tracking_;
+  detail::liveness::liveness_tracking tracking_;
   std::vector<cudaGraph_t> bodies_; // the capture's conditional bodies, until its end
   bool captured_ = false;
 };

@@ -23,7 +23,7 @@ namespace graphcap {
 namespace detail {
 template <class Graph>
 constexpr void require_liveness_check() noexcept {
-  static_assert(std::is_same_v<typename Graph::liveness_type, liveness::check>,
+  static_assert(std::is_same_v<typename Graph::liveness_type, graphcap::liveness::check>,
                 "graphcap: exclude_from_liveness() and add_liveness_input() need a graph with "
                 "liveness::check (graph_with<graphcap::liveness::check, ...>)");
 }

@@ -26,7 +26,7 @@ struct buffer_access;
 class pool_lease {
 public:
   /// Pins `block` (of size_class `bytes`) in `core`.
-  pool_lease(std::shared_ptr<pool_core> core, void* block, std::size_t bytes)
+  pool_lease(std::shared_ptr<pool::pool_core> core, void* block, std::size_t bytes)
       : core_(std::move(core)), block_(block) {
     core_->pin(block_, bytes);
     core_->add_buffer();
@@ -43,7 +43,7 @@ public:
   }
 
 private:
-  std::shared_ptr<pool_core> core_;
+  std::shared_ptr<pool::pool_core> core_;
   void* block_;
 };
 } // namespace detail
@@ -97,7 +97,7 @@ namespace detail {
 struct buffer_access {
   /// A buffer of `count` objects at `block`, a block of size class `bytes` of `core`.
   template <class T>
-  static buffer<T> make(std::shared_ptr<pool_core> core, T* block, std::size_t count,
+  static buffer<T> make(std::shared_ptr<pool::pool_core> core, T* block, std::size_t count,
                         std::size_t bytes) {
     auto lease = std::make_shared<pool_lease>(std::move(core), block, bytes);
     return buffer<T>{std::shared_ptr<T>(std::move(lease), block), count};

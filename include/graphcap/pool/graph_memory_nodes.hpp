@@ -64,7 +64,8 @@ struct graph_memory_nodes : policy_base<policy_kind::pool> {
     void* block = nullptr;
     detail::check(cudaMallocAsync(&block, bytes, stream), "cudaMallocAsync");
     // CUDA may give a block freed earlier in this capture the same address again.
-    if (const std::size_t again = allocated_.find(block); again != detail::held_blocks::npos) {
+    if (const std::size_t again = allocated_.find(block);
+        again != detail::pool::held_blocks::npos) {
       allocated_[again].freed = false;
     } else {
       allocated_.add(block, bytes);
@@ -74,7 +75,7 @@ struct graph_memory_nodes : policy_base<policy_kind::pool> {
   /// A memory-free node on `stream` (cudaFreeAsync in the capture) for `block`.
   void deallocate(const void* block, cudaStream_t stream) {
     detail::check(cudaFreeAsync(const_cast<void*>(block), stream), "cudaFreeAsync");
-    if (const std::size_t held = allocated_.find(block); held != detail::held_blocks::npos) {
+    if (const std::size_t held = allocated_.find(block); held != detail::pool::held_blocks::npos) {
       allocated_[held].freed = true;
     }
   }
@@ -89,7 +90,7 @@ struct graph_memory_nodes : policy_base<policy_kind::pool> {
     if (launched_ && has_unfreed()) {
       const detail::relaxed_capture_mode_guard relaxed;
       wait_for_the_last_replay();
-      for (const detail::held_block& block : allocated_) {
+      for (const detail::pool::held_block& block : allocated_) {
         if (!block.freed) {
           detail::ignore(cudaFree(block.address));
         }
@@ -114,7 +115,7 @@ private:
   }
 
   [[nodiscard]] bool has_unfreed() const noexcept {
-    for (const detail::held_block& block : allocated_) {
+    for (const detail::pool::held_block& block : allocated_) {
       if (!block.freed) {
         return true;
       }
@@ -122,7 +123,8 @@ private:
     return false;
   }
 
-  detail::held_blocks allocated_; // allocated during the capture; `freed` if the capture freed it
+  detail::pool::held_blocks
+      allocated_; // allocated during the capture; `freed` if the capture freed it
   bool launched_ = false;
 };
 

@@ -25,7 +25,7 @@ struct pool_handle_access;
 class pool_handle {
 public:
   /// A handle to a new, empty pool.
-  pool_handle() : core_(std::make_shared<detail::pool_core>()) {}
+  pool_handle() : core_(std::make_shared<detail::pool::pool_core>()) {}
 
   /// What the pool holds now.
   [[nodiscard]] const pool_statistics& statistics() const noexcept { return core_->statistics(); }
@@ -35,8 +35,9 @@ public:
 
 private:
   friend struct detail::pool_handle_access;
-  explicit pool_handle(std::shared_ptr<detail::pool_core> core) noexcept : core_(std::move(core)) {}
-  std::shared_ptr<detail::pool_core> core_;
+  explicit pool_handle(std::shared_ptr<detail::pool::pool_core> core) noexcept
+      : core_(std::move(core)) {}
+  std::shared_ptr<detail::pool::pool_core> core_;
 };
 
 /// The handle of a new pool, to pass to graphs that are to share it.
@@ -49,11 +50,11 @@ namespace detail {
 /// For the pool policies: the core behind a handle, and a handle for a core.
 struct pool_handle_access {
   /// The core behind `handle`.
-  static const std::shared_ptr<detail::pool_core>& core(const pool_handle& handle) noexcept {
+  static const std::shared_ptr<detail::pool::pool_core>& core(const pool_handle& handle) noexcept {
     return handle.core_;
   }
   /// A handle for `core`.
-  static pool_handle make(std::shared_ptr<detail::pool_core> core) noexcept {
+  static pool_handle make(std::shared_ptr<detail::pool::pool_core> core) noexcept {
     return pool_handle{std::move(core)};
   }
 };

@@ -50,7 +50,7 @@ public:
   explicit slab_pool(const pool_handle& handle) noexcept
       : core_(pool_handle_access::core(handle)) {}
   /// A pool of its own whose slabs come from `source`.
-  explicit slab_pool(cudaMemPool_t source) : core_(std::make_shared<pool_core>(source)) {}
+  explicit slab_pool(cudaMemPool_t source) : core_(std::make_shared<pool::pool_core>(source)) {}
 
   /// Takes over the other policy's pool and blocks.
   slab_pool(slab_pool&& other) noexcept = default;
@@ -61,7 +61,7 @@ public:
       core_ = std::move(other.core_);
       held_ = std::move(other.held_);
       freed_ = std::move(other.freed_);
-      marker_ = std::exchange(other.marker_, completion_marker{});
+      marker_ = std::exchange(other.marker_, pool::completion_marker{});
       unordered_replays_ = std::exchange(other.unordered_replays_, false);
     }
     return *this;
@@ -82,7 +82,7 @@ public:
   /// graph for as long as a copy of the buffer lives.
   template <class T>
   [[nodiscard]] buffer<T> make_buffer(std::size_t count, cudaStream_t stream) {
-    held_block& held = held_[take(allocation_bytes<T>(count), stream)];
+    pool::held_block& held = held_[take(allocation_bytes<T>(count), stream)];
     held.pinned = true;
     try {
       return buffer_access::make<T>(core_, static_cast<T*>(held.address), count, held.size);
@@ -96,11 +96,11 @@ public:
   /// the same stream in this capture reuse it; the graph keeps it until reset.
   void deallocate(const void* block, cudaStream_t stream) {
     const std::size_t position = held_.find(block);
-    if (position == held_blocks::npos || held_[position].freed) {
+    if (position == pool::held_blocks::npos || held_[position].freed) {
       throw error("graphcap: deallocate() was given a pointer that this capture did not "
                   "allocate (or that was already deallocated)");
     }
-    held_block& held = held_[position];
+    pool::held_block& held = held_[position];
     if (held.pinned) {
       throw error("graphcap: deallocate() was given the memory of a graphcap::buffer; a buffer "
                   "gives its memory back when its last copy is dropped (buffer::reset())");
@@ -148,7 +148,7 @@ public:
       // A later capture into the shared pool may reuse what this one freed: the pool's rule
       // (replay in capture order, never concurrently) makes that safe.
       // This graph's replays still use the block, so memory checkers keep it valid.
-      held_.erase_if([this](const held_block& entry) {
+      held_.erase_if([this](const pool::held_block& entry) {
         if (entry.freed) {
           core_->give_back(entry.address, entry.size, nullptr, /*still_used=*/true);
         }
@@ -237,7 +237,7 @@ private:
     }
     // After a reset the next capture gets a new marker; a recapture keeps it, so that an
     // update in place finds the same event in the new graph.
-    const ready_event marker = marker_.release(/*drop_event=*/may_release);
+    const pool::ready_event marker = marker_.release(/*drop_event=*/may_release);
     if (!core_) {
       return;
     }
@@ -246,7 +246,7 @@ private:
     }
     const bool releasing =
         may_release && !Shared && core_.use_count() == 1 + static_cast<long>(core_->buffers());
-    for (const held_block& entry : held_) {
+    for (const pool::held_block& entry : held_) {
       core_->give_back(entry.address, entry.size, releasing ? nullptr : marker);
     }
     if (may_release) {
@@ -271,8 +271,9 @@ private:
 
   void ensure_core() {
     if (!core_) { // a pool of its own: slabs that wait for the device when freed (no marker)
-      core_ = std::make_shared<pool_core>(nullptr, Shared ? slab_release::after_markers
-                                                          : slab_release::waits_for_device);
+      core_ =
+          std::make_shared<pool::pool_core>(nullptr, Shared ? pool::slab_release::after_markers
+                                                            : pool::slab_release::waits_for_device);
     }
   }
 
@@ -280,7 +281,7 @@ private:
   /// last on that stream in that size class, or a new one from the core. O(log) in the
   /// (stream, size class) pairs freed from, amortized O(1) in the blocks held.
   std::size_t take(std::size_t bytes, cudaStream_t stream) {
-    std::size_t size = pool_core::size_class(bytes);
+    std::size_t size = pool::pool_core::size_class(bytes);
     // Its class only, or any class at least as large when the core reuses larger blocks.
     const bool or_larger = core_ && core_->reuses_larger_blocks();
     for (auto reusable = freed_.lower_bound({stream, size});
@@ -300,11 +301,11 @@ private:
     return held_.add(block, size);
   }
 
-  std::shared_ptr<pool_core> core_;
-  held_blocks held_; // blocks this graph holds until reset, in allocation order, by address
+  std::shared_ptr<pool::pool_core> core_;
+  pool::held_blocks held_; // blocks this graph holds until reset, in allocation order, by address
   // This capture's freed blocks (positions in held_) by stream and size class, last freed last.
   std::map<std::pair<cudaStream_t, std::size_t>, std::vector<std::size_t>> freed_;
-  completion_marker marker_;       // where blocks may change hands while the graph replays
+  pool::completion_marker marker_; // where blocks may change hands while the graph replays
   bool unordered_replays_ = false; // a graph without a marker held blocks: wait before handing on
 };
 

@@ -38,7 +38,7 @@
 #include <utility>
 #include <vector>
 
-namespace graphcap::detail {
+namespace graphcap::detail::annotations {
 
 /// The bodies of one annotated capture and the scopes opened in them.
 class body_annotations {
@@ -219,4 +219,4 @@ private:
   std::vector<cudaGraph_t> graph_of_scope_; // the body graph of each of scopes_' records
 };
 
-} // namespace graphcap::detail
+} // namespace graphcap::detail::annotations

@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-namespace graphcap::detail {
+namespace graphcap::detail::annotations {
 
 /// The index, in the numbering of an executable of `graph`, of the template node `template_id`
 /// of the captured graph or of one of its conditional bodies; nullopt where it is not known.
@@ -265,4 +265,4 @@ private:
   std::vector<std::pair<std::uint64_t, std::size_t>> order_;              // (sort key, index)
 };
 
-} // namespace graphcap::detail
+} // namespace graphcap::detail::annotations

@@ -11,7 +11,7 @@
 #include <span>
 #include <string>
 
-namespace graphcap::detail {
+namespace graphcap::detail::annotations {
 
 /// A scope's name in a picture: its "name" value, else its pairs as "key=value, ...".
 inline std::string scope_title(const capture_scopes& scopes, const scope_record& record) {
@@ -44,4 +44,4 @@ inline void record_scope_layout(const capture_scopes& scopes,
   }
 }
 
-} // namespace graphcap::detail
+} // namespace graphcap::detail::annotations

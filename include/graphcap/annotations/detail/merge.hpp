@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-namespace graphcap::detail {
+namespace graphcap::detail::annotations {
 
 /// A capture's annotated nodes: what the user gets, and what finding their ids and types needs.
 struct annotated_nodes {
@@ -160,4 +160,4 @@ private:
   std::vector<std::pair<std::uint64_t, std::uint32_t>> membership_; // (node key, closed position)
 };
 
-} // namespace graphcap::detail
+} // namespace graphcap::detail::annotations

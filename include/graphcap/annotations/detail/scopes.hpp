@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-namespace graphcap::detail {
+namespace graphcap::detail::annotations {
 
 /// One mark(): its key/values, what the graph looked like at entry (graph_walk), then the nodes
 /// it tagged.
@@ -101,4 +101,4 @@ inline std::string scope_label(std::span<const annotation_entry> entries) {
                          : std::string{entries[0].first} + "=" + std::string{entries[0].second};
 }
 
-} // namespace graphcap::detail
+} // namespace graphcap::detail::annotations

@@ -20,7 +20,7 @@
 #include <unordered_set>
 #include <vector>
 
-namespace graphcap::detail {
+namespace graphcap::detail::annotations {
 
 /// The walk of one capture's scopes. Its vectors keep their capacity between scopes and
 /// captures; a scope that tags more than 32 nodes also fills a hash set, one allocation per node.
@@ -194,4 +194,4 @@ private:
   std::vector<cudaGraphEdgeData> edge_scratch_;
 };
 
-} // namespace graphcap::detail
+} // namespace graphcap::detail::annotations

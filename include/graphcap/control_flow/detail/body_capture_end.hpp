@@ -11,7 +11,7 @@
 #include <cstddef>
 #include <vector>
 
-namespace graphcap::detail {
+namespace graphcap::detail::control_flow {
 
 /// What ending a conditional body's capture came to.
 enum class body_capture_end : unsigned char {
@@ -202,4 +202,4 @@ inline body_capture_end end_body_capture(cudaStream_t stream, cudaGraph_t graph,
   return body_capture_end::left_open;
 }
 
-} // namespace graphcap::detail
+} // namespace graphcap::detail::control_flow

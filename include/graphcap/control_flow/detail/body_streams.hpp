@@ -18,7 +18,7 @@
 #include <cstddef>
 #include <utility>
 
-namespace graphcap::detail {
+namespace graphcap::detail::control_flow {
 
 /// A non-blocking stream of the current device, owned for one body's capture.
 class body_stream_lease {
@@ -48,8 +48,8 @@ public:
   }
 
   /// Gives the stream up without destroying it: it holds a capture that CUDA invalidated and that
-  /// must not end (detail::end_body_capture), and destroying a capturing stream ends it. One
-  /// stream kept per such failure, counted by streams_kept().
+  /// must not end (detail::control_flow::end_body_capture), and destroying a capturing stream ends
+  /// it. One stream kept per such failure, counted by streams_kept().
   void keep() noexcept {
     if (std::exchange(stream_, nullptr) != nullptr) {
       kept_streams().fetch_add(1, std::memory_order_relaxed);
@@ -79,4 +79,4 @@ private:
   cudaStream_t stream_ = nullptr;
 };
 
-} // namespace graphcap::detail
+} // namespace graphcap::detail::control_flow

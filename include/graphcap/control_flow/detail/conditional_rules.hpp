@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-namespace graphcap::detail {
+namespace graphcap::detail::control_flow {
 
 /// Where a capture stands: the graph it captures into and what the next node depends on.
 struct capture_point {
@@ -190,4 +190,4 @@ inline void check_body_rules(cudaGraph_t graph, const char* construct, unsigned 
   }
 }
 
-} // namespace graphcap::detail
+} // namespace graphcap::detail::control_flow

@@ -35,8 +35,10 @@
 namespace graphcap {
 namespace detail {
 
+namespace control_flow {
 template <class Scope>
-struct control_flow;
+struct builder;
+} // namespace control_flow
 struct policy_access;
 
 /// The key to a lifecycle's policies for the wings that hook into a graph: control flow (a
@@ -45,7 +47,7 @@ struct policy_access;
 /// no other way in from outside the core, and none of them reaches a lifecycle step.
 class policy_key {
   template <class Scope>
-  friend struct control_flow;
+  friend struct control_flow::builder;
   friend struct graphcap::capture_kind::body;
   friend struct policy_access;
   constexpr policy_key() noexcept = default;

@@ -28,7 +28,7 @@
 
 namespace graphcap {
 
-namespace detail {
+namespace detail::families {
 
 /// Whether copying and comparing keys cannot throw (so neither can a family's lookups).
 template <class Key>
@@ -210,5 +210,5 @@ void write_family_report(std::ostream& out, const std::vector<Key>& keys, bool o
   }
 }
 
-} // namespace detail
+} // namespace detail::families
 } // namespace graphcap

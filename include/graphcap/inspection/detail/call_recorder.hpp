@@ -29,7 +29,7 @@
 
 namespace graphcap {
 
-namespace detail {
+namespace detail::inspection {
 
 /// One capture, from its begin to its end.
 struct capture_record {
@@ -320,5 +320,5 @@ private:
   std::vector<capture_record> ended_; // oldest first, at most kept_ended
 };
 
-} // namespace detail
+} // namespace detail::inspection
 } // namespace graphcap

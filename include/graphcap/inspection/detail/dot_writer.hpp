@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-namespace graphcap::detail {
+namespace graphcap::detail::inspection {
 
 /// `text` inside a DOT double-quoted string.
 inline std::string dot_escaped(std::string_view text) {
@@ -250,4 +250,4 @@ private:
   std::size_t clusters_ = 0;
 };
 
-} // namespace graphcap::detail
+} // namespace graphcap::detail::inspection

@@ -15,7 +15,7 @@
 #include <string>
 #include <type_traits>
 
-namespace graphcap::detail {
+namespace graphcap::detail::inspection {
 
 /// How elements are compared: |replay - eager| <= atol + rtol * |eager| for floating-point
 /// types, bit equality for every other type.
@@ -158,4 +158,4 @@ void compare_elements(const std::byte* eager, const std::byte* replay, std::size
 using compare_function = void (*)(const std::byte*, const std::byte*, std::size_t,
                                   const compare_settings&, comparison&);
 
-} // namespace graphcap::detail
+} // namespace graphcap::detail::inspection

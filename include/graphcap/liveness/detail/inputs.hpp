@@ -24,7 +24,7 @@
 #include <utility>
 #include <vector>
 
-namespace graphcap::detail {
+namespace graphcap::detail::liveness {
 
 /// How the liveness check words its need of a driver function (driver_function::require).
 inline constexpr std::string_view liveness_needs = "graphcap's liveness check needs";
@@ -130,4 +130,4 @@ struct liveness_tracking {
   }
 };
 
-} // namespace graphcap::detail
+} // namespace graphcap::detail::liveness

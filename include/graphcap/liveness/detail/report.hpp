@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-namespace graphcap::detail {
+namespace graphcap::detail::liveness {
 
 /// How many dead inputs at most a liveness_error lists one by one.
 inline constexpr std::size_t liveness_listed_inputs = 8;
@@ -114,4 +114,4 @@ GRAPHCAP_COLD inline void liveness_diagnose(const std::vector<liveness_input>& i
   }
 }
 
-} // namespace graphcap::detail
+} // namespace graphcap::detail::liveness

@@ -32,7 +32,7 @@
 #include <utility>
 #include <vector>
 
-namespace graphcap::detail {
+namespace graphcap::detail::liveness {
 
 /// A node of a captured graph with its type.
 struct liveness_node {
@@ -254,4 +254,4 @@ inline void liveness_scan_graph(cudaGraph_t graph, const std::vector<cudaGraph_t
   }
 }
 
-} // namespace graphcap::detail
+} // namespace graphcap::detail::liveness

@@ -17,7 +17,7 @@
 #include <memory>
 #include <utility>
 
-namespace graphcap::detail {
+namespace graphcap::detail::pool {
 
 /// The marker's event and where it stands: recorded in the capture in progress, in the graph.
 class completion_marker {
@@ -89,4 +89,4 @@ private:
   bool in_graph_ = false; // the graph captured last ends with the marker
 };
 
-} // namespace graphcap::detail
+} // namespace graphcap::detail::pool

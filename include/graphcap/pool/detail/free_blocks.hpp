@@ -26,7 +26,7 @@
 #include <optional>
 #include <utility>
 
-namespace graphcap::detail {
+namespace graphcap::detail::pool {
 
 /// An event that says when the device is done with a block: the last replay of the graph that
 /// gave it back. Shared by every block given back at once.
@@ -101,4 +101,4 @@ private:
   bool reuse_larger_ = false;                            // take() may hand out a larger class
 };
 
-} // namespace graphcap::detail
+} // namespace graphcap::detail::pool

@@ -21,7 +21,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace graphcap::detail {
+namespace graphcap::detail::pool {
 
 /// One block a graph holds until its next reset or recapture.
 struct held_block {
@@ -183,4 +183,4 @@ private:
   unsigned shift_ = 64;            // 64 - log2(slots_.size())
 };
 
-} // namespace graphcap::detail
+} // namespace graphcap::detail::pool

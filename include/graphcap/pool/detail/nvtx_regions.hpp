@@ -22,7 +22,7 @@
 #include <nvtx3/nvToolsExtMem.h>
 #endif
 
-namespace graphcap::detail::nvtx_regions {
+namespace graphcap::detail::pool::nvtx_regions {
 
 #ifdef GRAPHCAP_NVTX_REGIONS
 
@@ -106,4 +106,4 @@ inline void mark_freed(heap /*slab*/, const void* /*block*/) noexcept {}
 
 #endif
 
-} // namespace graphcap::detail::nvtx_regions
+} // namespace graphcap::detail::pool::nvtx_regions

@@ -54,7 +54,7 @@
 
 namespace graphcap {
 
-namespace detail {
+namespace detail::pool {
 
 /// Slabs of device memory and the blocks carved from them (see the top of this file).
 class pool_core {
@@ -325,5 +325,5 @@ private:
   pool_statistics stats_{};
 };
 
-} // namespace detail
+} // namespace detail::pool
 } // namespace graphcap

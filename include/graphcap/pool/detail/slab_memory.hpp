@@ -21,7 +21,7 @@
 
 #include <cstddef>
 
-namespace graphcap::detail {
+namespace graphcap::detail::pool {
 
 /// How slabs go back, which decides what must order them after the last replay.
 enum class slab_release : unsigned char {
@@ -145,4 +145,4 @@ private:
   int device_ = 0;       // the device of stream_ and of every slab
 };
 
-} // namespace graphcap::detail
+} // namespace graphcap::detail::pool

@@ -18,11 +18,13 @@ namespace graphcap {
 namespace capture_kind {
 /// A first capture: end() instantiates the template (or keeps it, with keep_graph).
 struct fresh {
+  /// Ends the capture and instantiates the template (unless keep_graph keeps it).
   template <class Lifecycle>
   void end(Lifecycle& graph, cudaStream_t stream) {
     graph.end_capture(stream);
     graph.instantiate_unless_kept();
   }
+  /// Ends and discards the capture; the graph is left empty.
   template <class Lifecycle>
   void abandon(Lifecycle& graph, cudaStream_t stream) noexcept {
     graph.abandon_capture(stream);
@@ -34,6 +36,7 @@ struct update {
   detail::exec_handle previous; ///< the executable graph to update, until end()
   update_result result;         ///< what end() did
 
+  /// Ends the capture and updates the previous executable graph (or instantiates anew).
   template <class Lifecycle>
   void end(Lifecycle& graph, cudaStream_t stream) {
     graph.end_capture(stream);

@@ -2,7 +2,7 @@
 // whose temporaries grow with the batch (activations of batch x 1024 floats, each freed once the
 // next layer has read it, the output freed last: the next graph's step reuses it, the shared
 // pool's rule). It measures:
-//  - capture_all(): the whole family, largest first (graphcap::shape_family), against one
+//  - capture_all(): the whole family, largest first (graphcap::graph_family), against one
 //    graphcap::graph per key with private pools, captured in a loop;
 //  - the pool bytes reserved: the family, the family with exact size classes
 //    (reuse_larger_blocks off), private pools (the sum), and the largest size alone;
@@ -61,7 +61,7 @@ void step(std::size_t batch, Scope& cap) {
   cap.deallocate(activation);
 }
 
-using family = graphcap::shape_family<>;
+using family = graphcap::graph_family<>;
 
 std::unique_ptr<family> capture_family(const std::vector<std::size_t>& keys, cudaStream_t stream,
                                        graphcap::family_options<std::size_t> options = {}) {

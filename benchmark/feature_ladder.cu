@@ -164,7 +164,7 @@ void capture_pooled_chain(Graph& graph, cudaStream_t capture_stream) {
 
 // The pool goal is stated per pool kind: a private pool no one shares has no completion marker;
 // one whose handle was taken, pool::shared and pool::user end every capture with one
-// (docs/pools.md), and shape_family and graph_cache use shared pools.
+// (docs/pools.md), and graph_family and graph_cache use shared pools.
 void replay_with_pool(bench::report& report, cudaStream_t stream, cudaStream_t capture_stream) {
   std::vector<float*> preallocated(chain_buffers);
   for (float*& buffer : preallocated) {

@@ -1,7 +1,7 @@
 // bench_loops: the cost of one loop iteration, for a body of K = 1, 8, 32 tiny kernels, run
 // 2000 times in a row: n replays of the body's graph, replay_loop (the body unrolled into copies
 // of it), a WHILE node captured with graphcap (a kernel counts down and clears the condition),
-// the same WHILE node written by hand against the runtime, graphcap::repeat (the same structure:
+// the same WHILE node written by hand against the runtime, graphcap::device_loop (the same structure:
 // a start kernel sets the counter, a step kernel ends each iteration), and a host loop that
 // replays the body and copies a flag back each iteration (what a loop deciding on the host pays).
 //
@@ -9,7 +9,7 @@
 // before and after), divided by the iterations. Arms interleave round by round.
 #include <graphcap/control_flow.hpp>
 #include <graphcap/graphcap.hpp>
-#include <graphcap/repeat.cuh>
+#include <graphcap/device_loop.cuh>
 #include <graphcap/replay_loop.hpp>
 
 #include "harness.hpp"
@@ -126,9 +126,9 @@ int main() {
       });
     });
     looped.upload(stream);
-    graphcap::graph repeated; // repeat() takes its counter from the graph's pool
+    graphcap::graph repeated; // device_loop() takes its counter from the graph's pool
     repeated.capture(capture_stream, [&](graphcap::graph::scope& cap) {
-      graphcap::repeat(cap, iterations,
+      graphcap::device_loop(cap, iterations,
                        [&](cudaStream_t s) { bench::issue_tiny(s, kernels, sink); });
     });
     repeated.upload(stream);
@@ -175,7 +175,7 @@ int main() {
                        })});
     report.add("loop iteration", kernels, "graphcap WHILE", "us", graphcap_while);
     report.add("loop iteration", kernels, "hand-written WHILE", "us", raw_while_times);
-    report.add("loop iteration", kernels, "graphcap repeat()", "us", repeat_times);
+    report.add("loop iteration", kernels, "graphcap device_loop()", "us", repeat_times);
     report.add("loop iteration", kernels, "host flag loop", "us", host_loop);
     report.add("loop iteration", kernels, "n x replay()", "us", replays);
     report.add("loop iteration", kernels, "replay_loop", "us", unrolled);

@@ -190,7 +190,14 @@ HEADLINE = (
     + [("families: pool / the largest size alone", "bench_families", "pool reserved", "64",
         "shape_family", "largest size alone"),
        ("verify / hand-written check, 1 Mi floats", "bench_verify", "check, per call", "1048576",
-        "graphcap::verify", "hand-written")])
+        "graphcap::verify", "hand-written")]
+    + [("piecewise: raw eager / piecewise, 200 kernels, 4 islands (goal >= 3)", "bench_piecewise",
+        "split step", "200", "raw eager", "graphcap piecewise"),
+       ("piecewise / hand-written split, 200 kernels, 4 islands (goal <= 1.05)",
+        "bench_piecewise", "split step", "200", "graphcap piecewise", "raw split"),
+       ("piecewise without island / graphcap graph, 200 kernels (goal <= 1.02)",
+        "bench_piecewise", "whole step", "200", "graphcap piecewise, no island",
+        "graphcap graph")])
 
 
 def spread_of(values):
@@ -371,6 +378,20 @@ def goal_lines(rows):
         add("step of 200 kernels: graphcap graph <= 1.02x raw graph",
             f"{step[0]:.3f}x{interval_text((step[0], '200', step[1], step[2]))}", step[0] <= 1.02)
     loop_goals(rows, add, worst_ratio, interval_text)
+    for label, slower, faster, metric, goal, at_least in [
+        ("piecewise: >= 3x faster than the step run eagerly", "raw eager", "graphcap piecewise",
+         "split step", 3.0, True),
+        ("piecewise: <= 1.05x the split written by hand", "graphcap piecewise", "raw split",
+         "split step", 1.05, False),
+        ("piecewise without island: <= 1.02x a graphcap graph", "graphcap piecewise, no island",
+         "graphcap graph", "whole step", 1.02, False),
+    ]:
+        found = ratio(rows, "bench_piecewise", metric, "200", slower, faster)
+        if found:
+            add(label, f"{found[0]:.3f}x{interval_text((found[0], '200', found[1], found[2]))}",
+                found[0] >= goal if at_least else found[0] <= goal)
+        else:
+            add(label, "not measured", None)
     family = value(rows, "bench_families", "pool reserved", "64", "shape_family")
     largest = value(rows, "bench_families", "pool reserved", "64", "largest size alone")
     if family is not None and largest:

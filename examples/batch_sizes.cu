@@ -1,6 +1,6 @@
 // batch_sizes: a server's decode step for any batch size, with one graph per bucket. The
 // buckets (1, 2, 4, 8, then every 8 up to 256) are captured once, largest first, into one shared
-// pool (graphcap::shape_family, docs/families.md); each request is padded up to its bucket and
+// pool (graphcap::graph_family, docs/families.md); each request is padded up to its bucket and
 // that bucket's graph replayed. At the end the family prints its report.
 #include <graphcap/family.hpp>
 
@@ -57,7 +57,7 @@ int main() {
   for (std::size_t size = 8; size <= max_batch; size += 8) {
     buckets.push_back(size);
   }
-  graphcap::shape_family<> family{{.warmup_runs = 0, .time_budget = std::chrono::seconds(30)}};
+  graphcap::graph_family<> family{{.warmup_runs = 0, .time_budget = std::chrono::seconds(30)}};
   const auto captured = family.capture_all(
       buckets, stream, [&](std::size_t batch, graphcap::shared_pool_graph::scope& cap) {
         forward(cap, batch, input, output);

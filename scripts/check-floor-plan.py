@@ -23,7 +23,9 @@ import sys
 ROOT = "include/graphcap"
 # The base files at the root: every folder may include them.
 BASE = {"config.hpp", "fwd.hpp", "error.hpp", "version.hpp"}
-WINGS = ["pool", "liveness", "annotations", "control_flow", "families", "inspection"]
+WINGS = [
+    "pool", "liveness", "annotations", "control_flow", "families", "inspection", "piecewise"
+]
 # Which folders' headers a folder may include (besides BASE and itself). core/ and cuda/ are
 # shared: detail/ of those two may be included by the wings; a wing's own detail/ by no other.
 FOLDER_RULES = {
@@ -35,6 +37,7 @@ FOLDER_RULES = {
     "control_flow": ["cuda", "core"],
     "families": ["cuda", "core", "pool"],
     "inspection": ["cuda", "core", "pool"],
+    "piecewise": ["cuda", "core", "pool"],
 }
 SHARED_DETAIL = {"cuda", "core"}
 

@@ -26,7 +26,7 @@
 # built with the NVTX regions, under memcheck --nvtx yes). Binaries that measure device-wide
 # memory, and those whose kernels set a conditional node's condition (SERIAL: memory_growth_tests
 # stress_tests control_flow_kernel_tests control_flow_annotation_kernel_tests
-# repeat_kernel_tests) run one at a time, after the others: with several memcheck processes on
+# device_loop_kernel_tests) run one at a time, after the others: with several memcheck processes on
 # one GPU, a WHILE node whose body kernel calls cudaGraphSetConditional stops with
 # cudaErrorIllegalAddress, graphcap or not (a hand-written one in 6 of 6 runs at once; alone, and
 # without the tool 8 at once, it passes: docs/reliability.md, session 10).
@@ -37,7 +37,7 @@ out="${OUT:-build-gpu/logs}/sanitize"
 build="${BUILD_DIR:-build-gpu}"
 tools="${TOOLS:-memcheck racecheck synccheck}"
 jobs="${JOBS:-6}"
-serial="${SERIAL:-memory_growth_tests stress_tests control_flow_kernel_tests control_flow_annotation_kernel_tests repeat_kernel_tests}"
+serial="${SERIAL:-memory_growth_tests stress_tests control_flow_kernel_tests control_flow_annotation_kernel_tests device_loop_kernel_tests}"
 export RUN_TIMEOUT="${RUN_TIMEOUT:-300}"
 mkdir -p "$out"
 command -v compute-sanitizer >/dev/null || { echo "compute-sanitizer not found" >&2; exit 1; }
@@ -164,9 +164,9 @@ done
 # The NVTX regions at work: a write one element past a pool block, inside its slab, must be
 # reported by memcheck as an invalid write with the regions (--nvtx yes) and not without them
 # (the slab is one allocation), and compute-sanitizer must accept every registration.
-if [ -x "$build/test/nvtx_overrun" ]; then
-  compute-sanitizer --tool memcheck --nvtx yes "$build/test/nvtx_overrun" >"$out/nvtx_overrun.log" 2>&1
-  compute-sanitizer --tool memcheck --nvtx no "$build/test/nvtx_overrun" >"$out/nvtx_overrun_without.log" 2>&1
+if [ -x "$build/test/pool/nvtx_overrun" ]; then
+  compute-sanitizer --tool memcheck --nvtx yes "$build/test/pool/nvtx_overrun" >"$out/nvtx_overrun.log" 2>&1
+  compute-sanitizer --tool memcheck --nvtx no "$build/test/pool/nvtx_overrun" >"$out/nvtx_overrun_without.log" 2>&1
   with=$(grep -c "Invalid __global__ write" "$out/nvtx_overrun.log")
   without=$(grep -c "Invalid __global__ write" "$out/nvtx_overrun_without.log")
   rejected=$(grep -c "Call to nvtxMem[A-Za-z]* failed" "$out/nvtx_overrun.log")

@@ -6,7 +6,14 @@
 //     - out_of_memory_error  a pool could not grow during a capture
 //   - state_error          the graph was used in a state that does not allow the call
 //   - liveness_error       an input of the graph was freed: the replay did not launch
+//   - family_key_error     a bad key set, or a request above a family's largest key
+//                          (declared with the families: <graphcap/families/family_types.hpp>)
+//   - verify_error         a replay disagreed with its work run eagerly
+//                          (declared with verify: <graphcap/inspection/verify_report.hpp>)
+//   - island_error         an eager island of a piecewise graph threw during replay()
+//                          (declared with piecewise graphs: <graphcap/piecewise/island_error.hpp>)
 //
+// The last three live with their features, so that a program that uses neither compiles neither.
 // capture_error derives from cuda_error because every capture failure graphcap reports carries
 // the CUDA status that caused it (cudaErrorStreamCaptureUnsupported for a capture on the legacy
 // default stream, which graphcap rejects before calling CUDA, mirroring what CUDA would return).

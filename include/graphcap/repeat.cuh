@@ -1,7 +1,7 @@
-// graphcap/repeat.cuh - an entry header: <graphcap/control_flow/repeat.cuh> (docs/design.md, "The
-// floor plan").
+// graphcap/repeat.cuh - the 0.2 entry header of device_loop() (then repeat()):
+// <graphcap/control_flow/device_loop.cuh>. It stays, so that programs that include it compile.
 #pragma once
 
 #include <graphcap/config.hpp>
 
-#include <graphcap/control_flow/repeat.cuh>
+#include <graphcap/control_flow/device_loop.cuh>

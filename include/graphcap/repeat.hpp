@@ -1,7 +1,7 @@
-// graphcap/repeat.hpp - an entry header: <graphcap/control_flow/repeat.hpp> (docs/design.md, "The
-// floor plan").
+// graphcap/repeat.hpp - the 0.2 entry header of device_loop() (then repeat()):
+// <graphcap/control_flow/device_loop.hpp>. It stays, so that programs that include it compile.
 #pragma once
 
 #include <graphcap/config.hpp>
 
-#include <graphcap/control_flow/repeat.hpp>
+#include <graphcap/control_flow/device_loop.hpp>

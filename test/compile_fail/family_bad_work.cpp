@@ -2,7 +2,7 @@
 // capture_all() calls its work with the key and the scope or the stream.
 #include <graphcap/family.hpp>
 
-void capture(graphcap::shape_family<>& family, cudaStream_t stream) {
+void capture(graphcap::graph_family<>& family, cudaStream_t stream) {
 #ifdef GRAPHCAP_CONTROL
   family.capture_all({1, 2}, stream, [](std::size_t, cudaStream_t) {});
 #else

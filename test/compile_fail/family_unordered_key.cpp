@@ -1,4 +1,4 @@
-// expect: shape_family<Graph, Key> needs keys ordered by <
+// expect: graph_family<Key, Graph> needs keys ordered by <
 // find_at_least() needs the smallest captured key not below a request: keys must be ordered.
 #include <graphcap/family.hpp>
 
@@ -8,8 +8,8 @@ struct shape {
 };
 
 #ifdef GRAPHCAP_CONTROL
-graphcap::shape_family<graphcap::shared_pool_graph, int> family;
+graphcap::graph_family<int, graphcap::shared_pool_graph> family;
 #else
-graphcap::shape_family<graphcap::shared_pool_graph, shape> family;
+graphcap::graph_family<shape, graphcap::shared_pool_graph> family;
 #endif
 int main() {}

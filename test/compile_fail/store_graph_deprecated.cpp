@@ -1,5 +1,5 @@
 // expect: (cached_graph|family_graph) is spelled shared_pool_graph since 0\.3
-// The 0.2 names of the keyed stores' default graph (graph_cache's cached_graph, shape_family's
+// The 0.2 names of the keyed stores' default graph (graph_cache's cached_graph, graph_family's
 // family_graph: one type) still compile for one release, deprecated with a message that gives
 // the new name (made an error here, so that the test sees it; the control uses the new name).
 #pragma GCC diagnostic error "-Wdeprecated-declarations"

@@ -2,7 +2,7 @@
 //
 // On the GPU (stress_work.cu) it is a kernel; on the CUDA test double (stress_work_double.cpp),
 // which runs no kernels, a host function doing the same on the double's host-backed memory.
-// Catch2 never meets nvcc (test/gpu/kernels.cuh says why).
+// Catch2 never meets nvcc (test/support/kernels.cuh says why).
 #pragma once
 
 #include <cuda_runtime_api.h>

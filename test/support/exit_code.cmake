@@ -1,6 +1,6 @@
 # Runs BINARY with ARGS (a ;-list) and fails unless its exit code is EXPECT, or, with
 # EXPECT_NOT, unless it is none of 0 and EXPECT_NOT. For the skip facility's own test
-# (test/host/skip_probe.cpp): CTest's SKIP_RETURN_CODE would report a 77 as skipped, not check it.
+# (test/support/skip_probe.cpp): CTest's SKIP_RETURN_CODE would report a 77 as skipped, not check it.
 execute_process(COMMAND "${BINARY}" ${ARGS} RESULT_VARIABLE status OUTPUT_VARIABLE out
   ERROR_VARIABLE err)
 if(DEFINED EXPECT AND NOT status STREQUAL "${EXPECT}")

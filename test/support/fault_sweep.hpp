@@ -1,4 +1,4 @@
-// test/support/fault_sweep.hpp - what the fault sweeps share (test/double_only/*fault_sweep*):
+// test/support/fault_sweep.hpp - what the fault sweeps share (test/*/*fault_sweep.double.cpp):
 // the loop that makes each CUDA call of a clean run fail once in turn, the phases (scenario
 // steps) those calls fell in, the failures absorbed by design (each for the phases its reason
 // covers), the outcome of a case and the check that nothing was left in the double.

@@ -1,5 +1,5 @@
-// test/support/liveness_helpers.hpp - helpers for the liveness::check tests (runtime/liveness.cpp
-// on both backends, gpu/liveness_kernels.cpp on the GPU).
+// test/support/liveness_helpers.hpp - helpers for the liveness::check tests (liveness/liveness.cpp
+// on both backends, liveness/liveness_kernels.gpu.cpp on the GPU).
 #pragma once
 
 #include <graphcap/liveness.hpp>

@@ -39,7 +39,7 @@ FORBIDDEN_GRAPHCAP = [
     # every feature wing's detail namespace, whole
     "graphcap::detail::pool::", "graphcap::detail::liveness::", "graphcap::detail::annotations::",
     "graphcap::detail::control_flow::", "graphcap::detail::families::",
-    "graphcap::detail::inspection::",
+    "graphcap::detail::inspection::", "graphcap::detail::piecewise::",
     # the features' public and shared names
     "graphcap::liveness::check", "graphcap::detail::slab_pool", "graphcap::pool::private_pool",
     "graphcap::pool::shared", "graphcap::pool::user", "graphcap::pool::graph_memory_nodes",
@@ -48,6 +48,7 @@ FORBIDDEN_GRAPHCAP = [
     "graphcap::detail::look_up_driver_function", "graphcap::detail::throw_missing_driver_function",
     "graphcap::capture_diagnostics", "graphcap::detail::creation_callbacks",
     "graphcap::detail::explain", "graphcap::detail::diagnostics",
+    "graphcap::piecewise_graph", "graphcap::piecewise_scope", "graphcap::island_error",
 ]
 
 

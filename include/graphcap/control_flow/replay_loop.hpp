@@ -58,6 +58,15 @@ struct replay_loop_options {
 /// replays the graph n times and unrolled_reason() says why. The graph must outlive the loop.
 template <class Graph>
 class replay_loop {
+  static_assert(
+      requires(const Graph& graph) {
+        graph.raw_graph();
+        graph.raw_exec();
+      },
+      "graphcap: replay_loop<Graph> unrolls one graphcap::basic_graph into copies of itself; a "
+      "piecewise_graph runs eager islands between its segments, which no copy can hold: replay "
+      "it with replay() in a loop");
+
 public:
   /// A loop over `graph` (which must outlive it). Makes no CUDA call.
   explicit replay_loop(Graph& graph, replay_loop_options options = {}) noexcept

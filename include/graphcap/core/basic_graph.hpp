@@ -269,8 +269,8 @@ private:
 
 namespace detail {
 /// Mutable access to a graph's policies, for graphcap's own leaves (liveness.hpp's
-/// exclude_from_liveness) and tests (users get the read-only pool_policy(), annot_policy() and
-/// liveness_policy(), and the leaves' public functions).
+/// exclude_from_liveness and add_liveness_input). Users get the read-only pool_policy(),
+/// annot_policy() and liveness_policy(), and the leaves' public functions; so do the tests.
 struct policy_access {
   template <class Graph>
   static auto& pool(Graph& graph) noexcept {

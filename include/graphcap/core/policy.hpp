@@ -42,7 +42,7 @@
 //  5. The policy of a kind that is "off" is an empty type whose hooks are empty, constexpr and
 //     noexcept: it costs no byte and no call.
 //  6. before_replay is the only hook on the replay path; it must not allocate on success.
-// test/double_only/policy_laws.cpp drives every shipped policy through these on the test double,
+// test/core/policy_laws.double.cpp drives every shipped policy through these on the test double,
 // and a policy written with this header's public names only.
 //
 // ## Optional hooks (named capabilities; each shipped model asserts those it offers)

@@ -1,4 +1,4 @@
-// graphcap/families/family_types.hpp - what graphcap::shape_family takes and reports: its
+// graphcap/families/family_types.hpp - what graphcap::graph_family takes and reports: its
 // options, the progress of capture_all(), its result, per-key statistics and its error.
 #pragma once
 
@@ -17,7 +17,7 @@
 
 namespace graphcap {
 
-/// A bad key or key set for a shape_family: an empty set, a key given twice, a request above the
+/// A bad key or key set for a graph_family: an empty set, a key given twice, a request above the
 /// largest captured key (with no capture on demand). The message names the key.
 class family_key_error : public error {
 public:
@@ -37,7 +37,7 @@ enum class family_stop : std::uint8_t {
   memory_budget, ///< the pool reached family_options::memory_budget bytes
 };
 
-/// The clock of a shape_family: steady_clock's time points, from a function tests may replace.
+/// The clock of a graph_family: steady_clock's time points, from a function tests may replace.
 using family_clock = std::chrono::steady_clock;
 
 /// One step of capture_all(), for its progress callback.
@@ -50,7 +50,7 @@ struct family_progress {
   bool failed = false;                ///< the key's capture threw (see the result's failures)
 };
 
-/// How a shape_family captures and looks up its graphs.
+/// How a graph_family captures and looks up its graphs.
 template <class Key>
 struct family_options {
   int warmup_runs = 0;                        ///< eager runs of the work (it takes a stream)
@@ -96,7 +96,7 @@ struct [[nodiscard]] family_capture_result {
   }
 };
 
-/// What a shape_family knows of one key.
+/// What a graph_family knows of one key.
 struct family_key_statistics {
   std::chrono::nanoseconds capture_time{};     ///< capture (one executable: last switch's)
   std::chrono::nanoseconds instantiate_time{}; ///< instantiation (0 in one-executable mode)

@@ -1,5 +1,5 @@
 // graphcap/families/shared_pool_graph.hpp - the graph both keyed stores (graph_cache,
-// shape_family) hold unless told otherwise.
+// graph_family) hold unless told otherwise.
 #pragma once
 
 #include <graphcap/config.hpp>

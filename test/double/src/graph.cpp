@@ -235,6 +235,19 @@ cudaError_t get_field(cudaGraphNode_t node, cudaGraphNodeType type, T CUgraphNod
   });
 }
 
+// The node setters: the node's `field` = *params, for a live node of `type` whose params
+// `check` accepts (it is given the pointer, which may be null, and returns the error).
+template <class T, class Check>
+cudaError_t set_field(cudaGraphNode_t node, cudaGraphNodeType type, T CUgraphNode_st::*field,
+                      const T* params, Check&& check) {
+  return with_node(node, type, [&](CUgraphNode_st& n) {
+    if (cudaError_t e = check(params))
+      return e;
+    n.*field = *params;
+    return cudaSuccess;
+  });
+}
+
 } // namespace
 
 namespace cuda_double::detail {
@@ -574,12 +587,10 @@ cudaError_t cudaGraphHostNodeGetParams(cudaGraphNode_t node, cudaHostNodeParams*
 cudaError_t cudaGraphHostNodeSetParams(cudaGraphNode_t node,
                                        const cudaHostNodeParams* pNodeParams) {
   return api(__func__, [&] {
-    return with_node(node, cudaGraphNodeTypeHost, [&](CUgraphNode_st& n) {
-      if (!pNodeParams || !pNodeParams->fn)
-        return cudaErrorInvalidValue;
-      n.host = *pNodeParams;
-      return cudaSuccess;
-    });
+    return set_field(node, cudaGraphNodeTypeHost, &CUgraphNode_st::host, pNodeParams,
+                     [](const cudaHostNodeParams* p) {
+                       return p && p->fn ? cudaSuccess : cudaErrorInvalidValue;
+                     });
   });
 }
 
@@ -592,14 +603,10 @@ cudaError_t cudaGraphMemsetNodeGetParams(cudaGraphNode_t node, cudaMemsetParams*
 cudaError_t cudaGraphMemsetNodeSetParams(cudaGraphNode_t node,
                                          const cudaMemsetParams* pNodeParams) {
   return api(__func__, [&] {
-    return with_node(node, cudaGraphNodeTypeMemset, [&](CUgraphNode_st& n) {
-      if (!pNodeParams)
-        return cudaErrorInvalidValue;
-      if (cudaError_t e = check_memset(*pNodeParams, true))
-        return e;
-      n.memset = *pNodeParams;
-      return cudaSuccess;
-    });
+    return set_field(node, cudaGraphNodeTypeMemset, &CUgraphNode_st::memset, pNodeParams,
+                     [](const cudaMemsetParams* p) {
+                       return p ? check_memset(*p, true) : cudaErrorInvalidValue;
+                     });
   });
 }
 
@@ -612,12 +619,8 @@ cudaError_t cudaGraphMemcpyNodeGetParams(cudaGraphNode_t node, cudaMemcpy3DParms
 cudaError_t cudaGraphMemcpyNodeSetParams(cudaGraphNode_t node,
                                          const cudaMemcpy3DParms* pNodeParams) {
   return api(__func__, [&] {
-    return with_node(node, cudaGraphNodeTypeMemcpy, [&](CUgraphNode_st& n) {
-      if (cudaError_t e = check_memcpy3d(pNodeParams))
-        return e;
-      n.memcpy = *pNodeParams;
-      return cudaSuccess;
-    });
+    return set_field(node, cudaGraphNodeTypeMemcpy, &CUgraphNode_st::memcpy, pNodeParams,
+                     [](const cudaMemcpy3DParms* p) { return check_memcpy3d(p); });
   });
 }
 

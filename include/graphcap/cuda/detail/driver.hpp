@@ -89,6 +89,8 @@ inline constexpr std::string_view graphcap_needs = "graphcap needs";
 /// One driver function. `Function` is its PFN type and `Version` the CUDA version in that type's
 /// name (PFN_cuFuncGetName_v12030: 12030), which selects the ABI it is looked up with, even under
 /// a newer driver. Thread-safe: threads that resolve it at once store the same pointer.
+struct driver_testing;
+
 template <class Function, unsigned int Version>
 class driver_function {
 public:
@@ -136,11 +138,11 @@ public:
     return require(graphcap_needs)(args...);
   }
 
-  /// Drops the resolved function: the next use looks it up again. For tests that change which
-  /// functions the (test double's) driver provides.
-  void forget() const noexcept { resolved_.store(nullptr, std::memory_order_release); }
-
 private:
+  // The tests that change which functions the test double's driver provides make graphcap look
+  // them up again (test/support/driver_testing.hpp); nothing in graphcap forgets one.
+  friend struct driver_testing;
+
   Function keep(const driver_lookup& lookup) const noexcept {
     // NOLINTNEXTLINE: how driver entry points are typed
     const auto function = reinterpret_cast<Function>(lookup.function);
@@ -177,20 +179,6 @@ struct driver_api {
   GRAPHCAP_DRIVER_FUNCTION(graph_node_get_dependent_nodes, cuGraphNodeGetDependentNodes, 12030);
   GRAPHCAP_DRIVER_FUNCTION(graph_get_root_nodes, cuGraphGetRootNodes, 10000);
   GRAPHCAP_DRIVER_FUNCTION(graph_get_nodes, cuGraphGetNodes, 10000);
-
-  /// Drops every resolved function (driver_function::forget), for tests.
-  void forget() const noexcept {
-    pointer_get_attribute.forget();
-    graph_kernel_node_get_params.forget();
-    func_get_param_info.forget();
-    func_get_name.forget();
-    kernel_get_function.forget();
-    graph_node_get_type.forget();
-    stream_get_capture_info.forget();
-    graph_node_get_dependent_nodes.forget();
-    graph_get_root_nodes.forget();
-    graph_get_nodes.forget();
-  }
 };
 
 #undef GRAPHCAP_DRIVER_FUNCTION

@@ -1,4 +1,4 @@
-// graphcap/families/detail/family_support.hpp - how shape_family (families/shape_family.hpp)
+// graphcap/families/detail/family_support.hpp - how graph_family (families/graph_family.hpp)
 // checks its keys, counts its statistics and words its errors and progress lines.
 #pragma once
 
@@ -87,13 +87,13 @@ inline std::string failure_message(const std::exception_ptr& failure) {
 template <class Key>
 std::vector<Key> largest_first(std::vector<Key> keys) {
   if (keys.empty()) {
-    throw family_key_error("graphcap: shape_family::capture_all() was given no key: pass the "
+    throw family_key_error("graphcap: graph_family::capture_all() was given no key: pass the "
                            "shapes (batch sizes) to capture");
   }
   std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) { return b < a; });
   for (std::size_t i = 1; i < keys.size(); ++i) {
     if (!(keys[i] < keys[i - 1])) {
-      throw family_key_error("graphcap: shape_family::capture_all() was given the key " +
+      throw family_key_error("graphcap: graph_family::capture_all() was given the key " +
                              key_text(keys[i]) + " twice: pass each shape once");
     }
   }
@@ -124,7 +124,7 @@ struct family_work {
       eager = nullptr;
     } else {
       static_assert(std::is_invocable_v<Work&, const Key&, cudaStream_t>,
-                    "graphcap: shape_family::capture_all(keys, stream, work) needs a work "
+                    "graphcap: graph_family::capture_all(keys, stream, work) needs a work "
                     "callable as work(key, scope&) or work(key, cudaStream_t)");
       capture = [work](const Key& key, Scope& cap) mutable { work(key, cap.stream()); };
       eager = std::move(work);
@@ -154,7 +154,7 @@ inline cudaStream_t ensure_stream(stream_handle& stream) {
 inline std::string no_key_at_least(const std::string& n, const std::string& largest,
                                    const std::string& failures) {
   std::string message =
-      "graphcap: shape_family has no key at least " + n +
+      "graphcap: graph_family has no key at least " + n +
       (largest.empty() ? std::string{" (it has no key)"} : " (the largest is " + largest + ")");
   if (!failures.empty()) {
     return message + "; " + failures;
@@ -177,7 +177,7 @@ std::string describe_failures(const std::vector<family_failure<Key>>& failures, 
 /// capture_all()'s line on stderr for one key.
 inline void print_progress_line(const std::string& key, const family_progress& progress) {
   std::fprintf(stderr,
-               "graphcap: shape_family: key %s %s (%zu of %zu), %.1f s, %zu nodes, pool %.1f MiB\n",
+               "graphcap: graph_family: key %s %s (%zu of %zu), %.1f s, %zu nodes, pool %.1f MiB\n",
                key.c_str(), progress.failed ? "failed" : "captured", progress.index, progress.count,
                std::chrono::duration<double>(progress.elapsed).count(), progress.nodes,
                static_cast<double>(progress.pool_bytes) / (1024.0 * 1024.0));
@@ -187,7 +187,7 @@ inline void print_progress_line(const std::string& key, const family_progress& p
 template <class Key, class Statistics>
 void write_family_report(std::ostream& out, const std::vector<Key>& keys, bool one_executable,
                          std::size_t reserved_bytes, Statistics at) {
-  out << "shape_family: " << keys.size() << " keys, "
+  out << "graph_family: " << keys.size() << " keys, "
       << (one_executable ? "one executable graph" : "one graph per key") << ", pool "
       << reserved_bytes << " bytes reserved\n"
       << std::setw(10) << "key" << std::setw(12) << "capture ms" << std::setw(16)

@@ -239,7 +239,7 @@ public:
 
   /// What the core holds now.
   [[nodiscard]] const pool_statistics& statistics() const noexcept { return stats_; }
-  /// Takes with no free block of their class may get one of a larger class (shape_family).
+  /// Takes with no free block of their class may get one of a larger class (graph_family).
   void reuse_larger_blocks(bool on) noexcept { free_.reuse_larger(on); }
   /// Whether takes may get larger blocks (reuse_larger_blocks()).
   [[nodiscard]] bool reuses_larger_blocks() const noexcept { return free_.reuses_larger(); }

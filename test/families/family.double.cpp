@@ -1,0 +1,115 @@
+// The shape family on the CUDA test double's control API: a one-executable switch updates the
+// executable graph in place (cudaGraphExecUpdate, no instantiation), and every CUDA call a
+// family's capture, switch and replay makes may fail once in turn: the failure surfaces as a
+// graphcap::error (thrown, or recorded for its key), nothing is left capturing or leaked, and a
+// new family captures and replays correctly afterwards.
+#include <graphcap/family.hpp>
+
+#include "catch.hpp"
+#include "cuda_helpers.hpp"
+#include "double_helpers.hpp"
+
+#include <cuda_double/control.hpp>
+
+#include <cstddef>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace gc = graphcap;
+
+namespace {
+
+constexpr std::size_t bytes = 4096;
+
+/// A CUDA call of the test's own work failed (the sweep fails those too).
+struct own_call_failed : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+void own(cudaError_t status) {
+  if (status != cudaSuccess) {
+    throw own_call_failed(cudaGetErrorName(status));
+  }
+}
+
+/// Captures keys 1, 2 and 4 (a pool temporary each, a copy to the host), replays two buckets.
+/// Returns what the last replay wrote into host[0].
+int scenario(bool one_executable, cudaStream_t stream, std::vector<unsigned char>& host) {
+  gc::graph_family<> family{{.one_executable = one_executable}};
+  const auto result = family.capture_all(
+      {1, 2, 4}, stream, [&](std::size_t key, gc::shared_pool_graph::scope& cap) {
+        auto* temporary = cap.allocate<unsigned char>(bytes * key);
+        own(cudaMemsetAsync(temporary, static_cast<int>(key), bytes * key, cap.stream()));
+        own(cudaMemcpyAsync(host.data(), temporary, bytes, cudaMemcpyDeviceToHost, cap.stream()));
+        cap.deallocate(temporary);
+      });
+  result.rethrow_first_failure();
+  family.replay_at_least(3, stream);
+  family.replay_at_least(1, stream);
+  own(cudaStreamSynchronize(stream));
+  return host[0];
+}
+
+} // namespace
+
+TEST_CASE("graph_family one-executable switch: cudaGraphExecUpdate, no new instantiation") {
+  cuda_double::reset();
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> device{bytes};
+  std::vector<unsigned char> host(bytes, 0);
+  gc::graph_family<> family{{.one_executable = true}};
+  REQUIRE(family
+              .capture_all({1, 2}, stream,
+                           [&](std::size_t key, cudaStream_t s) {
+                             gctest::fill_and_copy(s, device, host, static_cast<int>(key));
+                           })
+              .complete());
+  cuda_double::clear_call_counts();
+  CHECK(family.replay_at_least(2, stream) == 2); // a switch
+  CHECK(cuda_double::calls("cudaGraphExecUpdate") == 1);
+  CHECK(cuda_double::calls("cudaGraphInstantiateWithFlags") == 0);
+  CHECK(cuda_double::calls("cudaGraphLaunch") == 1);
+  CHECK(family.last_update().updated());
+  cuda_double::clear_call_counts();
+  CHECK(family.replay_at_least(2, stream) == 2); // no switch: one launch only
+  CHECK(cuda_double::calls("cudaGraphExecUpdate") == 0);
+  CHECK(cuda_double::calls("cudaStreamBeginCapture") == 0);
+  CHECK(cuda_double::calls("cudaGraphLaunch") == 1);
+  stream.synchronize();
+  CHECK(host == std::vector<unsigned char>(bytes, 2));
+}
+
+TEST_CASE("every CUDA call of a shape family may fail once, and a new family works after") {
+  cuda_double::reset();
+  cudaStream_t stream = nullptr;
+  CUDA_REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  std::vector<unsigned char> host(bytes, 0);
+  for (const bool one_executable : {false, true}) {
+    INFO((one_executable ? "one executable" : "one graph per key"));
+    cuda_double::clear_call_counts();
+    REQUIRE(scenario(one_executable, stream, host) == 1);
+    const std::map<std::string, std::size_t> sites = cuda_double::call_counts();
+    REQUIRE(sites.size() >= 8);
+    const std::size_t injected =
+        gctest::fail_each_call_once(sites, [&](const std::string& function) {
+          const gctest::live_objects before;
+          try {
+            scenario(one_executable, stream, host);
+          } catch (const gc::error&) {
+            // typed: fine
+          } catch (const own_call_failed&) {
+            // the test's own call: fine
+          }
+          static_cast<void>(cudaGetLastError());
+          CHECK_FALSE(gctest::capturing(stream));
+          CHECK(scenario(one_executable, stream, host) == 1);
+          const bool destroy_failed = function.find("Destroy") != std::string::npos;
+          CHECK(cuda_double::live_graphs() - before.graphs <= (destroy_failed ? 1U : 0U));
+          CHECK(cuda_double::live_execs() - before.execs <= (destroy_failed ? 1U : 0U));
+        });
+    CHECK(injected >= 10);
+  }
+  CUDA_REQUIRE(cudaStreamDestroy(stream));
+}

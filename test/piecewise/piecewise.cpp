@@ -1,0 +1,299 @@
+// Piecewise graphs (<graphcap/piecewise.hpp>): graph segments with eager islands between them,
+// on work the host can execute (host functions, memset, memcpy), so that both backends run it.
+// Order is observed through host functions on the replay's stream: segments and islands append
+// their letter to a log in the order the stream runs them.
+#include <graphcap/control_flow.hpp>
+#include <graphcap/graphcap.hpp>
+#include <graphcap/piecewise.hpp>
+
+#include "catch.hpp"
+#include "cuda_helpers.hpp"
+
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace gc = graphcap;
+
+namespace {
+
+/// What the host functions of one test append to.
+struct letter {
+  std::string* log;
+  char value;
+};
+
+void CUDART_CB append(void* data) {
+  const auto* entry = static_cast<const letter*>(data);
+  entry->log->push_back(entry->value);
+}
+
+/// A log and the letters that write to it (stable addresses: the nodes point at them).
+struct log_fixture {
+  gctest::stream stream;
+  std::string log;
+  std::vector<letter> letters = make_letters();
+
+  std::vector<letter> make_letters() {
+    std::vector<letter> made;
+    for (char c = 'A'; c <= 'Z'; ++c) {
+      made.push_back({&log, c});
+    }
+    for (char c = 'a'; c <= 'z'; ++c) {
+      made.push_back({&log, c});
+    }
+    return made;
+  }
+  /// Enqueues "append c" on `s` (captured in a segment, or run eagerly by an island).
+  void write(cudaStream_t s, char c) {
+    const auto index =
+        c >= 'a' ? static_cast<std::size_t>(26 + c - 'a') : static_cast<std::size_t>(c - 'A');
+    CUDA_REQUIRE(cudaLaunchHostFunc(s, append, &letters.at(index)));
+  }
+  /// The log of one replay on the fixture's stream.
+  template <class Graph>
+  std::string replayed(Graph& graph) {
+    log.clear();
+    graph.replay(stream);
+    stream.synchronize();
+    return log;
+  }
+};
+
+using piecewise = gc::piecewise_graph<>;
+
+} // namespace
+
+TEST_CASE_METHOD(log_fixture, "piecewise: segments and islands replay in capture order") {
+  piecewise step;
+  step.capture(stream, [&](piecewise::scope& cap) {
+    write(cap.stream(), 'A');
+    write(cap.stream(), 'B');
+    cap.eager([&](cudaStream_t s) { write(s, 'x'); });
+    write(cap.stream(), 'C');
+    cap.eager([&](cudaStream_t s) {
+      write(s, 'y');
+      write(s, 'z');
+    });
+    write(cap.stream(), 'D');
+  });
+  CHECK(log.empty()); // nothing runs at capture, islands included
+  CHECK(step.segment_count() == 3);
+  CHECK(step.island_count() == 2);
+  CHECK(step.node_count() == 4);
+  CHECK(replayed(step) == "ABxCyzD");
+  CHECK(replayed(step) == "ABxCyzD");
+}
+
+TEST_CASE_METHOD(log_fixture, "piecewise: islands at the start and the end, and empty segments") {
+  piecewise step;
+  step.capture(stream, [&](auto& cap) {
+    cap.eager([&](cudaStream_t s) { write(s, 'a'); }); // segment 0 is empty
+    write(cap.stream(), 'B');
+    cap.eager([&](cudaStream_t s) { write(s, 'c'); });
+    cap.eager([&](cudaStream_t s) { write(s, 'd'); }); // an empty segment between two islands
+    cap.eager([&](cudaStream_t s) { write(s, 'e'); }); // the last segment is empty
+  });
+  CHECK(step.segment_count() == 5);
+  CHECK(step.segment(0).node_count() == 0);
+  CHECK(step.segment(2).node_count() == 0);
+  CHECK(replayed(step) == "aBcde");
+}
+
+TEST_CASE_METHOD(log_fixture, "piecewise: 100 islands") {
+  piecewise step;
+  step.capture(stream, [&](auto& cap) {
+    for (int i = 0; i < 100; ++i) {
+      write(cap.stream(), 'S');
+      cap.eager([&](cudaStream_t s) { write(s, 'i'); });
+    }
+    write(cap.stream(), 'E');
+  });
+  CHECK(step.island_count() == 100);
+  std::string expected;
+  for (int i = 0; i < 100; ++i) {
+    expected += "Si";
+  }
+  expected += 'E';
+  CHECK(replayed(step) == expected);
+}
+
+TEST_CASE_METHOD(log_fixture, "piecewise: no island is one segment, replayed as a graph") {
+  piecewise step;
+  gc::graph plain;
+  const auto work = [&](cudaStream_t s) {
+    write(s, 'A');
+    write(s, 'B');
+  };
+  step.capture(stream, work);
+  plain.capture(stream, work);
+  CHECK(step.segment_count() == 1);
+  CHECK(step.island_count() == 0);
+  CHECK(replayed(step) == replayed(plain));
+}
+
+TEST_CASE_METHOD(log_fixture, "piecewise: a pool block bridges a break at a fixed address") {
+  constexpr std::size_t bytes = 256;
+  piecewise step;
+  std::vector<unsigned char> seen(bytes, 0);
+  unsigned char* bridge = nullptr;
+  unsigned char* second = nullptr;
+  step.capture(stream, [&](piecewise::scope& cap) {
+    bridge = cap.allocate<unsigned char>(bytes);
+    CUDA_REQUIRE(cudaMemsetAsync(bridge, 7, bytes, cap.stream())); // segment 0 writes it
+    cap.eager([&](cudaStream_t s) {                                // the island reads it
+      CUDA_REQUIRE(cudaMemcpyAsync(seen.data(), bridge, bytes, cudaMemcpyDeviceToHost, s));
+    });
+    second = cap.allocate<unsigned char>(bytes); // segment 1 draws from the same pool
+    CUDA_REQUIRE(cudaMemcpyAsync(second, bridge, bytes, cudaMemcpyDeviceToDevice, cap.stream()));
+  });
+  REQUIRE(bridge != nullptr);
+  REQUIRE(second != nullptr);
+  CHECK(second != bridge); // segment 0's block is still the graph's: not handed out again
+  step.replay(stream);
+  stream.synchronize();
+  CHECK(seen == std::vector<unsigned char>(bytes, 7));
+  std::vector<unsigned char> copied(bytes, 0);
+  CUDA_REQUIRE(cudaMemcpy(copied.data(), second, bytes, cudaMemcpyDeviceToHost));
+  CHECK(copied == std::vector<unsigned char>(bytes, 7));
+}
+
+TEST_CASE_METHOD(log_fixture, "piecewise: an island that throws stops the replay there") {
+  piecewise step;
+  bool fail = true;
+  step.capture(stream, [&](auto& cap) {
+    write(cap.stream(), 'A');
+    cap.eager([&](cudaStream_t s) { write(s, 'x'); });
+    write(cap.stream(), 'B');
+    cap.eager([&](cudaStream_t /*s*/) {
+      if (fail) {
+        throw std::runtime_error("tokenizer unavailable");
+      }
+    });
+    write(cap.stream(), 'C');
+  });
+  log.clear();
+  try {
+    step.replay(stream);
+    FAIL("the island's exception did not surface");
+  } catch (const gc::island_error& failure) {
+    CHECK(failure.island() == 1);
+    const std::string what = failure.what();
+    CHECK_THAT(what, gctest::contains("island 1"));
+    CHECK_THAT(what, gctest::contains("tokenizer unavailable"));
+    CHECK_THAT(what, gctest::contains("were not launched"));
+    try {
+      std::rethrow_if_nested(failure);
+      FAIL("the island's own exception is not nested");
+    } catch (const std::runtime_error& own) {
+      CHECK(std::string{own.what()} == "tokenizer unavailable");
+    }
+  }
+  stream.synchronize();
+  CHECK(log == "AxB"); // the segment after the island was not launched
+  fail = false;
+  CHECK(replayed(step) == "AxBC"); // and the graph stays replayable
+}
+
+TEST_CASE_METHOD(log_fixture, "piecewise: work forked and not joined before a break") {
+  piecewise step;
+  gctest::stream side;
+  gctest::event forked;
+  try {
+    step.capture(stream, [&](auto& cap) {
+      CUDA_REQUIRE(cudaEventRecord(forked, cap.stream()));
+      CUDA_REQUIRE(cudaStreamWaitEvent(side, forked, 0));
+      write(side, 'A'); // forked onto `side`, never joined back
+      cap.eager([&](cudaStream_t s) { write(s, 'x'); });
+    });
+    FAIL("the unjoined fork was accepted");
+  } catch (const gc::capture_error& failure) {
+    const std::string what = failure.what();
+    CHECK_THAT(what, gctest::contains("segment 0, ended at the break before island 0"));
+    CHECK_THAT(what, gctest::contains("joined back"));
+  }
+  CHECK(step.empty());
+  CHECK_FALSE(gctest::capturing(stream));
+  CHECK_FALSE(gctest::capturing(side));
+  static_cast<void>(cudaGetLastError());
+  step.capture(stream, [&](auto& cap) { write(cap.stream(), 'A'); }); // it captures again
+  CHECK(replayed(step) == "A");
+}
+
+TEST_CASE_METHOD(log_fixture, "piecewise: an island inside a conditional body is refused") {
+  piecewise step;
+  try {
+    step.capture(stream, [&](auto& cap) {
+      auto flag = cap.condition(1);
+      cap.if_(flag, [&](auto& /*body*/) { cap.eager([&](cudaStream_t s) { write(s, 'x'); }); });
+    });
+    FAIL("an island inside a body was accepted");
+  } catch (const gc::capture_error& failure) {
+    CHECK_THAT(std::string{failure.what()}, gctest::contains("inside a conditional body"));
+  }
+  CHECK(step.empty());
+  CHECK_FALSE(gctest::capturing(stream));
+  static_cast<void>(cudaGetLastError());
+}
+
+TEST_CASE_METHOD(log_fixture, "piecewise: work that throws leaves the graph empty") {
+  piecewise step;
+  CHECK_THROWS_AS(step.capture(stream,
+                               [&](auto& cap) {
+                                 write(cap.stream(), 'A');
+                                 cap.eager([&](cudaStream_t s) { write(s, 'x'); });
+                                 write(cap.stream(), 'B');
+                                 throw std::runtime_error("user");
+                               }),
+                  std::runtime_error);
+  CHECK(step.empty());
+  CHECK(step.segment_count() == 0);
+  CHECK_FALSE(gctest::capturing(stream));
+  step.capture(stream, [&](auto& cap) { write(cap.stream(), 'C'); });
+  CHECK(replayed(step) == "C");
+}
+
+TEST_CASE_METHOD(log_fixture, "piecewise: state errors, reset and move") {
+  piecewise step;
+  CHECK_THROWS_AS(step.replay(stream), gc::state_error);
+  step.capture(stream, [&](auto& cap) {
+    write(cap.stream(), 'A');
+    cap.eager([&](cudaStream_t s) { write(s, 'x'); });
+  });
+  CHECK_THROWS_AS(step.capture(stream, [] {}), gc::state_error);
+  piecewise moved = std::move(step);
+  CHECK(step.empty()); // NOLINT(bugprone-use-after-move): moved-from graphs are empty
+  CHECK(replayed(moved) == "Ax");
+  moved.reset();
+  CHECK(moved.empty());
+  CHECK_THROWS_AS(moved.replay(stream), gc::state_error);
+}
+
+TEST_CASE_METHOD(log_fixture, "piecewise: segments of lean graphs (no pool)") {
+  gc::piecewise_graph<gc::lean_graph> step;
+  step.capture(stream, [&](auto& cap) {
+    write(cap.stream(), 'A');
+    cap.eager([&](cudaStream_t s) { write(s, 'x'); });
+    write(cap.stream(), 'B');
+  });
+  CHECK(replayed(step) == "AxB");
+}
+
+TEST_CASE_METHOD(log_fixture, "piecewise: liveness checks every segment before launching any") {
+  using checked = gc::graph_with<gc::liveness::check>;
+  gc::piecewise_graph<checked> step;
+  auto* input = static_cast<unsigned char*>(nullptr);
+  CUDA_REQUIRE(cudaMalloc(reinterpret_cast<void**>(&input), 64));
+  step.capture(stream, [&](auto& cap) {
+    write(cap.stream(), 'A');
+    cap.eager([&](cudaStream_t s) { write(s, 'x'); });
+    CUDA_REQUIRE(cudaMemsetAsync(input, 0, 64, cap.stream())); // segment 1's input
+  });
+  CHECK(replayed(step) == "Ax");
+  CUDA_REQUIRE(cudaFree(input));
+  log.clear();
+  CHECK_THROWS_AS(step.replay(stream), gc::liveness_error);
+  stream.synchronize();
+  CHECK(log.empty()); // segment 0 and the island did not run
+}

@@ -1,0 +1,100 @@
+// Piecewise graphs on the double: what a replay calls (launches per segment, none for an empty
+// segment, one for a graph without island) and what a capture leaves behind when it fails.
+#include <graphcap/graphcap.hpp>
+#include <graphcap/piecewise.hpp>
+
+#include "catch.hpp"
+#include "cuda_helpers.hpp"
+#include "double_helpers.hpp"
+
+#include <cuda_double/control.hpp>
+
+#include <cstddef>
+#include <map>
+#include <string>
+
+namespace gc = graphcap;
+
+namespace {
+
+void CUDART_CB tick(void* counter) {
+  ++*static_cast<int*>(counter);
+}
+
+using call_map = std::map<std::string, std::size_t>;
+
+} // namespace
+
+TEST_CASE("piecewise without island: a replay is one cudaGraphLaunch, as a graph's") {
+  cuda_double::reset();
+  gctest::stream stream;
+  int ticks = 0;
+  gc::piecewise_graph<gc::lean_graph> step;
+  step.capture(stream, [&](cudaStream_t s) { CUDA_REQUIRE(cudaLaunchHostFunc(s, tick, &ticks)); });
+  cuda_double::clear_call_counts();
+  step.replay(stream);
+  CHECK(cuda_double::call_counts() == call_map{{"cudaGraphLaunch", 1}});
+}
+
+TEST_CASE("piecewise: one launch per non-empty segment, the islands' own calls between") {
+  cuda_double::reset();
+  gctest::stream stream;
+  int ticks = 0;
+  gc::piecewise_graph<gc::lean_graph> step;
+  step.capture(stream, [&](auto& cap) {
+    cap.eager([&](cudaStream_t s) { CUDA_REQUIRE(cudaLaunchHostFunc(s, tick, &ticks)); });
+    CUDA_REQUIRE(cudaLaunchHostFunc(cap.stream(), tick, &ticks));
+    cap.eager([&](cudaStream_t /*s*/) {});
+    cap.eager([&](cudaStream_t /*s*/) {});
+  });
+  REQUIRE(step.segment_count() == 4);
+  cuda_double::clear_call_counts();
+  step.replay(stream);
+  CHECK(cuda_double::call_counts() ==
+        call_map{{"cudaGraphLaunch", 1}, {"cudaLaunchHostFunc", 1}}); // three empty segments
+  stream.synchronize();
+  CHECK(ticks == 2);
+}
+
+TEST_CASE("piecewise: every CUDA call of a capture may fail once, leaving nothing behind") {
+  cuda_double::reset();
+  gctest::stream stream;
+  int ticks = 0;
+  const auto capture = [&](gc::piecewise_graph<>& step) {
+    step.capture(stream, [&](auto& cap) {
+      auto* block = cap.template allocate<unsigned char>(64);
+      CUDA_REQUIRE(cudaMemsetAsync(block, 1, 64, cap.stream()));
+      cap.eager([&](cudaStream_t s) { CUDA_REQUIRE(cudaLaunchHostFunc(s, tick, &ticks)); });
+      CUDA_REQUIRE(cudaMemsetAsync(cap.template allocate<unsigned char>(64), 2, 64, cap.stream()));
+    });
+  };
+  call_map sites;
+  {
+    gc::piecewise_graph<> step;
+    cuda_double::clear_call_counts();
+    capture(step);
+    sites = cuda_double::call_counts();
+  }
+  sites.erase("cudaMemsetAsync"); // the test's own calls
+  const std::size_t injected = gctest::fail_each_call_once(sites, [&](const std::string& function) {
+    const gctest::live_objects before;
+    {
+      gc::piecewise_graph<> step;
+      try {
+        capture(step);
+      } catch (const gc::error&) {
+        CHECK(step.empty()); // a failed capture drops every segment
+      }
+      static_cast<void>(cudaGetLastError());
+      CHECK_FALSE(gctest::capturing(stream));
+      step.reset();
+      REQUIRE_NOTHROW(capture(step)); // and the graph captures again
+      REQUIRE_NOTHROW(step.replay(stream));
+      stream.synchronize();
+    }
+    const bool destroy_failed = function.find("Destroy") != std::string::npos;
+    CHECK(cuda_double::live_graphs() - before.graphs <= (destroy_failed ? 1U : 0U));
+    CHECK(cuda_double::live_execs() - before.execs <= (destroy_failed ? 1U : 0U));
+  });
+  CHECK(injected >= 6);
+}

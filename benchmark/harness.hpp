@@ -107,6 +107,32 @@ inline double micros(steady::time_point start, steady::time_point stop) {
   return std::chrono::duration<double, std::micro>(stop - start).count();
 }
 
+/// Runs `steps` calls of `step` on `stream`, each followed by a stream synchronize, and (when
+/// `record`) appends each call's host time, synchronize included: a loop that reads its result
+/// every step. `before` runs ahead of each step, outside the timing.
+template <class Step, class Before>
+void synchronized_steps(cudaStream_t stream, int steps, std::vector<double>& samples, bool record,
+                        Step&& step, Before&& before) {
+  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  for (int i = 0; i < steps; ++i) {
+    before();
+    const auto t0 = steady::now();
+    step();
+    check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    const auto t1 = steady::now();
+    if (record) {
+      samples.push_back(micros(t0, t1));
+    }
+  }
+}
+
+/// The same, with nothing to run ahead of each step.
+template <class Step>
+void synchronized_steps(cudaStream_t stream, int steps, std::vector<double>& samples, bool record,
+                        Step&& step) {
+  synchronized_steps(stream, steps, samples, record, step, [] {});
+}
+
 /// Number of repetitions, scaled by $BENCH_SCALE (e.g. 0.2 for a quick look, 3 for a long run).
 inline int scaled(int repetitions) {
   const char* scale = std::getenv("BENCH_SCALE");

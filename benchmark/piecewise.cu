@@ -109,18 +109,10 @@ int main() {
   }
 
   const int steps = 500;
+  // Runs `steps` steps, each with the next length and synchronized, keeping each step's time.
   const auto run_steps = [&](std::vector<double>& samples, bool record, auto&& step) {
-    bench::check(cudaStreamSynchronize(stream), "sync");
-    for (int i = 0; i < steps; ++i) {
-      length = length_of(++step_number);
-      const auto t0 = bench::steady::now();
-      step();
-      bench::check(cudaStreamSynchronize(stream), "sync");
-      const auto t1 = bench::steady::now();
-      if (record) {
-        samples.push_back(bench::micros(t0, t1));
-      }
-    }
+    bench::synchronized_steps(stream, steps, samples, record, step,
+                              [&] { length = length_of(++step_number); });
   };
   std::vector<double> split_times;
   std::vector<double> piecewise_times;

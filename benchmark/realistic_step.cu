@@ -42,16 +42,7 @@ int main() {
   const int steps = 1000;
   // Runs `steps` steps, each one synchronized, and keeps each step's host time.
   const auto run_steps = [&](std::vector<double>& samples, bool record, auto&& step) {
-    bench::check(cudaStreamSynchronize(stream), "sync");
-    for (int i = 0; i < steps; ++i) {
-      const auto t0 = bench::steady::now();
-      step();
-      bench::check(cudaStreamSynchronize(stream), "sync");
-      const auto t1 = bench::steady::now();
-      if (record) {
-        samples.push_back(bench::micros(t0, t1));
-      }
-    }
+    bench::synchronized_steps(stream, steps, samples, record, step);
   };
   std::vector<double> eager_times;
   std::vector<double> raw_times;

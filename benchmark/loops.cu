@@ -1,15 +1,16 @@
 // bench_loops: the cost of one loop iteration, for a body of K = 1, 8, 32 tiny kernels, run
 // 2000 times in a row: n replays of the body's graph, replay_loop (the body unrolled into copies
 // of it), a WHILE node captured with graphcap (a kernel counts down and clears the condition),
-// the same WHILE node written by hand against the runtime, graphcap::device_loop (the same structure:
-// a start kernel sets the counter, a step kernel ends each iteration), and a host loop that
-// replays the body and copies a flag back each iteration (what a loop deciding on the host pays).
+// the same WHILE node written by hand against the runtime, graphcap::device_loop (the same
+// structure: a start kernel sets the counter, a step kernel ends each iteration), and a host loop
+// that replays the body and copies a flag back each iteration (what a loop deciding on the host
+// pays).
 //
 // Each sample is the wall time of the whole loop, device work included (the stream is drained
 // before and after), divided by the iterations. Arms interleave round by round.
 #include <graphcap/control_flow.hpp>
-#include <graphcap/graphcap.hpp>
 #include <graphcap/device_loop.cuh>
+#include <graphcap/graphcap.hpp>
 #include <graphcap/replay_loop.hpp>
 
 #include "harness.hpp"
@@ -129,7 +130,7 @@ int main() {
     graphcap::graph repeated; // device_loop() takes its counter from the graph's pool
     repeated.capture(capture_stream, [&](graphcap::graph::scope& cap) {
       graphcap::device_loop(cap, iterations,
-                       [&](cudaStream_t s) { bench::issue_tiny(s, kernels, sink); });
+                            [&](cudaStream_t s) { bench::issue_tiny(s, kernels, sink); });
     });
     repeated.upload(stream);
     const raw_while hand_written(capture_stream, body_stream, kernels, sink, counter);

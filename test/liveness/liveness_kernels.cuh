@@ -1,5 +1,5 @@
-// test/liveness/liveness_kernels.cuh - kernels whose parameters hold the pointers liveness::check must
-// find, behind plain host launchers (Catch2 never meets nvcc: see kernels.cuh).
+// test/liveness/liveness_kernels.cuh - kernels whose parameters hold the pointers liveness::check
+// must find, behind plain host launchers (Catch2 never meets nvcc: see kernels.cuh).
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -297,3 +297,164 @@ TEST_CASE_METHOD(log_fixture, "piecewise: liveness checks every segment before l
   stream.synchronize();
   CHECK(log.empty()); // segment 0 and the island did not run
 }
+
+TEST_CASE_METHOD(log_fixture,
+                 "embed: a kept graph becomes one node, in order, in another capture") {
+  gctest::stream side;
+  gc::graph inner{gc::keep_graph};
+  inner.capture(side, [&](cudaStream_t s) {
+    write(s, 'x');
+    write(s, 'y');
+  });
+  gc::lean_graph outer;
+  outer.capture(stream, [&](gc::lean_graph::scope& cap) {
+    write(cap.stream(), 'A');
+    gc::embed(cap, inner);
+    write(cap.stream(), 'B');
+  });
+  CHECK(outer.node_count() == 3); // A, the child-graph node, B
+  CHECK(replayed(outer) == "AxyB");
+  CHECK(replayed(inner) == "xy"); // the embedded graph replays on its own too
+}
+
+TEST_CASE_METHOD(log_fixture, "embed: inside a piecewise capture, and across an island") {
+  gctest::stream side;
+  gc::graph inner{gc::keep_graph};
+  inner.capture(side, [&](cudaStream_t s) { write(s, 'e'); });
+  piecewise step;
+  step.capture(stream, [&](piecewise::scope& cap) {
+    cap.embed(inner);
+    cap.eager([&](cudaStream_t s) { write(s, 'i'); });
+    cap.embed(inner);
+  });
+  CHECK(replayed(step) == "eie");
+}
+
+TEST_CASE_METHOD(log_fixture,
+                 "embed: refused without a kept template, or with a conditional node") {
+  gctest::stream side;
+  gc::graph not_kept;
+  not_kept.capture(side, [&](cudaStream_t s) { write(s, 'x'); });
+  gctest::device_buffer<unsigned char> flagged(16);
+  gc::graph conditional{gc::keep_graph};
+  conditional.capture(side, [&](gc::graph::scope& cap) {
+    auto flag = cap.condition(1);
+    cap.if_(flag, [&](cudaStream_t s) { CUDA_REQUIRE(cudaMemsetAsync(flagged.get(), 1, 16, s)); });
+  });
+  gc::lean_graph outer;
+  CHECK_THROWS_AS(
+      outer.capture(stream, [&](gc::lean_graph::scope& cap) { gc::embed(cap, not_kept); }),
+      gc::state_error);
+  CHECK(outer.empty());
+  try {
+    outer.capture(stream, [&](gc::lean_graph::scope& cap) { gc::embed(cap, conditional); });
+    FAIL("a graph with a conditional node was embedded");
+  } catch (const gc::capture_error& failure) {
+    CHECK_THAT(std::string{failure.what()},
+               gctest::contains("no conditional node in a child graph"));
+  }
+  CHECK(outer.empty());
+  gc::graph_with<gc::pool::graph_memory_nodes> allocating{gc::keep_graph};
+  allocating.capture(side, [&](auto& inner_cap) {
+    auto* block = inner_cap.template allocate<unsigned char>(64);
+    CUDA_REQUIRE(cudaMemsetAsync(block, 0, 64, inner_cap.stream()));
+  });
+  try {
+    outer.capture(stream, [&](gc::lean_graph::scope& cap) { gc::embed(cap, allocating); });
+    FAIL("a graph with memory nodes was embedded");
+  } catch (const gc::capture_error& failure) {
+    CHECK_THAT(std::string{failure.what()}, gctest::contains("no memory node in a child graph"));
+  }
+  CHECK(outer.empty());
+  CHECK_FALSE(gctest::capturing(stream));
+  static_cast<void>(cudaGetLastError());
+}
+
+TEST_CASE_METHOD(log_fixture,
+                 "a capture on a stream another capture holds is refused, naming embed") {
+  gc::lean_graph outer;
+  gc::lean_graph inner;
+  auto cap = outer.begin_capture(stream);
+  try {
+    inner.capture(stream, [&](cudaStream_t s) { write(s, 'x'); });
+    FAIL("a capture joined another one");
+  } catch (const gc::capture_error& failure) {
+    CHECK(failure.code() == cudaErrorIllegalState);
+    CHECK_THAT(std::string{failure.what()}, gctest::contains("graphcap::embed(cap, graph)"));
+  }
+  CHECK(inner.empty());
+  write(cap.stream(), 'A');
+  cap.end(); // the outer capture goes on, unharmed
+  CHECK(replayed(outer) == "A");
+  static_cast<void>(cudaGetLastError());
+}
+
+TEST_CASE_METHOD(log_fixture, "piecewise recapture: segments updated in place, islands replaced") {
+  piecewise step;
+  const auto work = [&](char first, char island, char second) {
+    return [=, this](piecewise::recapture_scope& cap) {
+      write(cap.stream(), first);
+      cap.eager([=, this](cudaStream_t s) { write(s, island); });
+      write(cap.stream(), second);
+    };
+  };
+  step.capture(stream, [&](piecewise::scope& cap) {
+    write(cap.stream(), 'A');
+    cap.eager([&](cudaStream_t s) { write(s, 'x'); });
+    write(cap.stream(), 'B');
+  });
+  CHECK(replayed(step) == "AxB");
+  const std::vector<gc::update_result> updates = step.recapture(stream, work('C', 'y', 'D'));
+  REQUIRE(updates.size() == 2);
+  INFO(updates[0].reason);
+  CHECK(updates[0].updated());
+  CHECK(updates[1].updated());
+  CHECK(replayed(step) == "CyD");
+}
+
+TEST_CASE_METHOD(log_fixture, "piecewise recapture with more and with fewer breaks") {
+  piecewise step;
+  step.capture(stream, [&](auto& cap) {
+    write(cap.stream(), 'A');
+    cap.eager([&](cudaStream_t s) { write(s, 'x'); });
+    write(cap.stream(), 'B');
+  });
+  const auto more = step.recapture(stream, [&](auto& cap) {
+    write(cap.stream(), 'A');
+    cap.eager([&](cudaStream_t s) { write(s, 'x'); });
+    write(cap.stream(), 'B');
+    cap.eager([&](cudaStream_t s) { write(s, 'y'); });
+    write(cap.stream(), 'C');
+  });
+  REQUIRE(more.size() == 3);
+  CHECK(more[0].updated());
+  CHECK(more[1].updated());
+  CHECK_FALSE(more[2].updated()); // a new segment: its first capture
+  CHECK(step.segment_count() == 3);
+  CHECK(replayed(step) == "AxByC");
+  const auto fewer = step.recapture(stream, [&](auto& cap) { write(cap.stream(), 'D'); });
+  REQUIRE(fewer.size() == 1);
+  CHECK(fewer[0].updated());
+  CHECK(step.segment_count() == 1);
+  CHECK(step.island_count() == 0);
+  CHECK(replayed(step) == "D");
+}
+
+TEST_CASE_METHOD(log_fixture, "piecewise recapture whose work throws leaves the graph empty") {
+  piecewise step;
+  step.capture(stream, [&](auto& cap) {
+    write(cap.stream(), 'A');
+    cap.eager([&](cudaStream_t s) { write(s, 'x'); });
+  });
+  CHECK_THROWS_AS(step.recapture(stream,
+                                 [&](auto& cap) {
+                                   write(cap.stream(), 'A');
+                                   cap.eager([&](cudaStream_t s) { write(s, 'x'); });
+                                   throw std::runtime_error("user");
+                                 }),
+                  std::runtime_error);
+  CHECK(step.empty());
+  CHECK_FALSE(gctest::capturing(stream));
+  step.capture(stream, [&](auto& cap) { write(cap.stream(), 'B'); });
+  CHECK(replayed(step) == "B");
+}

@@ -26,7 +26,9 @@
 #include <graphcap/core/basic_graph.hpp>
 #include <graphcap/core/scope.hpp>
 #include <graphcap/core/stream_ref.hpp>
+#include <graphcap/core/update.hpp>
 #include <graphcap/error.hpp>
+#include <graphcap/piecewise/embed.hpp>
 #include <graphcap/piecewise/island_error.hpp>
 #include <graphcap/pool/default_graph.hpp>
 #include <graphcap/pool/pool_handle.hpp>
@@ -51,11 +53,13 @@ class piecewise_graph;
 
 /// The capture of a piecewise graph: the current segment's capture (segment()), what a graph's
 /// scope offers during a capture (forwarded to it), and eager(), which ends the segment.
-template <class Graph>
+/// `SegmentScope` is the segments' scope: Graph::scope for capture(), Graph::recapture_scope for
+/// recapture().
+template <class Graph, class SegmentScope = typename Graph::scope>
 class piecewise_scope {
 public:
   using graph_type = piecewise_graph<Graph>;     ///< the piecewise graph being captured
-  using segment_scope = typename Graph::scope;   ///< the capture of one segment
+  using segment_scope = SegmentScope;            ///< the capture of one segment
   using body_scope = typename Graph::body_scope; ///< what a conditional body gets
 
   piecewise_scope(piecewise_scope&&) = delete;
@@ -90,12 +94,20 @@ public:
                           "eager() outside the body, before or after the conditional node");
     }
     const std::size_t index = owner_->islands_.size();
+    owner_->share_pool(); // before segment 0 ends: its capture and recaptures end alike
     end_segment("the break before island " + std::to_string(index));
     owner_->islands_.emplace_back(std::forward<Island>(island));
-    current_.emplace(owner_->next_segment().begin_capture(stream_));
+    current_.emplace(owner_->template begin_segment<SegmentScope>(stream_, index + 1));
   }
 
   // ---- what a segment's scope offers, forwarded to the current segment -------------------
+
+  /// graphcap::embed(cap.segment(), graph): `graph`'s kept template as one child-graph node of
+  /// the current segment (<graphcap/piecewise/embed.hpp>).
+  template <class Embedded>
+  void embed(const Embedded& graph) {
+    graphcap::embed(*current_, graph);
+  }
 
   /// cap.segment().allocate<T>(count): a block of the one pool, at a fixed address.
   template <class T, class... Rest>
@@ -164,6 +176,9 @@ private:
   void end_segment(const std::string& where) {
     try {
       current_->end();
+      if constexpr (requires { current_->update(); }) {
+        updates_.push_back(current_->update());
+      }
     } catch (const cuda_error& failure) {
       throw capture_error(failure.code(),
                           "piecewise capture: segment " + std::to_string(segment_index()) +
@@ -192,6 +207,7 @@ private:
   piecewise_graph<Graph>* owner_;
   cudaStream_t stream_;
   std::optional<segment_scope> current_;
+  std::vector<update_result> updates_; // a recapture's, one per segment ended
   int body_depth_ = 0;
 };
 
@@ -212,8 +228,10 @@ class piecewise_graph {
       "or pool::off; pool::user and pool::graph_memory_nodes cannot be shared across segments");
 
 public:
-  using segment_type = Graph;                            ///< the graph of one segment
-  using scope = piecewise_scope<Graph>;                  ///< what capture(work) hands `work`
+  using segment_type = Graph;           ///< the graph of one segment
+  using scope = piecewise_scope<Graph>; ///< what capture(work) hands `work`
+  /// What recapture(work) hands `work`.
+  using recapture_scope = piecewise_scope<Graph, typename Graph::recapture_scope>;
   using island_type = std::function<void(cudaStream_t)>; ///< what runs between two segments
 
   /// An empty piecewise graph. Makes no CUDA call: the first capture does.
@@ -239,7 +257,7 @@ public:
     }
     try {
       scope cap{*this, stream.get()};
-      cap.current_.emplace(next_segment().begin_capture(stream));
+      cap.current_.emplace(begin_segment<typename Graph::scope>(stream.get(), 0));
       if constexpr (std::is_void_v<decltype(detail::invoke_work(cap, work))>) {
         detail::invoke_work(cap, std::forward<Work>(work));
         cap.end_segment("the end of the capture");
@@ -248,6 +266,30 @@ public:
         cap.end_segment("the end of the capture");
         return result;
       }
+    } catch (...) {
+      reset();
+      throw;
+    }
+  }
+
+  /// Captures `work` again and makes every segment's executable match its new capture:
+  /// segment k is updated in place (cudaGraphExecUpdate) where CUDA allows it and instantiated
+  /// anew otherwise, as basic_graph::recapture() does, and the islands are the new ones.
+  /// Returns one update_result per segment, in order (each says what happened and why). A
+  /// recapture with more breaks than before captures the extra segments fresh (their result:
+  /// instantiated); one with fewer drops the segments left over. The pool hands each segment
+  /// the blocks of its previous capture in the same order. If `work` throws or a segment cannot
+  /// be captured, the graph is left empty, as after a failed capture.
+  template <class Work>
+  std::vector<update_result> recapture(stream_ref stream, Work&& work) {
+    islands_.clear();
+    try {
+      recapture_scope cap{*this, stream.get()};
+      cap.current_.emplace(begin_segment<typename Graph::recapture_scope>(stream.get(), 0));
+      detail::invoke_work(cap, std::forward<Work>(work));
+      cap.end_segment("the end of the capture");
+      segments_.resize(islands_.size() + 1); // fewer breaks than before: the rest is dropped
+      return std::move(cap.updates_);
     } catch (...) {
       reset();
       throw;
@@ -282,6 +324,7 @@ public:
   void reset() noexcept {
     islands_.clear();
     segments_.clear();
+    shared_pool_.reset();
   }
 
   /// True before the first capture and after reset().
@@ -302,13 +345,38 @@ public:
   }
 
 private:
-  friend class piecewise_scope<Graph>;
+  template <class, class>
+  friend class piecewise_scope;
+
+  // The scope of segment `k`: a fresh capture of a new segment, or a recapture of segment k
+  // (of a new segment where the capture it updates had fewer).
+  template <class SegmentScope>
+  SegmentScope begin_segment(cudaStream_t stream, std::size_t k) {
+    if constexpr (std::is_same_v<SegmentScope, typename Graph::scope>) {
+      return next_segment().begin_capture(stream);
+    } else {
+      Graph& segment = k < segments_.size() ? *segments_[k] : next_segment();
+      return segment.begin_recapture(stream);
+    }
+  }
+
+  // The first segment's pool, shared from the first break on. Taken while segment 0 still
+  // captures, so that its end (which adds the pool's completion marker once the pool is
+  // shared) is the same at the capture and at every recapture: a recapture can update it.
+  void share_pool() {
+    if constexpr (Graph::pool_type::can_allocate) {
+      if (!shared_pool_) {
+        shared_pool_ = segments_.front()->pool();
+      }
+    }
+  }
 
   // The graph of the next segment: the first makes the pool, the others share it by handle.
   Graph& next_segment() {
     if constexpr (Graph::pool_type::can_allocate) {
       if (!segments_.empty()) {
-        return *segments_.emplace_back(std::make_unique<Graph>(segments_.front()->pool()));
+        share_pool();
+        return *segments_.emplace_back(std::make_unique<Graph>(*shared_pool_));
       }
     }
     return *segments_.emplace_back(std::make_unique<Graph>());
@@ -326,6 +394,7 @@ private:
 
   std::vector<std::unique_ptr<Graph>> segments_; // each at a fixed address: its scope points there
   std::vector<island_type> islands_;
+  std::optional<pool_handle> shared_pool_; // set at the first break (graphs with a pool)
 };
 
 } // namespace graphcap

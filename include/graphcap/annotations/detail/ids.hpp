@@ -31,9 +31,9 @@ namespace graphcap::detail::annotations {
 /// the body holding its conditional, before that body's next sibling): ASSUMED for nested
 /// bodies, i.e. the executable numbers a graph's nodes, then its bodies' the same way,
 /// recursively. Checked on the H200: a WHILE node alone with a body of two kernels
-/// (test/control_flow/annotations_bodies.gpu.cpp; its second case, kernels before and after an if_else and a
-/// while_, tells this rule from "a conditional's bodies right after the node"). If a driver
-/// numbers otherwise, this is the one place to change.
+/// (test/control_flow/annotations_bodies.gpu.cpp; its second case, kernels before and after an
+/// if_else and a while_, tells this rule from "a conditional's bodies right after the node"). If a
+/// driver numbers otherwise, this is the one place to change.
 [[nodiscard]] inline std::optional<std::uint32_t>
 executable_node_index(const annotated_nodes& graph, std::uint64_t template_id) noexcept {
   const auto of_graph = static_cast<std::uint32_t>(template_id >> 32U);

@@ -45,7 +45,10 @@ constexpr std::string_view hint_for(cudaError_t code) noexcept {
   case cudaErrorStreamCaptureMerge:
     return "two separate captures were merged through an event wait";
   case cudaErrorIllegalState:
-    return "the stream is already capturing";
+    return "the stream is already capturing: graphcap does not join another capture (the "
+           "blocks of its pool would belong to a graph that is never replayed); to put a graph "
+           "inside another capture, capture it on its own stream with keep_graph and add it "
+           "with graphcap::embed(cap, graph) (<graphcap/piecewise.hpp>)";
   case cudaErrorInvalidResourceHandle:
     return "a stream, event or graph handle is invalid or was destroyed, or belongs to another "
            "device";

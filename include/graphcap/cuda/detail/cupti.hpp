@@ -35,8 +35,8 @@ namespace detail {
 /// Observed on the H200 (CUDA 13.0 driver 580), not documented by NVIDIA: a template node's id is
 /// (template graph id << 32 | the node's index), and the kernel records of a replay carry
 /// (executable graph id << 32 | the same index), the executable's id being cuptiGetGraphExecId's,
-/// new for every instantiation. test/annotations/annotations_ids.gpu.cpp checks this against real activity
-/// records; if a driver changes it, this is the one place to change.
+/// new for every instantiation. test/annotations/annotations_ids.gpu.cpp checks this against real
+/// activity records; if a driver changes it, this is the one place to change.
 [[nodiscard]] constexpr std::uint64_t replayed_node_id(std::uint32_t exec_graph_id,
                                                        std::uint64_t template_node_id) noexcept {
   constexpr std::uint64_t index_bits = 0xffffffffULL;
@@ -50,9 +50,9 @@ namespace detail {
 /// (graph id << 32 | creation index), and cudaGraphGetNodes lists nodes in creation order.
 /// annot::on asks cuptiGetGraphNodeId once per capture, for the last annotated node: its upper
 /// half gives the graph's id, its lower half must be that node's index; where it is not, annot::on
-/// asks node by node. test/annotations/annotations_ids.gpu.cpp checks the rule on every node. The creation log
-/// of node_discovery::creation_callbacks gives the same index: CUPTI calls back once per node, in
-/// creation order.
+/// asks node by node. test/annotations/annotations_ids.gpu.cpp checks the rule on every node. The
+/// creation log of node_discovery::creation_callbacks gives the same index: CUPTI calls back once
+/// per node, in creation order.
 [[nodiscard]] constexpr std::uint64_t template_node_id_at(std::uint32_t graph_id,
                                                           std::uint32_t index) noexcept {
   return (std::uint64_t{graph_id} << 32U) | index;

@@ -5,6 +5,7 @@
 #include <graphcap/control_flow.hpp>
 #include <graphcap/graphcap.hpp>
 #include <graphcap/piecewise.hpp>
+#include <graphcap/verify.hpp>
 
 #include "catch.hpp"
 #include "cuda_helpers.hpp"
@@ -457,4 +458,40 @@ TEST_CASE_METHOD(log_fixture, "piecewise recapture whose work throws leaves the 
   CHECK_FALSE(gctest::capturing(stream));
   step.capture(stream, [&](auto& cap) { write(cap.stream(), 'B'); });
   CHECK(replayed(step) == "B");
+}
+
+TEST_CASE_METHOD(log_fixture, "verify: a piecewise step against the same work run eagerly") {
+  constexpr std::size_t bytes = 1024;
+  gctest::device_buffer<unsigned char> out(bytes);
+  unsigned char island_value = 2;
+  const auto segment_work = [&](cudaStream_t s) {
+    CUDA_REQUIRE(cudaMemsetAsync(out.get(), 1, bytes / 2, s));
+  };
+  const auto island_work = [&](cudaStream_t s) {
+    CUDA_REQUIRE(cudaMemsetAsync(out.get() + bytes / 2, island_value, bytes / 2, s));
+  };
+  piecewise step;
+  step.capture(stream, [&](piecewise::scope& cap) {
+    segment_work(cap.stream());
+    cap.eager(island_work);
+  });
+  CHECK(step.state() == gc::graph_state::instantiated);
+  gc::verify_options options;
+  options.stream = stream;
+  const auto eager = [&](cudaStream_t s) {
+    segment_work(s);
+    island_work(s);
+  };
+  const gc::verify_report same =
+      gc::verify(step, eager, options, gc::output(out.get(), bytes, "out"));
+  CHECK(same.ok());
+  // An island that computes something else than the eager work: verify() says where.
+  const auto other = [&](cudaStream_t s) {
+    segment_work(s);
+    CUDA_REQUIRE(cudaMemsetAsync(out.get() + bytes / 2, 3, bytes / 2, s));
+  };
+  const gc::verify_report report =
+      gc::verify(step, other, options, gc::output(out.get(), bytes, "out"));
+  CHECK_FALSE(report.ok());
+  CHECK_THROWS_AS(report.require(), gc::verify_error);
 }

@@ -329,6 +329,12 @@ public:
 
   /// True before the first capture and after reset().
   [[nodiscard]] bool empty() const noexcept { return segments_.empty(); }
+  /// empty, capturing (during capture()), or instantiated: every segment is instantiated at its
+  /// end. What verify() asks (<graphcap/verify.hpp> compares a piecewise step with its work run
+  /// eagerly, as it does a graph).
+  [[nodiscard]] graph_state state() const noexcept {
+    return segments_.empty() ? graph_state::empty : segments_.back()->state();
+  }
   /// The number of graph segments (islands + 1 once captured; 0 when empty).
   [[nodiscard]] std::size_t segment_count() const noexcept { return segments_.size(); }
   /// The number of eager islands.

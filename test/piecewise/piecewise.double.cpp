@@ -98,3 +98,27 @@ TEST_CASE("piecewise: every CUDA call of a capture may fail once, leaving nothin
   });
   CHECK(injected >= 6);
 }
+
+TEST_CASE("piecewise: a segment's launch that fails stops the replay; the next replay works") {
+  cuda_double::reset();
+  gctest::stream stream;
+  int ticks = 0;
+  int island_runs = 0;
+  gc::piecewise_graph<> step;
+  step.capture(stream, [&](auto& cap) {
+    CUDA_REQUIRE(cudaLaunchHostFunc(cap.stream(), tick, &ticks));
+    cap.eager([&](cudaStream_t /*s*/) { ++island_runs; });
+    CUDA_REQUIRE(cudaLaunchHostFunc(cap.stream(), tick, &ticks));
+    cap.eager([&](cudaStream_t /*s*/) { ++island_runs; });
+  });
+  cuda_double::fail_call("cudaGraphLaunch", cudaErrorUnknown, 2); // the second segment's
+  CHECK_THROWS_AS(step.replay(stream), gc::cuda_error);
+  stream.synchronize();
+  CHECK(ticks == 1);       // the first segment ran
+  CHECK(island_runs == 1); // the island after the failed segment did not
+  static_cast<void>(cudaGetLastError());
+  step.replay(stream);
+  stream.synchronize();
+  CHECK(ticks == 3);
+  CHECK(island_runs == 3);
+}

@@ -495,3 +495,21 @@ TEST_CASE_METHOD(log_fixture, "verify: a piecewise step against the same work ru
   CHECK_FALSE(report.ok());
   CHECK_THROWS_AS(report.require(), gc::verify_error);
 }
+
+TEST_CASE_METHOD(log_fixture, "piecewise: a call a capture cannot hold names its segment") {
+  piecewise step;
+  try {
+    step.capture(stream, [&](auto& cap) {
+      write(cap.stream(), 'A');
+      cap.eager([&](cudaStream_t s) { write(s, 'x'); });
+      // A synchronize belongs in an island: in a segment it invalidates the capture.
+      static_cast<void>(cudaStreamSynchronize(cap.stream()));
+    });
+    FAIL("the invalidated segment was accepted");
+  } catch (const gc::capture_error& failure) {
+    CHECK_THAT(std::string{failure.what()}, gctest::contains("segment 1, ended at the end of"));
+  }
+  CHECK(step.empty());
+  CHECK_FALSE(gctest::capturing(stream));
+  static_cast<void>(cudaGetLastError());
+}

@@ -513,3 +513,27 @@ TEST_CASE_METHOD(log_fixture, "piecewise: a call a capture cannot hold names its
   CHECK_FALSE(gctest::capturing(stream));
   static_cast<void>(cudaGetLastError());
 }
+
+TEST_CASE_METHOD(log_fixture,
+                 "piecewise: an event recorded in one segment, waited on in the next") {
+  piecewise step;
+  gctest::event recorded;
+  cudaError_t wait = cudaSuccess;
+  try {
+    step.capture(stream, [&](auto& cap) {
+      write(cap.stream(), 'A');
+      CUDA_REQUIRE(cudaEventRecord(recorded, cap.stream())); // in segment 0's capture
+      cap.eager([&](cudaStream_t s) { write(s, 'x'); });
+      wait = cudaStreamWaitEvent(cap.stream(), recorded, 0); // in segment 1's
+    });
+    FAIL("the wait across a break was accepted");
+  } catch (const gc::capture_error& failure) {
+    const std::string what = failure.what();
+    CHECK_THAT(what, gctest::contains("segment 1, ended at the end of the capture"));
+    CHECK_THAT(what, gctest::contains("an event recorded in an earlier segment"));
+  }
+  CHECK(wait == cudaErrorInvalidValue); // what the H200 returns (benchmark/probes)
+  CHECK(step.empty());
+  CHECK_FALSE(gctest::capturing(stream));
+  static_cast<void>(cudaGetLastError());
+}

@@ -99,7 +99,7 @@ TEST_CASE("piecewise: every CUDA call of a capture may fail once, leaving nothin
   CHECK(injected >= 6);
 }
 
-TEST_CASE("piecewise: a segment's launch that fails stops the replay; the next replay works") {
+TEST_CASE("piecewise: a segment's launch that fails stops the replay, and the next replay works") {
   cuda_double::reset();
   gctest::stream stream;
   int ticks = 0;

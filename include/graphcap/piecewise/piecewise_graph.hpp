@@ -185,9 +185,15 @@ private:
                               ", ended at " + where,
                           std::string{failure.what()} +
                               ". Work forked from the capture stream must be joined back "
-                              "before a break (cap.eager()) and before the end of the capture");
+                              "before a break (cap.eager()) and before the end of the capture" +
+                              (segment_index() > 0 ? earlier_event_hint : ""));
     }
   }
+
+  static constexpr const char* earlier_event_hint =
+      "; and an event recorded in an earlier segment cannot be waited on in a later one (CUDA "
+      "refuses the wait with cudaErrorInvalidValue and invalidates the capture): record and "
+      "wait in one segment, or wait in an island";
 
   // A body that counts itself, so that eager() inside it is refused.
   template <class Body>

@@ -428,6 +428,13 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
       capture_node(t, cudaGraphNodeTypeWaitEvent)->event = event;
       return cudaSuccess;
     }
+    if (!source && event->state == CUevent_st::State::captured) {
+      // Recorded in a capture that has ended since (a piecewise graph's earlier segment): CUDA
+      // refuses the wait and invalidates the capture (benchmark/probes/event_across_captures.cu
+      // on the H200, driver 580).
+      invalidate(t.capture);
+      return cudaErrorInvalidValue;
+    }
     if (source == t.capture) {
       add_to_frontier(s, event->nodes, nullptr);
       return cudaSuccess;

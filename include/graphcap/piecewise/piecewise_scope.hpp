@@ -1,0 +1,195 @@
+// graphcap/piecewise/piecewise_scope.hpp - the capture scope of a piecewise graph
+// (<graphcap/piecewise/piecewise_graph.hpp>): the current segment's scope, what a graph's scope
+// offers forwarded to it, and eager(), which ends a segment at an island.
+#pragma once
+
+#include <graphcap/config.hpp>
+
+#include <graphcap/core/scope.hpp>
+#include <graphcap/core/update.hpp>
+#include <graphcap/error.hpp>
+#include <graphcap/fwd.hpp>
+#include <graphcap/piecewise/embed.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace graphcap {
+
+template <class Graph>
+class piecewise_graph;
+
+/// The capture of a piecewise graph: the current segment's capture (segment()), what a graph's
+/// scope offers during a capture (forwarded to it), and eager(), which ends the segment.
+/// `SegmentScope` is the segments' scope: Graph::scope for capture(), Graph::recapture_scope for
+/// recapture().
+template <class Graph, class SegmentScope = typename Graph::scope>
+class piecewise_scope {
+public:
+  using graph_type = piecewise_graph<Graph>;     ///< the piecewise graph being captured
+  using segment_scope = SegmentScope;            ///< the capture of one segment
+  using body_scope = typename Graph::body_scope; ///< what a conditional body gets
+
+  piecewise_scope(piecewise_scope&&) = delete;
+  piecewise_scope& operator=(piecewise_scope&&) = delete;
+  piecewise_scope(const piecewise_scope&) = delete;
+  piecewise_scope& operator=(const piecewise_scope&) = delete;
+  ~piecewise_scope() = default; // the segment's scope abandons its capture if it is still open
+
+  /// The capture stream: the same for every segment, so work issued on it before and after an
+  /// island lands in the segments around it.
+  [[nodiscard]] cudaStream_t stream() const noexcept { return stream_; }
+  /// The current segment's index (0 until the first eager()).
+  [[nodiscard]] std::size_t segment_index() const noexcept { return owner_->islands_.size(); }
+  /// The current segment's capture, for the wings that take a graph's scope (device_loop(),
+  /// library streams). It changes at every eager(): do not keep it across one.
+  [[nodiscard]] segment_scope& segment() { return *current_; }
+
+  /// Ends the current segment, records `island` (a callable taking the replay's cudaStream_t)
+  /// to run eagerly between it and the next segment at every replay, and resumes the capture
+  /// into the next segment. Nothing runs now. capture_error where the segment cannot end
+  /// (work forked from the capture stream and not joined, an invalidated capture: the message
+  /// names the break) or where the call comes from inside a conditional body.
+  template <class Island>
+  void eager(Island&& island) {
+    static_assert(std::is_invocable_v<Island&, cudaStream_t>,
+                  "graphcap: eager(island) needs a callable taking the replay's stream "
+                  "(cudaStream_t): it runs at every replay, on the stream replay() was given");
+    if (body_depth_ > 0) {
+      throw capture_error(cudaErrorStreamCaptureUnsupported, "piecewise_scope::eager()",
+                          "an island cannot sit inside a conditional body (if_, if_else, "
+                          "switch_, while_): the body is part of one segment's graph; call "
+                          "eager() outside the body, before or after the conditional node");
+    }
+    const std::size_t index = owner_->islands_.size();
+    owner_->share_pool(); // before segment 0 ends: its capture and recaptures end alike
+    end_segment("the break before island " + std::to_string(index));
+    owner_->islands_.emplace_back(std::forward<Island>(island));
+    current_.emplace(owner_->template begin_segment<SegmentScope>(stream_, index + 1));
+  }
+
+  // ---- what a segment's scope offers, forwarded to the current segment -------------------
+
+  /// graphcap::embed(cap.segment(), graph): `graph`'s kept template as one child-graph node of
+  /// the current segment (<graphcap/piecewise/embed.hpp>).
+  template <class Embedded>
+  void embed(const Embedded& graph) {
+    graphcap::embed(*current_, graph);
+  }
+
+  /// cap.segment().allocate<T>(count): a block of the one pool, at a fixed address.
+  template <class T, class... Rest>
+  [[nodiscard]] T* allocate(Rest&&... rest) {
+    return current_->template allocate<T>(std::forward<Rest>(rest)...);
+  }
+  /// cap.segment().make_buffer<T>(count).
+  template <class T, class... Rest>
+  [[nodiscard]] auto make_buffer(Rest&&... rest) {
+    return current_->template make_buffer<T>(std::forward<Rest>(rest)...);
+  }
+  /// cap.segment().deallocate(pointer).
+  template <class T, class... Rest>
+  void deallocate(T* pointer, Rest&&... rest) {
+    current_->deallocate(pointer, std::forward<Rest>(rest)...);
+  }
+  /// cap.segment().mark(...): a scope that tags the current segment's nodes (it closes at the
+  /// segment's end at the latest).
+  template <class... Arguments>
+  [[nodiscard]] auto mark(Arguments&&... arguments) {
+    return current_->mark(std::forward<Arguments>(arguments)...);
+  }
+  /// cap.segment().mark({...}).
+  [[nodiscard]] auto mark(std::initializer_list<annotation_entry> entries) {
+    return current_->mark(entries);
+  }
+  /// cap.segment().input(...): an input the current segment reaches indirectly.
+  template <class... Arguments>
+  void input(Arguments&&... arguments) {
+    current_->input(std::forward<Arguments>(arguments)...);
+  }
+
+  /// cap.segment().condition(...) (<graphcap/control_flow.hpp>).
+  template <class... Arguments>
+  [[nodiscard]] auto condition(Arguments&&... arguments) {
+    return current_->condition(std::forward<Arguments>(arguments)...);
+  }
+  /// cap.segment().if_(flag, body); eager() inside `body` is a capture_error.
+  template <class Flag, class Body>
+  void if_(const Flag& flag, Body&& body) {
+    current_->if_(flag, in_body(body));
+  }
+  /// cap.segment().if_else(flag, then_body, else_body).
+  template <class Flag, class Then, class Else>
+  void if_else(const Flag& flag, Then&& then_body, Else&& else_body) {
+    current_->if_else(flag, in_body(then_body), in_body(else_body));
+  }
+  /// cap.segment().switch_(flag, bodies...).
+  template <class Flag, class... Bodies>
+  void switch_(const Flag& flag, Bodies&&... bodies) {
+    current_->switch_(flag, in_body(bodies)...);
+  }
+  /// cap.segment().while_(flag, body).
+  template <class Flag, class Body>
+  void while_(const Flag& flag, Body&& body) {
+    current_->while_(flag, in_body(body));
+  }
+
+private:
+  friend class piecewise_graph<Graph>;
+
+  piecewise_scope(piecewise_graph<Graph>& owner, cudaStream_t stream)
+      : owner_(&owner), stream_(stream) {}
+
+  // Ends the current segment; a failure names where (`where`) and the segment.
+  void end_segment(const std::string& where) {
+    try {
+      current_->end();
+      if constexpr (requires { current_->update(); }) {
+        updates_.push_back(current_->update());
+      }
+    } catch (const cuda_error& failure) {
+      throw capture_error(failure.code(),
+                          "piecewise capture: segment " + std::to_string(segment_index()) +
+                              ", ended at " + where,
+                          std::string{failure.what()} +
+                              ". Work forked from the capture stream must be joined back "
+                              "before a break (cap.eager()) and before the end of the capture" +
+                              (segment_index() > 0 ? earlier_event_hint : ""));
+    }
+  }
+
+  static constexpr const char* earlier_event_hint =
+      "; and an event recorded in an earlier segment cannot be waited on in a later one (CUDA "
+      "refuses the wait with cudaErrorInvalidValue and invalidates the capture): record and "
+      "wait in one segment, or wait in an island";
+
+  // A body that counts itself, so that eager() inside it is refused.
+  template <class Body>
+  auto in_body(Body& body) {
+    return [this, &body](auto& body_capture) {
+      ++body_depth_;
+      try {
+        detail::invoke_work(body_capture, body);
+      } catch (...) {
+        --body_depth_;
+        throw;
+      }
+      --body_depth_;
+    };
+  }
+
+  piecewise_graph<Graph>* owner_;
+  cudaStream_t stream_;
+  std::optional<segment_scope> current_;
+  std::vector<update_result> updates_; // a recapture's, one per segment ended
+  int body_depth_ = 0;
+};
+
+} // namespace graphcap

@@ -537,3 +537,24 @@ TEST_CASE_METHOD(log_fixture,
   CHECK_FALSE(gctest::capturing(stream));
   static_cast<void>(cudaGetLastError());
 }
+
+TEST_CASE_METHOD(log_fixture,
+                 "piecewise: an island that throws names the mark() scopes it sits in") {
+  piecewise step;
+  step.capture(stream, [&](auto& cap) {
+    auto attention = cap.mark("attention");
+    auto layer = cap.mark({{"layer", "3"}});
+    write(cap.stream(), 'A');
+    cap.eager([&](cudaStream_t /*s*/) { throw std::runtime_error("no kernel for this length"); });
+    write(cap.stream(), 'B');
+  });
+  try {
+    step.replay(stream);
+    FAIL("the island's exception did not surface");
+  } catch (const gc::island_error& failure) {
+    CHECK(failure.scope() == "attention/layer=3");
+    CHECK_THAT(std::string{failure.what()},
+               gctest::contains("island 0 (in scope 'attention/layer=3')"));
+  }
+  stream.synchronize();
+}

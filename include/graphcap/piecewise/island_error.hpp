@@ -17,18 +17,23 @@ namespace graphcap {
 /// island's index and what it threw.
 class island_error : public error {
 public:
-  /// Island `island` (0 is the island after the first segment) threw; `what` is its message.
-  island_error(std::size_t island, const std::string& what)
+  /// Island `island` (0 is the island after the first segment) threw; `what` is its message,
+  /// `scope` the cap.mark() scopes it was issued in ("attention/layer 3"; empty: none).
+  island_error(std::size_t island, const std::string& scope, const std::string& what)
       : error("graphcap: island " + std::to_string(island) +
+              (scope.empty() ? std::string{} : " (in scope '" + scope + "')") +
               " of the piecewise graph threw during replay(): " + what +
               ". The segments after it were not launched; the graph stays replayable"),
-        island_(island) {}
+        island_(island), scope_(scope) {}
 
   /// The index of the island that threw (0: the island after the first segment).
   [[nodiscard]] std::size_t island() const noexcept { return island_; }
+  /// The cap.mark() scopes the island was issued in, outermost first ("" if none).
+  [[nodiscard]] const std::string& scope() const noexcept { return scope_; }
 
 private:
   std::size_t island_;
+  std::string scope_;
 };
 
 } // namespace graphcap

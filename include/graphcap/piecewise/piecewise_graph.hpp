@@ -121,6 +121,7 @@ public:
   template <class Work>
   std::vector<update_result> recapture(stream_ref stream, Work&& work) {
     islands_.clear();
+    island_scopes_.clear();
     try {
       recapture_scope cap{*this, stream.get()};
       cap.current_.emplace(begin_segment<typename Graph::recapture_scope>(stream.get(), 0));
@@ -161,6 +162,7 @@ public:
   /// blocks go back to it (after the last replay, as for any graph of the pool).
   void reset() noexcept {
     islands_.clear();
+    island_scopes_.clear();
     segments_.clear();
     shared_pool_.reset();
   }
@@ -230,14 +232,16 @@ private:
     try {
       islands_[k](stream);
     } catch (const std::exception& failure) {
-      std::throw_with_nested(island_error(k, failure.what()));
+      std::throw_with_nested(island_error(k, island_scopes_[k], failure.what()));
     } catch (...) {
-      std::throw_with_nested(island_error(k, "an exception not derived from std::exception"));
+      std::throw_with_nested(
+          island_error(k, island_scopes_[k], "an exception not derived from std::exception"));
     }
   }
 
   std::vector<std::unique_ptr<Graph>> segments_; // each at a fixed address: its scope points there
   std::vector<island_type> islands_;
+  std::vector<std::string> island_scopes_; // the mark() scopes each island sits in ("" if none)
   std::optional<pool_handle> shared_pool_; // set at the first break (graphs with a pool)
 };
 

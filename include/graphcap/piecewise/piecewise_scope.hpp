@@ -9,14 +9,18 @@
 #include <graphcap/core/update.hpp>
 #include <graphcap/error.hpp>
 #include <graphcap/fwd.hpp>
+#include <graphcap/piecewise/detail/open_scopes.hpp>
 #include <graphcap/piecewise/embed.hpp>
+#include <graphcap/piecewise/piecewise_marker.hpp>
 
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
 #include <initializer_list>
+#include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -72,7 +76,9 @@ public:
     owner_->share_pool(); // before segment 0 ends: its capture and recaptures end alike
     end_segment("the break before island " + std::to_string(index));
     owner_->islands_.emplace_back(std::forward<Island>(island));
+    owner_->island_scopes_.push_back(detail::piecewise::scope_path(*open_));
     current_.emplace(owner_->template begin_segment<SegmentScope>(stream_, index + 1));
+    reopen_scopes();
   }
 
   // ---- what a segment's scope offers, forwarded to the current segment -------------------
@@ -99,15 +105,33 @@ public:
   void deallocate(T* pointer, Rest&&... rest) {
     current_->deallocate(pointer, std::forward<Rest>(rest)...);
   }
-  /// cap.segment().mark(...): a scope that tags the current segment's nodes (it closes at the
-  /// segment's end at the latest).
-  template <class... Arguments>
-  [[nodiscard]] auto mark(Arguments&&... arguments) {
-    return current_->mark(std::forward<Arguments>(arguments)...);
+  /// The segment scopes' marker.
+  using segment_marker = decltype(std::declval<SegmentScope&>().mark(std::string_view{}));
+  /// What mark() returns: a scope that stays open across breaks (piecewise_marker).
+  using marker = piecewise_marker<segment_marker>;
+
+  /// A scope named `name` that tags the nodes captured while it lives, in this segment and,
+  /// opened again at each break, in the next ones; islands issued inside it carry its name.
+  [[nodiscard]] marker mark(std::string_view name) {
+    auto& scope = open_->emplace_back();
+    scope.label = name;
+    scope.markers.push_back(current_->mark(std::string_view{scope.label}));
+    return marker{open_, std::prev(open_->end())};
   }
-  /// cap.segment().mark({...}).
-  [[nodiscard]] auto mark(std::initializer_list<annotation_entry> entries) {
-    return current_->mark(entries);
+  /// The same, with key/value pairs (opened again at a break as one nested scope per pair).
+  [[nodiscard]] marker mark(std::initializer_list<annotation_entry> entries) {
+    auto& scope = open_->emplace_back();
+    for (const annotation_entry& entry : entries) {
+      scope.entries.emplace_back(entry.first, entry.second);
+      if (entry.first == "name" && scope.label.empty()) {
+        scope.label = entry.second;
+      }
+    }
+    if (scope.label.empty() && !scope.entries.empty()) {
+      scope.label = scope.entries.front().first + "=" + scope.entries.front().second;
+    }
+    scope.markers.push_back(current_->mark(entries));
+    return marker{open_, std::prev(open_->end())};
   }
   /// cap.segment().input(...): an input the current segment reaches indirectly.
   template <class... Arguments>
@@ -170,6 +194,19 @@ private:
       "refuses the wait with cudaErrorInvalidValue and invalidates the capture): record and "
       "wait in one segment, or wait in an island";
 
+  // The scopes open at a break, opened again in the segment that just began, outermost first.
+  void reopen_scopes() {
+    for (auto& scope : *open_) {
+      if (scope.entries.empty()) {
+        scope.markers.push_back(current_->mark(std::string_view{scope.label}));
+      } else {
+        for (const auto& [key, value] : scope.entries) {
+          scope.markers.push_back(current_->mark({annotation_entry{key, value}}));
+        }
+      }
+    }
+  }
+
   // A body that counts itself, so that eager() inside it is refused.
   template <class Body>
   auto in_body(Body& body) {
@@ -188,6 +225,9 @@ private:
   piecewise_graph<Graph>* owner_;
   cudaStream_t stream_;
   std::optional<segment_scope> current_;
+  // The cap.mark() scopes alive; shared with their markers, which may outlive this scope.
+  std::shared_ptr<detail::piecewise::open_scopes<segment_marker>> open_ =
+      std::make_shared<detail::piecewise::open_scopes<segment_marker>>();
   std::vector<update_result> updates_; // a recapture's, one per segment ended
   int body_depth_ = 0;
 };

@@ -269,8 +269,9 @@ private:
 
 namespace detail {
 /// Mutable access to a graph's policies, for graphcap's own leaves (liveness.hpp's
-/// exclude_from_liveness and add_liveness_input). Users get the read-only pool_policy(),
-/// annot_policy() and liveness_policy(), and the leaves' public functions; so do the tests.
+/// exclude_from_liveness and add_liveness_input; a piecewise graph's check of every segment's
+/// inputs before its first launch). Users get the read-only pool_policy(), annot_policy() and
+/// liveness_policy(), and the leaves' public functions; so do the tests.
 struct policy_access {
   template <class Graph>
   static auto& pool(Graph& graph) noexcept {

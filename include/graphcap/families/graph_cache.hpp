@@ -70,7 +70,8 @@ template <class Key, class Graph = shared_pool_graph, class Hash = std::hash<Key
 class graph_cache {
   static_assert(detail::is_basic_graph<Graph>::value,
                 "graphcap: graph_cache<Key, Graph> needs a graphcap::basic_graph (for example "
-                "graphcap::graph or graphcap::graph_with<...>) as its Graph");
+                "graphcap::graph or graphcap::graph_with<...>) as its Graph; for one "
+                "piecewise_graph per key, use graph_family<Key, piecewise_graph<...>>");
   static_assert(std::is_invocable_r_v<std::size_t, const Hash&, const Key&>,
                 "graphcap: graph_cache<Key> needs a hashable key: give it a Hash type");
 

@@ -77,7 +77,12 @@ public:
   using options_type = family_options<Key>; ///< how it captures
 
   /// An empty family with its own pool (made now) and capture stream (made at the first capture).
+  /// graphcap::error for one_executable with a graph whose recapture() cannot take the family's
+  /// work (a piecewise_graph: its recapture hands the work another scope type).
   explicit graph_family(options_type options = {}) : options_(std::move(options)) {
+    if (!switches_in_place && options_.one_executable) {
+      detail::families::throw_no_switch_in_place();
+    }
     detail::pool_handle_access::core(pool_)->reuse_larger_blocks(options_.reuse_larger_blocks);
   }
 
@@ -232,13 +237,8 @@ private:
   }
 
   family_stop budget_reached(family_clock::time_point start) const {
-    if (options_.time_budget && now() - start >= *options_.time_budget) {
-      return family_stop::time_budget;
-    }
-    if (options_.memory_budget && pool_.statistics().reserved_bytes >= *options_.memory_budget) {
-      return family_stop::memory_budget;
-    }
-    return family_stop::none;
+    return detail::families::budget_reached(options_, now() - start,
+                                            pool_.statistics().reserved_bytes);
   }
 
   /// Captures `key` (after its warm-up, per key) and enters it; a throw is recorded instead.
@@ -279,8 +279,16 @@ private:
     target.graph = std::move(graph);
   }
 
+  static constexpr bool switches_in_place = detail::families::switches_in_place<Graph, scope>;
+
   /// One-executable mode: recaptures the one graph for `key` and updates it in place.
-  void switch_to(const Key& key, entry& target) {
+  void switch_to([[maybe_unused]] const Key& key, [[maybe_unused]] entry& target) {
+    if constexpr (switches_in_place) { // else refused by the constructor
+      switch_in_place(key, target);
+    }
+  }
+
+  void switch_in_place(const Key& key, entry& target) {
     if (!single_) {
       single_ = std::make_unique<Graph>(pool_);
     }
@@ -337,15 +345,7 @@ private:
 
   void report_progress(const Key& key, family_progress progress) const {
     progress.pool_bytes = pool_.statistics().reserved_bytes;
-    if (const family_key_statistics* counts = statistics(key)) {
-      progress.nodes = counts->nodes;
-    }
-    if (options_.on_progress) {
-      options_.on_progress(key, progress);
-    }
-    if (options_.progress_line && progress.elapsed > std::chrono::seconds(1)) {
-      detail::families::print_progress_line(detail::families::key_text(key), progress);
-    }
+    detail::families::report_progress(options_, key, statistics(key), progress);
   }
 
   options_type options_;

@@ -13,7 +13,8 @@
 // mark() scope are drawn inside one cluster per scope, nested scopes nested, and conditional
 // nodes (<graphcap/control_flow.hpp>) with their bodies as dashed clusters next to them: CUDA
 // 13.0 cannot list a conditional node's bodies, so only a graph that recorded them at capture
-// (annot::on does) draws them. Needs the template: construct the graph with keep_graph.
+// (annot::on does) draws them. Needs the template: construct the graph with keep_graph. A
+// piecewise graph (<graphcap/piecewise.hpp>) is drawn as its segments with its islands between.
 // The lean core never includes this header.
 #pragma once
 
@@ -27,6 +28,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <concepts>
+#include <cstddef>
 #include <fstream>
 #include <ostream>
 #include <sstream>
@@ -40,11 +43,21 @@ struct dot_options {
   std::string title;
 };
 
-/// Writes `graph`'s template as DOT to `out`: one labelled node per graph node (its type, kernel
-/// name and annotations), conditional bodies as clusters, dependencies as edges. Throws
-/// state_error without a template (keep_graph), cuda_error if CUDA refuses a query.
+namespace detail::inspection {
+
+/// A graph drawn as segments with islands between them (graphcap::piecewise_graph): what
+/// write_dot() needs of it, so that this wing does not include the piecewise one.
 template <class Graph>
-void write_dot(const Graph& graph, std::ostream& out, const dot_options& options = {}) {
+concept segmented = requires(const Graph& graph, std::size_t k) {
+  { graph.segment_count() } -> std::same_as<std::size_t>;
+  { graph.island_count() } -> std::same_as<std::size_t>;
+  { graph.island_scope(k) } -> std::convertible_to<std::string>;
+  graph.segment(k).raw_graph();
+};
+
+/// write_dot()'s refusals: a graph without its template, or not captured.
+template <class Graph>
+void require_drawable(const Graph& graph) {
   if (!graph.keeps_graph()) {
     throw state_error("graphcap: write_dot() needs the graph's template, which CUDA drops after "
                       "instantiation: construct the graph with graphcap::keep_graph");
@@ -54,16 +67,89 @@ void write_dot(const Graph& graph, std::ostream& out, const dot_options& options
     text.append(to_string(graph.state()));
     throw state_error(text + ": capture first");
   }
-  const cudaGraph_t raw = graph.raw_graph();
-  const detail::graph_layout* layout = nullptr;
+}
+
+/// The annotation layout of `graph` (null without one).
+template <class Graph>
+const graph_layout* layout_of(const Graph& graph) {
   if constexpr (annotation_with_layout<typename Graph::annot_type>) {
-    layout = &graph.annot_policy().layout();
+    return &graph.annot_policy().layout();
+  } else {
+    return nullptr;
   }
+}
+
+} // namespace detail::inspection
+
+/// Writes `graph`'s template as DOT to `out`: one labelled node per graph node (its type, kernel
+/// name and annotations), conditional bodies as clusters, dependencies as edges. Throws
+/// state_error without a template (keep_graph), cuda_error if CUDA refuses a query.
+template <class Graph>
+requires(!detail::inspection::segmented<Graph>) void write_dot(const Graph& graph,
+                                                               std::ostream& out,
+                                                               const dot_options& options = {}) {
+  detail::inspection::require_drawable(graph);
   std::string title = options.title;
   if (title.empty()) {
     title = "graphcap graph, " + std::to_string(graph.node_count()) + " nodes";
   }
-  detail::inspection::dot_writer{out, layout}.write(raw, title);
+  detail::inspection::dot_writer{out, detail::inspection::layout_of(graph)}.write(graph.raw_graph(),
+                                                                                  title);
+}
+
+/// Writes a piecewise graph (<graphcap/piecewise.hpp>) as DOT: each non-empty segment a dashed
+/// cluster ("segment k") drawn as write_dot() draws a graph, each island a hexagon between the
+/// segments it sits between, labelled with its index and the mark() scopes around it. The
+/// segments need their templates: construct the piecewise graph with graphcap::keep_graph.
+template <class Graph>
+requires detail::inspection::segmented<Graph>
+void write_dot(const Graph& graph, std::ostream& out, const dot_options& options = {}) {
+  detail::inspection::require_drawable(graph);
+  std::string title = options.title;
+  if (title.empty()) {
+    title = "graphcap piecewise graph, " + std::to_string(graph.segment_count()) + " segments, " +
+            std::to_string(graph.island_count()) + " islands, " +
+            std::to_string(graph.node_count()) + " nodes";
+  }
+  detail::inspection::dot_writer::write_header(out, title);
+  std::string previous; // the last thing drawn: an island, or a segment's last node
+  std::string previous_cluster;
+  for (std::size_t k = 0; k < graph.segment_count(); ++k) {
+    const auto& segment = graph.segment(k);
+    const std::string cluster = "cluster_segment" + std::to_string(k);
+    if (segment.node_count() != 0) {
+      detail::inspection::dot_writer writer{out, detail::inspection::layout_of(segment),
+                                            "s" + std::to_string(k) + "n"};
+      out << "  subgraph " << cluster << " {\n    label=\"segment " << k
+          << "\"; style=dashed; color=\"#7a7a7a\";\n";
+      writer.write_nodes(segment.raw_graph(), "    ");
+      out << "  }\n";
+      writer.write_edges("  ");
+      if (!previous.empty()) { // an island before this segment
+        out << "  " << previous << " -> " << writer.first() << " [lhead=" << cluster
+            << ", style=bold];\n";
+      }
+      previous = writer.last();
+      previous_cluster = cluster;
+    }
+    if (k < graph.island_count()) {
+      const std::string island = "island" + std::to_string(k);
+      const std::string scope{graph.island_scope(k)};
+      out << "  " << island << " [label=\"island " << k << (scope.empty() ? "" : "\\n")
+          << detail::inspection::dot_escaped(scope)
+          << "\", shape=hexagon, style=filled, fillcolor=\"#eadcf2\"];\n";
+      if (!previous.empty()) {
+        out << "  " << previous << " -> " << island;
+        if (!previous_cluster.empty()) {
+          out << " [ltail=" << previous_cluster << ", style=bold]";
+        }
+        out << ";\n";
+      }
+      previous = island;
+      previous_cluster.clear();
+    }
+  }
+  out << "}\n";
 }
 
 /// Writes the DOT to the file `path` (replaced). Throws graphcap::error if it cannot be written.

@@ -74,6 +74,19 @@ public:
 
   /// An empty piecewise graph. Makes no CUDA call: the first capture does.
   piecewise_graph() = default;
+  /// An empty piecewise graph whose segments keep their templates (keep_graph): for write_dot()
+  /// (<graphcap/dot.hpp>) and instantiate(). The segments are instantiated at their first
+  /// replay, or by instantiate().
+  explicit piecewise_graph(keep_graph_t /*keep*/) noexcept : keep_graph_(true) {}
+  /// An empty piecewise graph whose segments all draw from the pool behind `pool` (another
+  /// graph's pool(), a family's): what a graph_family of piecewise graphs makes per key.
+  explicit piecewise_graph(
+      const pool_handle& pool) requires std::constructible_from<Graph, const pool_handle&>
+      : shared_pool_(pool), given_pool_(pool) {}
+  /// The same, keeping the segments' templates (keep_graph).
+  piecewise_graph(keep_graph_t /*keep*/, const pool_handle& pool) requires
+      std::constructible_from<Graph, const pool_handle&>
+      : shared_pool_(pool), given_pool_(pool), keep_graph_(true) {}
   /// Takes `other`'s capture; `other` is left empty.
   piecewise_graph(piecewise_graph&&) noexcept = default;
   /// Drops this graph's capture, then takes `other`'s.
@@ -158,13 +171,28 @@ public:
     }
   }
 
+  /// Instantiates every segment that is captured and not yet instantiated (keep_graph: a
+  /// replay does it on its own, this moves the cost ahead; a graph_family calls it to time
+  /// instantiation apart from capture). state_error before a capture.
+  void instantiate() {
+    if (empty()) {
+      throw state_error("graphcap: instantiate() of a piecewise graph that holds no capture: "
+                        "capture() first");
+    }
+    for (const std::unique_ptr<Graph>& segment : segments_) {
+      if (segment->state() == graph_state::captured) {
+        segment->instantiate();
+      }
+    }
+  }
+
   /// Drops every segment and island: the graph is empty and can capture again. The pool's
   /// blocks go back to it (after the last replay, as for any graph of the pool).
   void reset() noexcept {
     islands_.clear();
     island_scopes_.clear();
     segments_.clear();
-    shared_pool_.reset();
+    shared_pool_ = given_pool_;
   }
 
   /// True before the first capture and after reset().
@@ -179,6 +207,13 @@ public:
   [[nodiscard]] std::size_t segment_count() const noexcept { return segments_.size(); }
   /// The number of eager islands.
   [[nodiscard]] std::size_t island_count() const noexcept { return islands_.size(); }
+  /// The mark() scopes island `k` sits in, outermost first ("a/b"; "" outside every scope);
+  /// k < island_count().
+  [[nodiscard]] const std::string& island_scope(std::size_t k) const {
+    return island_scopes_.at(k);
+  }
+  /// Whether the segments keep their templates (constructed with keep_graph).
+  [[nodiscard]] bool keeps_graph() const noexcept { return keep_graph_; }
   /// Segment `k`'s graph (for node counts, raw_graph(), pictures); k < segment_count().
   [[nodiscard]] const Graph& segment(std::size_t k) const { return *segments_.at(k); }
   /// The nodes of every segment.
@@ -217,15 +252,21 @@ private:
     }
   }
 
-  // The graph of the next segment: the first makes the pool, the others share it by handle.
+  // The graph of the next segment: the first makes the pool (unless one was given), the others
+  // share it by handle.
   Graph& next_segment() {
     if constexpr (Graph::pool_type::can_allocate) {
       if (!segments_.empty()) {
         share_pool();
-        return *segments_.emplace_back(std::make_unique<Graph>(*shared_pool_));
+      }
+      if (shared_pool_) {
+        return *segments_.emplace_back(keep_graph_
+                                           ? std::make_unique<Graph>(keep_graph, *shared_pool_)
+                                           : std::make_unique<Graph>(*shared_pool_));
       }
     }
-    return *segments_.emplace_back(std::make_unique<Graph>());
+    return *segments_.emplace_back(keep_graph_ ? std::make_unique<Graph>(keep_graph)
+                                               : std::make_unique<Graph>());
   }
 
   void run_island(std::size_t k, cudaStream_t stream) {
@@ -242,7 +283,9 @@ private:
   std::vector<std::unique_ptr<Graph>> segments_; // each at a fixed address: its scope points there
   std::vector<island_type> islands_;
   std::vector<std::string> island_scopes_; // the mark() scopes each island sits in ("" if none)
-  std::optional<pool_handle> shared_pool_; // set at the first break (graphs with a pool)
+  std::optional<pool_handle> shared_pool_; // given, or set at the first break (graphs with a pool)
+  std::optional<pool_handle> given_pool_;  // the pool of the constructor, kept across reset()
+  bool keep_graph_ = false;                // the segments keep their templates
 };
 
 } // namespace graphcap

@@ -4,6 +4,8 @@
 
 #include <graphcap/families/family_types.hpp>
 
+#include <graphcap/core/update.hpp>
+
 #include <graphcap/cuda/detail/cuda_check.hpp>
 #include <graphcap/cuda/detail/unique_handle.hpp>
 #include <graphcap/error.hpp>
@@ -12,6 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -100,6 +103,36 @@ std::vector<Key> largest_first(std::vector<Key> keys) {
   return keys;
 }
 
+/// Which budget of `options` a capture_all() `elapsed` into it, with `reserved` bytes in the
+/// pool, has reached (family_stop::none: neither).
+template <class Options>
+family_stop budget_reached(const Options& options, std::chrono::nanoseconds elapsed,
+                           std::size_t reserved) {
+  if (options.time_budget && elapsed >= *options.time_budget) {
+    return family_stop::time_budget;
+  }
+  if (options.memory_budget && reserved >= *options.memory_budget) {
+    return family_stop::memory_budget;
+  }
+  return family_stop::none;
+}
+
+/// Whether `Graph` can be recaptured with a work written for its capture scope `Scope`, as
+/// one-executable mode needs: a basic_graph lends a recapture's scope as its plain scope; a
+/// piecewise graph's recapture hands the work another scope type.
+template <class Graph, class Scope>
+concept switches_in_place = requires(Graph& graph, cudaStream_t stream,
+                                     std::function<void(Scope&)>& work) {
+  { graph.recapture(stream, work) } -> std::same_as<update_result>;
+};
+
+/// The error of one_executable mode with a graph that cannot switch in place.
+[[noreturn]] inline void throw_no_switch_in_place() {
+  throw error("graphcap: graph_family one_executable mode switches keys by recapture() and an "
+              "update of one graph, which this Graph (a piecewise_graph) does not offer for a "
+              "work written for capture(): use the default mode, one graph per key");
+}
+
 /// The report's line of milliseconds.
 inline std::string milliseconds(std::chrono::nanoseconds time) {
   std::ostringstream out;
@@ -181,6 +214,22 @@ inline void print_progress_line(const std::string& key, const family_progress& p
                key.c_str(), progress.failed ? "failed" : "captured", progress.index, progress.count,
                std::chrono::duration<double>(progress.elapsed).count(), progress.nodes,
                static_cast<double>(progress.pool_bytes) / (1024.0 * 1024.0));
+}
+
+/// Hands `progress` of `key` (its counts, null if it was not captured) to the options' callback
+/// and, past a second, to a line on stderr.
+template <class Key>
+void report_progress(const family_options<Key>& options, const Key& key,
+                     const family_key_statistics* counts, family_progress progress) {
+  if (counts != nullptr) {
+    progress.nodes = counts->nodes;
+  }
+  if (options.on_progress) {
+    options.on_progress(key, progress);
+  }
+  if (options.progress_line && progress.elapsed > std::chrono::seconds(1)) {
+    print_progress_line(key_text(key), progress);
+  }
 }
 
 /// The family's report: a header line, then one row per key (`at(i)`: the i-th key's counts).

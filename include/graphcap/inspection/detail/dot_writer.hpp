@@ -43,9 +43,10 @@ inline std::string dot_escaped(std::string_view text) {
 /// Writes one graph (and the bodies of its conditional nodes) as DOT.
 class dot_writer {
 public:
-  /// Writes to `out`; `layout` (may be null) gives scopes and bodies.
-  dot_writer(std::ostream& out, const graph_layout* layout)
-      : out_(out), layout_(layout), names_(driver_if_available()) {
+  /// Writes to `out`; `layout` (may be null) gives scopes and bodies. Node ids and cluster
+  /// names begin with `prefix`, so that several writers can draw into one document.
+  dot_writer(std::ostream& out, const graph_layout* layout, std::string prefix = "n")
+      : out_(out), layout_(layout), names_(driver_if_available()), prefix_(std::move(prefix)) {
     if (layout_ == nullptr) {
       return;
     }
@@ -64,17 +65,42 @@ public:
 
   /// The whole document for `graph`, titled `title`.
   void write(cudaGraph_t graph, std::string_view title) {
-    out_ << "digraph graphcap {\n"
-         << "  graph [compound=true, fontname=\"Helvetica\", label=\"" << dot_escaped(title)
-         << "\", labelloc=t];\n"
-         << "  node [shape=box, style=\"rounded,filled\", fillcolor=white, "
-            "fontname=\"Helvetica\"];\n";
-    write_level(graph, none, "  ");
-    for (const std::string& edge : edges_) {
-      out_ << "  " << edge << ";\n";
-    }
+    write_header(out_, title);
+    write_nodes(graph, "  ");
+    write_edges("  ");
     out_ << "}\n";
   }
+
+  /// A document's opening lines, up to its first node.
+  static void write_header(std::ostream& out, std::string_view title) {
+    out << "digraph graphcap {\n"
+        << "  graph [compound=true, fontname=\"Helvetica\", label=\"" << dot_escaped(title)
+        << "\", labelloc=t];\n"
+        << "  node [shape=box, style=\"rounded,filled\", fillcolor=white, "
+           "fontname=\"Helvetica\"];\n";
+  }
+  /// The node statements of `graph` (its scopes and bodies as clusters); its edges are kept for
+  /// write_edges(). The ids of its first and last node (in CUDA's order) are first() and last().
+  void write_nodes(cudaGraph_t graph, const std::string& indent) {
+    const std::size_t before = ids_.size();
+    write_level(graph, none, indent);
+    if (ids_.size() != before) {
+      first_ = prefix_ + std::to_string(before);
+      last_ = prefix_ + std::to_string(top_level_count_ + before - 1);
+    }
+  }
+  /// The edges of what write_nodes() drew (after every node statement: an edge that comes
+  /// first would pull its nodes out of their clusters).
+  void write_edges(const std::string& indent) {
+    for (const std::string& edge : edges_) {
+      out_ << indent << edge << ";\n";
+    }
+    edges_.clear();
+  }
+  /// The id of the first top-level node drawn ("" if none).
+  [[nodiscard]] const std::string& first() const noexcept { return first_; }
+  /// The id of the last top-level node drawn ("" if none).
+  [[nodiscard]] const std::string& last() const noexcept { return last_; }
 
 private:
   static constexpr std::uint32_t none = 0xFFFFFFFFU;
@@ -88,9 +114,12 @@ private:
     if (count != 0) {
       check(cudaGraphGetNodes(graph, nodes.data(), &count), "cudaGraphGetNodes");
     }
+    if (base == none && top_level_count_ == 0) {
+      top_level_count_ = count; // the top level's ids are numbered first, in CUDA's order
+    }
     for (const cudaGraphNode_t node : nodes) {
       std::string id = std::to_string(ids_.size());
-      id.insert(id.begin(), 'n'); // not "n" + string: g++ 12 -O3 warns (-Wrestrict, a false alarm)
+      id.insert(0, prefix_); // not prefix + string: g++ 12 -O3 warns (-Wrestrict, a false alarm)
       ids_.emplace(node, std::move(id));
     }
     write_scope(nodes, base, indent, true);
@@ -122,7 +151,7 @@ private:
       }
     }
     for (const std::uint32_t child : children) {
-      out_ << indent << "subgraph cluster_" << clusters_++ << " {\n"
+      out_ << indent << "subgraph cluster_" << prefix_ << clusters_++ << " {\n"
            << indent << "  label=\"" << dot_escaped(layout_->scope_names[child])
            << "\"; style=\"rounded,filled\"; fillcolor=\"#eef3fb\"; color=\"#4a6fa5\";\n";
       write_scope(nodes, child, indent + "  ", false);
@@ -143,15 +172,15 @@ private:
       for (std::size_t i = 0; i < conditional->bodies.size(); ++i) {
         const std::size_t cluster = clusters_++;
         const std::size_t first_id = ids_.size();
-        out_ << indent << "subgraph cluster_" << cluster << " {\n"
+        out_ << indent << "subgraph cluster_" << prefix_ << cluster << " {\n"
              << indent << "  label=\"" << conditional->construct << " body"
              << (conditional->bodies.size() > 1 ? " " : "")
              << (conditional->bodies.size() > 1 ? std::to_string(i) : std::string{})
              << "\"; style=dashed; color=\"#a05a2c\";\n";
         write_level(conditional->bodies[i], scope, indent + "  ");
         std::string target = std::to_string(first_id);
-        target.insert(target.begin(), 'n'); // see write_level
-        if (ids_.size() == first_id) {      // an empty body: a point to draw the edge to
+        target.insert(0, prefix_);     // see write_level
+        if (ids_.size() == first_id) { // an empty body: a point to draw the edge to
           target = id + "_body" + std::to_string(i);
           out_ << indent << "  " << target << " [label=\"(empty)\", shape=plaintext];\n";
         }
@@ -160,6 +189,7 @@ private:
         edge += " -> ";
         edge += target;
         edge += " [lhead=cluster_";
+        edge += prefix_;
         edge += std::to_string(cluster);
         edge += ", style=dashed, color=\"#a05a2c\"]";
         edges_.push_back(std::move(edge));
@@ -248,6 +278,10 @@ private:
   std::map<cudaGraphNode_t, std::string> ids_;
   std::vector<std::string> edges_;
   std::size_t clusters_ = 0;
+  std::string prefix_;              // of node ids and cluster names
+  std::size_t top_level_count_ = 0; // nodes of the graph write_nodes() was given
+  std::string first_;
+  std::string last_;
 };
 
 } // namespace graphcap::detail::inspection

@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""What including graphcap costs a .cu translation unit's compile (#32, goal 5), measured on this
+machine (no GPU needed): one small kernel and one capture, compiled with nvcc -std=c++20
+-arch=sm_90 against the same TU that includes only cuda_runtime.h.
+
+Configurations (each compiled RUNS times, interleaved; the minimum wall time counts):
+  cuda_runtime  cuda_runtime.h alone, the kernel launched eagerly (the baseline)
+  lean          <graphcap/basic_graph.hpp>, a lean_graph capture
+  graphcap      <graphcap/graphcap.hpp>, a graphcap::graph capture
+  every leaf    every entry header of include/graphcap (annotations, control flow, families,
+                inspection, liveness, piecewise, ...), the same capture
+
+  python3 scripts/compile-time.py             # prints a table and the ratios
+  RUNS=5 NVCC=/usr/local/cuda/bin/nvcc python3 scripts/compile-time.py
+
+A measurement tool for now: CI does not run it, and no figure gates anything yet.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NVCC = os.environ.get("NVCC", "/usr/local/cuda/bin/nvcc")
+RUNS = int(os.environ.get("RUNS", "3"))
+
+KERNEL = """#include <cuda_runtime.h>
+__global__ void scale(float* x, float a, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] *= a;
+}
+"""
+EAGER = """int run(cudaStream_t s, float* x) {
+  scale<<<4, 256, 0, s>>>(x, 2.0F, 1024);
+  return 0;
+}
+"""
+CAPTURE = """int run(cudaStream_t s, float* x) {
+  GRAPH g;
+  g.capture(s, [&](cudaStream_t c) { scale<<<4, 256, 0, c>>>(x, 2.0F, 1024); });
+  g.replay(s);
+  return 0;
+}
+"""
+
+
+def entry_headers():
+    folder = os.path.join(ROOT, "include", "graphcap")
+    names = sorted(n for n in os.listdir(folder) if n.endswith((".hpp", ".cuh")))
+    # The deprecated forwarders warn by design; their targets are included under their own names.
+    return [n for n in names if n not in ("repeat.hpp", "repeat.cuh")]
+
+
+def sources():
+    every = "".join(f"#include <graphcap/{name}>\n" for name in entry_headers())
+    return {
+        "cuda_runtime": KERNEL + EAGER,
+        "lean": "#include <graphcap/basic_graph.hpp>\n" + KERNEL + "#define GRAPH graphcap::lean_graph\n" + CAPTURE,
+        "graphcap": "#include <graphcap/graphcap.hpp>\n" + KERNEL + "#define GRAPH graphcap::graph\n" + CAPTURE,
+        "every leaf": every + KERNEL + "#define GRAPH graphcap::graph\n" + CAPTURE,
+    }
+
+
+def compile_once(path):
+    command = [NVCC, "-std=c++20", "-arch=sm_90", "-I", os.path.join(ROOT, "include"), "-c", path,
+               "-o", os.devnull]
+    begin = time.perf_counter()
+    result = subprocess.run(command, capture_output=True, text=True)
+    elapsed = time.perf_counter() - begin
+    if result.returncode != 0:
+        sys.exit(f"compile-time.py: {os.path.basename(path)} did not compile:\n{result.stderr}")
+    return elapsed
+
+
+def main():
+    with tempfile.TemporaryDirectory() as folder:
+        paths = {}
+        for name, text in sources().items():
+            paths[name] = os.path.join(folder, name.replace(" ", "_") + ".cu")
+            with open(paths[name], "w", encoding="utf-8") as out:
+                out.write(text)
+        times = {name: [] for name in paths}
+        for _ in range(RUNS):
+            for name, path in paths.items():  # interleaved: a load change hits every one alike
+                times[name].append(compile_once(path))
+    base = min(times["cuda_runtime"])
+    print(f"compile time of one .cu TU, nvcc -std=c++20 -arch=sm_90, minimum of {RUNS} runs")
+    print(f"{'configuration':<14}{'seconds':>9}{'ratio':>8}")
+    for name, samples in times.items():
+        print(f"{name:<14}{min(samples):>9.2f}{min(samples) / base:>8.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -79,6 +79,48 @@ const graph_layout* layout_of(const Graph& graph) {
   }
 }
 
+/// The document of a segmented graph titled `title`: each non-empty segment a cluster drawn by
+/// its own dot_writer (ids prefixed "s<k>n"), each island a hexagon, bold edges chaining them
+/// in replay order (an edge to or from a segment clipped at its cluster).
+template <class Graph>
+void write_segmented(const Graph& graph, std::ostream& out, const std::string& title) {
+  dot_writer::write_header(out, title);
+  std::string previous; // the last thing drawn: an island, or a segment's last node
+  std::string previous_cluster;
+  for (std::size_t k = 0; k < graph.segment_count(); ++k) {
+    const auto& segment = graph.segment(k);
+    const std::string cluster = "cluster_segment" + std::to_string(k);
+    if (segment.node_count() != 0) {
+      dot_writer writer{out, layout_of(segment), "s" + std::to_string(k) + "n"};
+      out << "  subgraph " << cluster << " {\n    label=\"segment " << k
+          << "\"; style=dashed; color=\"#7a7a7a\";\n";
+      writer.write_nodes(segment.raw_graph(), "    ");
+      out << "  }\n";
+      writer.write_edges("  ");
+      if (!previous.empty()) { // an island before this segment
+        out << "  " << previous << " -> " << writer.first() << " [lhead=" << cluster
+            << ", style=bold];\n";
+      }
+      previous = writer.last();
+      previous_cluster = cluster;
+    }
+    if (k < graph.island_count()) {
+      const std::string island = "island" + std::to_string(k);
+      const std::string scope{graph.island_scope(k)};
+      out << "  " << island << " [label=\"island " << k << (scope.empty() ? "" : "\\n")
+          << dot_escaped(scope) << "\", shape=hexagon, style=filled, fillcolor=\"#eadcf2\"];\n";
+      if (!previous.empty()) {
+        out << "  " << previous << " -> " << island << " ["
+            << (previous_cluster.empty() ? "" : "ltail=" + previous_cluster + ", ")
+            << "style=bold];\n";
+      }
+      previous = island;
+      previous_cluster.clear();
+    }
+  }
+  out << "}\n";
+}
+
 } // namespace detail::inspection
 
 /// Writes `graph`'s template as DOT to `out`: one labelled node per graph node (its type, kernel
@@ -111,45 +153,7 @@ void write_dot(const Graph& graph, std::ostream& out, const dot_options& options
             std::to_string(graph.island_count()) + " islands, " +
             std::to_string(graph.node_count()) + " nodes";
   }
-  detail::inspection::dot_writer::write_header(out, title);
-  std::string previous; // the last thing drawn: an island, or a segment's last node
-  std::string previous_cluster;
-  for (std::size_t k = 0; k < graph.segment_count(); ++k) {
-    const auto& segment = graph.segment(k);
-    const std::string cluster = "cluster_segment" + std::to_string(k);
-    if (segment.node_count() != 0) {
-      detail::inspection::dot_writer writer{out, detail::inspection::layout_of(segment),
-                                            "s" + std::to_string(k) + "n"};
-      out << "  subgraph " << cluster << " {\n    label=\"segment " << k
-          << "\"; style=dashed; color=\"#7a7a7a\";\n";
-      writer.write_nodes(segment.raw_graph(), "    ");
-      out << "  }\n";
-      writer.write_edges("  ");
-      if (!previous.empty()) { // an island before this segment
-        out << "  " << previous << " -> " << writer.first() << " [lhead=" << cluster
-            << ", style=bold];\n";
-      }
-      previous = writer.last();
-      previous_cluster = cluster;
-    }
-    if (k < graph.island_count()) {
-      const std::string island = "island" + std::to_string(k);
-      const std::string scope{graph.island_scope(k)};
-      out << "  " << island << " [label=\"island " << k << (scope.empty() ? "" : "\\n")
-          << detail::inspection::dot_escaped(scope)
-          << "\", shape=hexagon, style=filled, fillcolor=\"#eadcf2\"];\n";
-      if (!previous.empty()) {
-        out << "  " << previous << " -> " << island;
-        if (!previous_cluster.empty()) {
-          out << " [ltail=" << previous_cluster << ", style=bold]";
-        }
-        out << ";\n";
-      }
-      previous = island;
-      previous_cluster.clear();
-    }
-  }
-  out << "}\n";
+  detail::inspection::write_segmented(graph, out, title);
 }
 
 /// Writes the DOT to the file `path` (replaced). Throws graphcap::error if it cannot be written.

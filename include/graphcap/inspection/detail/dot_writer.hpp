@@ -80,14 +80,10 @@ public:
            "fontname=\"Helvetica\"];\n";
   }
   /// The node statements of `graph` (its scopes and bodies as clusters); its edges are kept for
-  /// write_edges(). The ids of its first and last node (in CUDA's order) are first() and last().
+  /// write_edges(). One graph per writer: its first and last node (in CUDA's order) are first()
+  /// and last().
   void write_nodes(cudaGraph_t graph, const std::string& indent) {
-    const std::size_t before = ids_.size();
     write_level(graph, none, indent);
-    if (ids_.size() != before) {
-      first_ = prefix_ + std::to_string(before);
-      last_ = prefix_ + std::to_string(top_level_count_ + before - 1);
-    }
   }
   /// The edges of what write_nodes() drew (after every node statement: an edge that comes
   /// first would pull its nodes out of their clusters).
@@ -114,13 +110,14 @@ private:
     if (count != 0) {
       check(cudaGraphGetNodes(graph, nodes.data(), &count), "cudaGraphGetNodes");
     }
-    if (base == none && top_level_count_ == 0) {
-      top_level_count_ = count; // the top level's ids are numbered first, in CUDA's order
-    }
     for (const cudaGraphNode_t node : nodes) {
       std::string id = std::to_string(ids_.size());
       id.insert(0, prefix_); // not prefix + string: g++ 12 -O3 warns (-Wrestrict, a false alarm)
       ids_.emplace(node, std::move(id));
+    }
+    if (first_.empty() && !nodes.empty()) { // the graph's own level: named before any body's
+      first_ = ids_.at(nodes.front());
+      last_ = ids_.at(nodes.back());
     }
     write_scope(nodes, base, indent, true);
     collect_edges(graph);
@@ -278,9 +275,8 @@ private:
   std::map<cudaGraphNode_t, std::string> ids_;
   std::vector<std::string> edges_;
   std::size_t clusters_ = 0;
-  std::string prefix_;              // of node ids and cluster names
-  std::size_t top_level_count_ = 0; // nodes of the graph write_nodes() was given
-  std::string first_;
+  std::string prefix_; // of node ids and cluster names
+  std::string first_;  // the first and last node of the graph's own level
   std::string last_;
 };
 

@@ -24,7 +24,8 @@ ROOT = "include/graphcap"
 # The base files at the root: every folder may include them.
 BASE = {"config.hpp", "fwd.hpp", "error.hpp", "version.hpp"}
 WINGS = [
-    "pool", "liveness", "annotations", "control_flow", "families", "inspection", "piecewise"
+    "pool", "liveness", "annotations", "control_flow", "families", "inspection", "piecewise",
+    "rebind"
 ]
 # Which folders' headers a folder may include (besides BASE and itself). core/ and cuda/ are
 # shared: detail/ of those two may be included by the wings; a wing's own detail/ by no other.
@@ -38,6 +39,7 @@ FOLDER_RULES = {
     "families": ["cuda", "core", "pool"],
     "inspection": ["cuda", "core", "pool"],
     "piecewise": ["cuda", "core", "pool"],
+    "rebind": ["cuda", "core"],
 }
 SHARED_DETAIL = {"cuda", "core"}
 

@@ -40,6 +40,7 @@ FORBIDDEN_GRAPHCAP = [
     "graphcap::detail::pool::", "graphcap::detail::liveness::", "graphcap::detail::annotations::",
     "graphcap::detail::control_flow::", "graphcap::detail::families::",
     "graphcap::detail::inspection::", "graphcap::detail::piecewise::",
+    "graphcap::detail::rebind::", "graphcap::rebinder",
     # the features' public and shared names
     "graphcap::liveness::check", "graphcap::detail::slab_pool", "graphcap::pool::private_pool",
     "graphcap::pool::shared", "graphcap::pool::user", "graphcap::pool::graph_memory_nodes",

@@ -68,6 +68,11 @@
 //   annotation_with_layout        layout() const -> detail::graph_layout no layout (plain DOT)
 //   annotation_with_records       annotations() const                    annotations() refused
 //   liveness_across_bodies        add_body(graph)                        bodies not scanned
+//   liveness_that_rebinds         rebound(from, bytes, to): inputs in    nothing tracked, nothing
+//                                 [from, from + bytes) moved to `to`     to move
+//   policy_with_bodies            conditional_bodies() const: the last   no bodies known (a
+//                                 capture's conditional bodies           rebinder refuses graphs
+//                                                                        with conditional nodes)
 #pragma once
 
 #include <graphcap/config.hpp>
@@ -259,6 +264,20 @@ concept liveness_across_bodies = requires(L& live, cudaGraph_t body) {
   live.add_body(body);
 };
 
+/// Liveness: rebound(from, bytes, to) moves the inputs it tracks in [from, from + bytes) to the
+/// same offsets from `to` (graphcap::rebinder patched the executable), and checks them there
+/// from the next replay on. Throws (and changes nothing) if `to` cannot be checked.
+template <class L>
+concept liveness_that_rebinds = requires(L& live, const void* from, std::size_t bytes) {
+  live.rebound(from, bytes, from);
+};
+/// Any policy: conditional_bodies() lists the last capture's conditional bodies, nested ones
+/// too (CUDA 13.0 lists no body among a graph's nodes, so only what the capture saw knows them).
+template <class P>
+concept policy_with_bodies = requires(const P& policy) {
+  { policy.conditional_bodies() } -> std::convertible_to<std::span<const cudaGraph_t>>;
+};
+
 namespace detail::contract {
 
 // The one place the core and the wings call optional hooks; each gives the default when the
@@ -324,6 +343,25 @@ template <class L>
 void add_body(L& live, cudaGraph_t body) {
   if constexpr (liveness_across_bodies<L>) {
     live.add_body(body);
+  }
+}
+
+template <class L>
+void rebound(L& live, const void* from, std::size_t bytes, const void* to) {
+  if constexpr (liveness_that_rebinds<L>) {
+    live.rebound(from, bytes, to);
+  }
+}
+
+template <class P>
+inline constexpr bool knows_bodies = policy_with_bodies<P>;
+
+template <class P>
+[[nodiscard]] std::span<const cudaGraph_t> conditional_bodies(const P& policy) {
+  if constexpr (policy_with_bodies<P>) {
+    return policy.conditional_bodies();
+  } else {
+    return {};
   }
 }
 

@@ -31,6 +31,7 @@
 #include <iterator>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_set>
 #include <utility>
@@ -119,6 +120,51 @@ public:
   /// A conditional body of the capture in progress (<graphcap/control_flow.hpp> tells): its nodes
   /// are scanned with the graph's, since CUDA lists no body among the graph's nodes.
   void add_body(cudaGraph_t body) { bodies_.push_back(body); }
+
+  /// The last capture's conditional bodies (graphcap::rebinder patches their nodes too).
+  [[nodiscard]] std::span<const cudaGraph_t> conditional_bodies() const noexcept { return bodies_; }
+
+  /// graphcap::rebinder moved what the graph reads in [from, from + bytes) to the same offsets
+  /// from `to`: the inputs there move with it and are checked there from the next replay on. An
+  /// input declared with a liveness token loses the token (it spoke for the old memory). Memory
+  /// of the graph's own rebound to outside memory becomes an input. Throws cuda_error, changing
+  /// nothing, when a moved input is not in memory CUDA allocated.
+  void rebound(const void* from, std::size_t bytes, const void* to) {
+    const auto begin = reinterpret_cast<std::uintptr_t>(from);
+    const auto target = reinterpret_cast<std::uintptr_t>(to);
+    std::vector<detail::liveness::liveness_input> inputs = tracking_.inputs;
+    const auto checkable = [&](std::uintptr_t address) {
+      const auto buffer_id = detail::liveness::liveness_buffer_id(query_, address);
+      if (!buffer_id) [[unlikely]] {
+        detail::throw_error(cudaErrorInvalidValue, "graphcap::rebinder::rebind",
+                            "the new address " + detail::liveness::liveness_hex(address) +
+                                " is not in memory CUDA allocated, so liveness::check cannot "
+                                "check it before replays; rebind to device, pinned or managed "
+                                "memory");
+      }
+      return buffer_id;
+    };
+    bool moved = false;
+    for (detail::liveness::liveness_input& input : inputs) {
+      if (input.address >= begin && input.address - begin < bytes) {
+        input.address = target + (input.address - begin);
+        input.token.reset();
+        input.buffer_id =
+            tracking_.is_internal(input.address) ? std::nullopt : checkable(input.address);
+        moved = true;
+      }
+    }
+    if (!moved && tracking_.is_internal(begin) && !tracking_.is_internal(target)) {
+      inputs.push_back({target,
+                        checkable(target),
+                        std::nullopt,
+                        {{"rebound from the graph's own "
+                          "memory"}}});
+    }
+    tracking_.inputs = std::move(inputs);
+    tracking_.drop_internal_inputs();
+    rebuild_watch_list();
+  }
 
   /// A failed or abandoned capture: drops its tracking (the resolved query stays).
   void on_capture_abort() noexcept { clear(); }
@@ -224,8 +270,9 @@ private:
   bool captured_ = false;
 };
 
-// The optional hook it offers (core/policy.hpp): conditional bodies are scanned too.
-static_assert(liveness_policy<check> && liveness_across_bodies<check>);
+// The optional hooks it offers (core/policy.hpp): conditional bodies are scanned too.
+static_assert(liveness_policy<check> && liveness_across_bodies<check> &&
+              liveness_that_rebinds<check> && policy_with_bodies<check>);
 
 } // namespace liveness
 } // namespace graphcap

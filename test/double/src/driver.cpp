@@ -96,6 +96,18 @@ CUresult CUDAAPI graph_kernel_node_get_params_v2(CUgraphNode node,
   });
 }
 
+CUresult CUDAAPI graph_kernel_node_set_params(CUgraphNode node,
+                                              const CUDA_KERNEL_NODE_PARAMS_v2* params) {
+  return driver_api("cuGraphKernelNodeSetParams",
+                    [&] { return set_kernel_node_params(node, params); });
+}
+
+CUresult CUDAAPI graph_exec_kernel_node_set_params(CUgraphExec exec, CUgraphNode node,
+                                                   const CUDA_KERNEL_NODE_PARAMS_v2* params) {
+  return driver_api("cuGraphExecKernelNodeSetParams",
+                    [&] { return exec_set_kernel_node_params(exec, node, params); });
+}
+
 CUresult CUDAAPI func_get_param_info(CUfunction func, size_t index, size_t* offset, size_t* size) {
   return driver_api("cuFuncGetParamInfo",
                     [&] { return function_param_info(func, index, offset, size); });
@@ -212,6 +224,9 @@ const EntryPoint kEntryPoints[] = {
      reinterpret_cast<void*>(&graph_kernel_node_get_params_v2)},
     {"cuGraphKernelNodeGetParams", 10000,
      reinterpret_cast<void*>(&graph_kernel_node_get_params_v1)},
+    {"cuGraphKernelNodeSetParams", 12000, reinterpret_cast<void*>(&graph_kernel_node_set_params)},
+    {"cuGraphExecKernelNodeSetParams", 12000,
+     reinterpret_cast<void*>(&graph_exec_kernel_node_set_params)},
     {"cuFuncGetParamInfo", 12040, reinterpret_cast<void*>(&func_get_param_info)},
     {"cuFuncGetName", 12030, reinterpret_cast<void*>(&func_get_name)},
     {"cuKernelGetFunction", 12000, reinterpret_cast<void*>(&kernel_get_function)},

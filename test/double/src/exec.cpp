@@ -98,6 +98,36 @@ cudaError_t run_graph(const std::vector<CUgraphNode_st*>& order) {
   return cudaSuccess;
 }
 
+bool is_live_exec(cudaGraphExec_t exec) {
+  return exec && state().execs.count(exec);
+}
+
+CUgraphNode_st* exec_counterpart(CUgraphExec_st& exec, const CUgraphNode_st& node) {
+  const CUgraph_st* graph = node.graph;
+  if (!graph)
+    return nullptr;
+  CUgraph_st* copy = nullptr;
+  if (graph->owner) { // a conditional body: the same body of the executable's copy of its node
+    const CUgraphNode_st* owner = graph->owner;
+    CUgraphNode_st* owner_copy = exec_counterpart(exec, *owner);
+    if (!owner_copy || !owner->cond || !owner_copy->cond)
+      return nullptr;
+    for (std::size_t b = 0; b < owner->cond->bodies.size(); ++b) {
+      if (owner->cond->bodies[b].get() == graph && b < owner_copy->cond->bodies.size())
+        copy = owner_copy->cond->bodies[b].get();
+    }
+  } else if (exec.graph->cloned_from_id == graph->id) {
+    copy = exec.graph.get();
+  }
+  if (!copy)
+    return nullptr;
+  for (auto& n : copy->nodes) {
+    if (n->index == node.index)
+      return n.get();
+  }
+  return nullptr;
+}
+
 void destroy_exec(cudaGraphExec_t exec) {
   if (exec->alloc_slot)
     --*exec->alloc_slot;
@@ -115,7 +145,7 @@ constexpr unsigned long long kInstantiateFlags =
     cudaGraphInstantiateFlagDeviceLaunch | cudaGraphInstantiateFlagUseNodePriority;
 
 bool live_exec(cudaGraphExec_t e) {
-  return e && state().execs.count(e);
+  return is_live_exec(e);
 }
 
 cudaError_t instantiate(cudaGraphExec_t* out, cudaGraph_t graph, unsigned long long flags,
@@ -465,6 +495,64 @@ cudaError_t cudaGraphExecUpdate(cudaGraphExec_t hGraphExec, cudaGraph_t hGraph,
     if (r != cudaGraphExecUpdateSuccess)
       return cudaErrorGraphExecUpdateFailure;
     compare(*hGraphExec->graph, *hGraph, true, err_node, err_from);
+    return cudaSuccess;
+  });
+}
+
+// CUDA's rules for patching a memset or memcpy node of an executable (cudaGraphExec*SetParams):
+// both the node's operands and the new ones 1-D, nothing zero-length, the operands' devices and
+// (memcpy) memory types unchanged.
+cudaError_t cudaGraphExecMemsetNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node,
+                                             const cudaMemsetParams* pNodeParams) {
+  return api(__func__, [&] {
+    if (!live_exec(hGraphExec) || !state().nodes.count(node) || !pNodeParams ||
+        node->type != cudaGraphNodeTypeMemset) {
+      return cudaErrorInvalidValue;
+    }
+    CUgraphNode_st* copy = exec_counterpart(*hGraphExec, *node);
+    if (!copy)
+      return cudaErrorInvalidValue;
+    const cudaMemsetParams& p = *pNodeParams;
+    if (p.height != 1 || copy->memset.height != 1 || p.width == 0)
+      return cudaErrorInvalidValue;
+    if (cudaError_t e = check_memset(p, true))
+      return e;
+    if (device_of(p.dst) != device_of(copy->memset.dst))
+      return cudaErrorInvalidValue;
+    copy->memset = p;
+    return cudaSuccess;
+  });
+}
+
+cudaError_t cudaGraphExecMemcpyNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node,
+                                             const cudaMemcpy3DParms* pNodeParams) {
+  return api(__func__, [&] {
+    if (!live_exec(hGraphExec) || !state().nodes.count(node) || !pNodeParams ||
+        node->type != cudaGraphNodeTypeMemcpy) {
+      return cudaErrorInvalidValue;
+    }
+    CUgraphNode_st* copy = exec_counterpart(*hGraphExec, *node);
+    if (!copy)
+      return cudaErrorInvalidValue;
+    const cudaMemcpy3DParms& p = *pNodeParams;
+    if (cudaError_t e = check_memcpy3d(&p))
+      return e;
+    const auto one_dimensional = [](const cudaMemcpy3DParms& q) {
+      return q.extent.height == 1 && q.extent.depth == 1;
+    };
+    if (!one_dimensional(p) || !one_dimensional(copy->memcpy))
+      return cudaErrorInvalidValue;
+    auto kind_of = [](const void* q) {
+      const Allocation* a = find_allocation(q);
+      return a ? static_cast<int>(a->kind == Allocation::Kind::pinned) : 2;
+    };
+    if (kind_of(p.srcPtr.ptr) != kind_of(copy->memcpy.srcPtr.ptr) ||
+        kind_of(p.dstPtr.ptr) != kind_of(copy->memcpy.dstPtr.ptr) ||
+        device_of(p.srcPtr.ptr) != device_of(copy->memcpy.srcPtr.ptr) ||
+        device_of(p.dstPtr.ptr) != device_of(copy->memcpy.dstPtr.ptr)) {
+      return cudaErrorInvalidValue;
+    }
+    copy->memcpy = p;
     return cudaSuccess;
   });
 }

@@ -160,23 +160,6 @@ cudaError_t add(cudaGraphNode_t* out, cudaGraph_t graph, const cudaGraphNode_t* 
 
 constexpr auto no_check = [] { return cudaSuccess; };
 
-cudaError_t check_memcpy3d(const cudaMemcpy3DParms* p) {
-  if (!p)
-    return cudaErrorInvalidValue;
-  // Only pointer copies exist in the double (no CUDA arrays).
-  if (p->srcArray || p->dstArray || !p->srcPtr.ptr || !p->dstPtr.ptr)
-    return cudaErrorInvalidValue;
-  if (p->kind < cudaMemcpyHostToHost || p->kind > cudaMemcpyDefault)
-    return cudaErrorInvalidMemcpyDirection;
-  if (p->extent.width == 0 || p->extent.height == 0 || p->extent.depth == 0)
-    return cudaErrorInvalidValue;
-  if (p->srcPtr.pitch < p->srcPos.x + p->extent.width ||
-      p->dstPtr.pitch < p->dstPos.x + p->extent.width) {
-    return cudaErrorInvalidPitchValue;
-  }
-  return cudaSuccess;
-}
-
 // Copies up to *count entries into out (if non-null), setting *count to the
 // number available when out is null, and to the number written otherwise.
 template <class T>
@@ -251,6 +234,23 @@ cudaError_t set_field(cudaGraphNode_t node, cudaGraphNodeType type, T CUgraphNod
 } // namespace
 
 namespace cuda_double::detail {
+
+cudaError_t check_memcpy3d(const cudaMemcpy3DParms* p) {
+  if (!p)
+    return cudaErrorInvalidValue;
+  // Only pointer copies exist in the double (no CUDA arrays).
+  if (p->srcArray || p->dstArray || !p->srcPtr.ptr || !p->dstPtr.ptr)
+    return cudaErrorInvalidValue;
+  if (p->kind < cudaMemcpyHostToHost || p->kind > cudaMemcpyDefault)
+    return cudaErrorInvalidMemcpyDirection;
+  if (p->extent.width == 0 || p->extent.height == 0 || p->extent.depth == 0)
+    return cudaErrorInvalidValue;
+  if (p->srcPtr.pitch < p->srcPos.x + p->extent.width ||
+      p->dstPtr.pitch < p->dstPos.x + p->extent.width) {
+    return cudaErrorInvalidPitchValue;
+  }
+  return cudaSuccess;
+}
 
 cudaError_t check_add_node(cudaGraphNode_t* out, cudaGraph_t graph, const cudaGraphNode_t* deps,
                            std::size_t count) {

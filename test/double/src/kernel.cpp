@@ -303,6 +303,56 @@ CUresult kernel_function(CUfunction* func, CUkernel handle) {
   return CUDA_SUCCESS;
 }
 
+// A kernel node's call from the driver's parameters: `func`, else `kern`; kernelParams only.
+CUresult call_from_driver_params(const CUDA_KERNEL_NODE_PARAMS_v2* p,
+                                 std::unique_ptr<KernelCall>& out) {
+  if (!p)
+    return CUDA_ERROR_INVALID_VALUE;
+  Kernel* k = p->func ? known_function(p->func) : known_handle(p->kern);
+  if (!k)
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (p->extra)
+    return CUDA_ERROR_NOT_SUPPORTED;
+  const dim3 grid(p->gridDimX, p->gridDimY, p->gridDimZ);
+  const dim3 block(p->blockDimX, p->blockDimY, p->blockDimZ);
+  if (!valid_shape(grid, block))
+    return CUDA_ERROR_INVALID_VALUE;
+  if (!k->model) {
+    no_model(*k);
+    return CUDA_ERROR_INVALID_HANDLE;
+  }
+  if (!p->kernelParams && !k->parameters.empty())
+    return CUDA_ERROR_INVALID_VALUE;
+  out = copy_launch(*k, grid, block, p->sharedMemBytes, p->kernelParams);
+  return CUDA_SUCCESS;
+}
+
+CUresult set_kernel_node_params(CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS_v2* params) {
+  if (!node || !state().nodes.count(node) || node->type != cudaGraphNodeTypeKernel)
+    return CUDA_ERROR_INVALID_VALUE;
+  std::unique_ptr<KernelCall> call;
+  if (const CUresult r = call_from_driver_params(params, call))
+    return r;
+  node->kernel = std::move(call);
+  return CUDA_SUCCESS;
+}
+
+CUresult exec_set_kernel_node_params(CUgraphExec exec, CUgraphNode node,
+                                     const CUDA_KERNEL_NODE_PARAMS_v2* params) {
+  if (!is_live_exec(exec) || !node || !state().nodes.count(node) ||
+      node->type != cudaGraphNodeTypeKernel) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  CUgraphNode_st* copy = exec_counterpart(*exec, *node);
+  if (!copy || copy->type != cudaGraphNodeTypeKernel)
+    return CUDA_ERROR_INVALID_VALUE;
+  std::unique_ptr<KernelCall> call;
+  if (const CUresult r = call_from_driver_params(params, call))
+    return r;
+  copy->kernel = std::move(call);
+  return CUDA_SUCCESS;
+}
+
 void set_kernel_model(const void* stub, std::vector<kernel_parameter> parameters,
                       kernel_model model) {
   std::lock_guard<std::recursive_mutex> lock(state().mu);
@@ -525,21 +575,17 @@ cudaError_t cudaGraphKernelNodeSetParams(cudaGraphNode_t node,
 cudaError_t cudaGraphExecKernelNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node,
                                              const cudaKernelNodeParams* pNodeParams) {
   return api(__func__, [&] {
-    if (!hGraphExec || !state().execs.count(hGraphExec))
+    if (!is_live_exec(hGraphExec))
       return cudaErrorInvalidValue;
     return with_kernel_node(node, [&](CUgraphNode_st& original) {
-      for (auto& n : hGraphExec->graph->nodes) {
-        if (n->index != original.index || hGraphExec->graph->cloned_from_id != original.graph->id)
-          continue;
-        if (n->type != cudaGraphNodeTypeKernel)
-          return cudaErrorInvalidValue;
-        std::unique_ptr<KernelCall> call;
-        if (cudaError_t e = call_from_params(pNodeParams, call))
-          return e;
-        n->kernel = std::move(call);
-        return cudaSuccess;
-      }
-      return cudaErrorInvalidValue;
+      CUgraphNode_st* copy = exec_counterpart(*hGraphExec, original);
+      if (!copy || copy->type != cudaGraphNodeTypeKernel)
+        return cudaErrorInvalidValue;
+      std::unique_ptr<KernelCall> call;
+      if (cudaError_t e = call_from_params(pNodeParams, call))
+        return e;
+      copy->kernel = std::move(call);
+      return cudaSuccess;
     });
   });
 }

@@ -443,6 +443,17 @@ CUresult function_param_info(CUfunction func, std::size_t index, std::size_t* of
                              std::size_t* size);
 CUresult function_name(const char** name, CUfunction func);
 CUresult kernel_function(CUfunction* func, CUkernel kernel);
+// cuGraphKernelNodeSetParams and cuGraphExecKernelNodeSetParams (v2 parameters).
+CUresult set_kernel_node_params(CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS_v2* params);
+CUresult exec_set_kernel_node_params(CUgraphExec exec, CUgraphNode node,
+                                     const CUDA_KERNEL_NODE_PARAMS_v2* params);
+
+// --- executables (exec.cpp) ------------------------------------------------
+// The executable's copy of a node of the graph it was instantiated from, or of a conditional
+// body of it (CUDA patches body nodes of an executable: benchmark/probes/rebind_limits.cu);
+// null for any other node, a child graph's included.
+CUgraphNode_st* exec_counterpart(CUgraphExec_st& exec, const CUgraphNode_st& node);
+bool is_live_exec(cudaGraphExec_t exec);
 
 // --- memory --------------------------------------------------------------
 Allocation* find_allocation(const void* ptr);
@@ -452,6 +463,7 @@ bool device_range(const void* ptr, std::size_t bytes, bool allow_reserved);
 cudaError_t check_memcpy(void* dst, const void* src, std::size_t count, cudaMemcpyKind kind,
                          bool allow_reserved);
 cudaError_t check_memset(const cudaMemsetParams& params, bool allow_reserved);
+cudaError_t check_memcpy3d(const cudaMemcpy3DParms* p);
 void do_memcpy3d(const cudaMemcpy3DParms& p);
 void do_memset(const cudaMemsetParams& p);
 cudaMemcpy3DParms memcpy1d_params(void* dst, const void* src, std::size_t count,

@@ -1,6 +1,6 @@
 // graphcap/cuda/detail/driver.hpp - the CUDA driver functions graphcap calls, each resolved on its
 // first use: liveness asks pointer attributes, node types and kernel parameters, annotations
-// capture and graph queries and kernel names.
+// capture and graph queries and kernel names, the rebinder sets kernel nodes' parameters.
 //
 // graphcap never links the driver library (-lcuda): a binary linked with it would not even start
 // on a machine without a driver. Each driver function is a driver_function, fetched through the
@@ -179,6 +179,9 @@ struct driver_api {
   GRAPHCAP_DRIVER_FUNCTION(graph_node_get_dependent_nodes, cuGraphNodeGetDependentNodes, 12030);
   GRAPHCAP_DRIVER_FUNCTION(graph_get_root_nodes, cuGraphGetRootNodes, 10000);
   GRAPHCAP_DRIVER_FUNCTION(graph_get_nodes, cuGraphGetNodes, 10000);
+  GRAPHCAP_DRIVER_FUNCTION(graph_kernel_node_set_params, cuGraphKernelNodeSetParams, 12000);
+  GRAPHCAP_DRIVER_FUNCTION(graph_exec_kernel_node_set_params, cuGraphExecKernelNodeSetParams,
+                           12000);
 };
 
 #undef GRAPHCAP_DRIVER_FUNCTION

@@ -1,0 +1,356 @@
+// graphcap::rebinder on both backends: inputs held by kernel parameters (raw, inside a struct,
+// at an offset into their allocation), memcpy and memset nodes and conditional bodies read the
+// new buffers after rebind() with no recapture; the template follows; every refusal leaves the
+// graph as it was; liveness::check follows the moves.
+#include <graphcap/control_flow.hpp>
+#include <graphcap/graphcap.hpp>
+#include <graphcap/rebind.hpp>
+
+#include "catch.hpp"
+#include "cuda_helpers.hpp"
+#include "rebind_kernels.cuh"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gc = graphcap;
+
+namespace {
+
+constexpr unsigned n = 256;
+
+using floats = gctest::device_buffer<float>;
+
+std::vector<float> read(const float* device, std::size_t count = n) {
+  std::vector<float> host(count);
+  CUDA_REQUIRE(cudaMemcpy(host.data(), device, count * sizeof(float), cudaMemcpyDeviceToHost));
+  return host;
+}
+
+void fill(float* device, float value, std::size_t count = n) {
+  const std::vector<float> host(count, value);
+  CUDA_REQUIRE(cudaMemcpy(device, host.data(), count * sizeof(float), cudaMemcpyHostToDevice));
+}
+
+/// The pointer parameter `index` of the one kernel node of `graph`'s template.
+const void* template_pointer(cudaGraph_t graph, std::size_t index) {
+  std::size_t count = 0;
+  CUDA_REQUIRE(cudaGraphGetNodes(graph, nullptr, &count));
+  std::vector<cudaGraphNode_t> nodes(count);
+  CUDA_REQUIRE(cudaGraphGetNodes(graph, nodes.data(), &count));
+  for (cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType type{};
+    CUDA_REQUIRE(cudaGraphNodeGetType(node, &type));
+    if (type == cudaGraphNodeTypeKernel) {
+      cudaKernelNodeParams params{};
+      CUDA_REQUIRE(cudaGraphKernelNodeGetParams(node, &params));
+      return *static_cast<const void* const*>(params.kernelParams[index]);
+    }
+  }
+  return nullptr;
+}
+
+using checked_graph = gc::graph_with<gc::liveness::check>;
+
+} // namespace
+
+TEST_CASE("rebinder: a kernel reads the rebound buffer at the next replay, without recapture") {
+  gctest::model_rebind_kernels();
+  gctest::stream stream;
+  const floats x(n);
+  const floats x2(n);
+  const floats y(n);
+  fill(x.get(), 1.0F);
+  fill(x2.get(), 10.0F);
+  fill(y.get(), 0.0F);
+  gc::lean_graph graph{gc::keep_graph};
+  graph.capture(stream, [&](cudaStream_t s) { gctest::launch_axpy(s, y.get(), x.get(), 2.0F, n); });
+  gc::rebinder inputs{graph, {x.get()}};
+  CHECK(inputs.input_count() == 1);
+  CHECK(inputs.site_count(x.get()) == 1);
+  CHECK(inputs.node_count() == 1);
+  graph.replay(stream);
+  stream.synchronize();
+  CHECK(read(y.get())[n - 1] == 2.0F);
+
+  inputs.rebind(x.get(), x2.get());
+  CHECK(inputs.is_input(x2.get()));
+  CHECK_FALSE(inputs.is_input(x.get()));
+  graph.replay(stream);
+  stream.synchronize();
+  CHECK(read(y.get())[n - 1] == 22.0F);                      // 2 + 2 * 10
+  CHECK(template_pointer(graph.raw_graph(), 1) == x2.get()); // the template follows at once
+  CHECK(template_pointer(graph.raw_graph(), 0) == y.get());  // y was not registered
+
+  inputs.rebind(x2.get(), x.get()); // back: named by its current address
+  graph.replay(stream);
+  stream.synchronize();
+  CHECK(read(y.get())[n - 1] == 24.0F);
+}
+
+TEST_CASE("rebinder: several inputs in one call, a pointer into an allocation keeps its offset") {
+  gctest::model_rebind_kernels();
+  gctest::stream stream;
+  const floats x(2 * n);
+  const floats x2(2 * n);
+  const floats y(n);
+  const floats y2(n);
+  fill(x.get(), 1.0F, 2 * n);
+  fill(x2.get(), 0.0F, 2 * n);
+  fill(x2.get() + n, 5.0F, n); // the half the graph reads, at x + n
+  fill(y.get(), 0.0F);
+  fill(y2.get(), 100.0F);
+  gc::lean_graph graph{gc::keep_graph};
+  graph.capture(stream,
+                [&](cudaStream_t s) { gctest::launch_axpy(s, y.get(), x.get() + n, 1.0F, n); });
+  gc::rebinder inputs{graph, {x.get(), y.get()}};
+  inputs.rebind({{x.get(), x2.get()}, {y.get(), y2.get()}});
+  graph.replay(stream);
+  stream.synchronize();
+  CHECK(read(y2.get())[0] == 105.0F); // y2 += x2[n + i]
+  CHECK(read(y.get())[0] == 0.0F);    // the old output is not written any more
+  CHECK(template_pointer(graph.raw_graph(), 1) == x2.get() + n);
+}
+
+TEST_CASE("rebinder: a pointer inside a struct parameter is rebound") {
+  gctest::model_rebind_kernels();
+  gctest::stream stream;
+  const floats a(n);
+  const floats b(n);
+  fill(a.get(), 0.0F);
+  fill(b.get(), 7.0F);
+  gc::lean_graph graph{gc::keep_graph};
+  graph.capture(stream, [&](cudaStream_t s) { gctest::launch_bump(s, {n, a.get()}); });
+  gc::rebinder inputs{graph, {a.get()}};
+  inputs.rebind(a.get(), b.get());
+  graph.replay(stream);
+  stream.synchronize();
+  CHECK(read(b.get())[n - 1] == 8.0F);
+  CHECK(read(a.get())[n - 1] == 0.0F);
+}
+
+TEST_CASE("rebinder: memcpy and memset nodes are rebound") {
+  gctest::stream stream;
+  const gctest::device_buffer<unsigned char> source(64);
+  const gctest::device_buffer<unsigned char> source2(64);
+  const gctest::device_buffer<unsigned char> target(64);
+  const gctest::device_buffer<unsigned char> cleared(64);
+  const gctest::device_buffer<unsigned char> cleared2(64);
+  CUDA_REQUIRE(cudaMemset(source.get(), 1, 64));
+  CUDA_REQUIRE(cudaMemset(source2.get(), 2, 64));
+  CUDA_REQUIRE(cudaMemset(cleared.get(), 9, 64));
+  CUDA_REQUIRE(cudaMemset(cleared2.get(), 9, 64));
+  gc::lean_graph graph{gc::keep_graph};
+  graph.capture(stream, [&](cudaStream_t s) {
+    CUDA_REQUIRE(cudaMemcpyAsync(target.get(), source.get(), 64, cudaMemcpyDeviceToDevice, s));
+    CUDA_REQUIRE(cudaMemsetAsync(cleared.get(), 0, 64, s));
+  });
+  gc::rebinder inputs{graph, {source.get(), cleared.get()}};
+  inputs.rebind({{source.get(), source2.get()}, {cleared.get(), cleared2.get()}});
+  graph.replay(stream);
+  stream.synchronize();
+  std::vector<unsigned char> host(64);
+  CUDA_REQUIRE(cudaMemcpy(host.data(), target.get(), 64, cudaMemcpyDeviceToHost));
+  CHECK(host[63] == 2);
+  CUDA_REQUIRE(cudaMemcpy(host.data(), cleared2.get(), 64, cudaMemcpyDeviceToHost));
+  CHECK(host[63] == 0);
+  CUDA_REQUIRE(cudaMemcpy(host.data(), cleared.get(), 64, cudaMemcpyDeviceToHost));
+  CHECK(host[63] == 9); // the old destination is left alone
+}
+
+TEST_CASE("rebinder: a value that equals an unregistered allocation's address is never patched") {
+  gctest::model_rebind_kernels();
+  gctest::stream stream;
+  const gctest::device_buffer<std::uint64_t> out(1);
+  const gctest::device_buffer<std::uint64_t> out2(1);
+  const floats bystander(n);
+  const auto tag = reinterpret_cast<std::uintptr_t>(bystander.get());
+  gc::lean_graph graph{gc::keep_graph};
+  graph.capture(stream, [&](cudaStream_t s) { gctest::launch_tag(s, out.get(), tag); });
+  gc::rebinder inputs{graph, {out.get()}};
+  CHECK(inputs.site_count(out.get()) == 1); // the tag is no site: not in a registered extent
+  inputs.rebind(out.get(), out2.get());
+  graph.replay(stream);
+  stream.synchronize();
+  std::uint64_t written = 0;
+  CUDA_REQUIRE(cudaMemcpy(&written, out2.get(), sizeof written, cudaMemcpyDeviceToHost));
+  CHECK(written == tag);
+}
+
+TEST_CASE("rebinder: all_inputs registers every external allocation, never the pool's memory") {
+  gctest::model_rebind_kernels();
+  gctest::stream stream;
+  const floats x(n);
+  const floats x2(n);
+  const floats y(n);
+  fill(x.get(), 3.0F);
+  fill(x2.get(), 4.0F);
+  fill(y.get(), 0.0F);
+  gc::graph graph{gc::keep_graph}; // a private pool: its slab is the graph's own memory
+  graph.capture(stream, [&](auto& cap) {
+    float* scratch = cap.template allocate<float>(n);
+    CUDA_REQUIRE(cudaMemsetAsync(scratch, 0, n * sizeof(float), cap.stream()));
+    gctest::launch_axpy(cap.stream(), scratch, x.get(), 1.0F, n);
+    gctest::launch_axpy(cap.stream(), y.get(), scratch, 1.0F, n);
+  });
+  gc::rebinder inputs{graph, gc::all_inputs};
+  CHECK(inputs.input_count() == 2); // x and y: not the scratch block
+  CHECK(inputs.is_input(x.get()));
+  CHECK(inputs.is_input(y.get()));
+  inputs.rebind(x.get(), x2.get());
+  graph.replay(stream);
+  stream.synchronize();
+  CHECK(read(y.get())[0] == 4.0F);
+}
+
+TEST_CASE("rebinder: every refusal is typed and patches nothing") {
+  gctest::model_rebind_kernels();
+  gctest::stream stream;
+  const floats x(n);
+  const floats small(n / 2);
+  const floats y(n);
+  const floats unused(n);
+  fill(x.get(), 1.0F);
+  fill(y.get(), 0.0F);
+  gc::lean_graph graph{gc::keep_graph};
+  graph.capture(stream, [&](cudaStream_t s) { gctest::launch_axpy(s, y.get(), x.get(), 1.0F, n); });
+  gc::rebinder inputs{graph, {x.get()}};
+  const auto unchanged = [&] {
+    CHECK(inputs.is_input(x.get()));
+    CHECK(template_pointer(graph.raw_graph(), 1) == x.get());
+    fill(y.get(), 0.0F);
+    graph.replay(stream);
+    stream.synchronize();
+    CHECK(read(y.get())[0] == 1.0F);
+  };
+  CHECK_THROWS_AS(inputs.rebind(y.get(), unused.get()), gc::rebind_error); // not registered
+  CHECK_THROWS_WITH(inputs.rebind(x.get(), small.get()),
+                    gctest::contains("fewer than the 1024 the graph may read"));
+  CHECK_THROWS_AS(inputs.rebind(x.get(), unused.get(), 16), gc::rebind_error);
+  CHECK_THROWS_WITH(inputs.rebind({{x.get(), unused.get()}, {x.get(), unused.get()}}),
+                    gctest::contains("moved twice"));
+  int on_the_stack = 0;
+  CHECK_THROWS_WITH(inputs.rebind(x.get(), &on_the_stack),
+                    gctest::contains("not in memory CUDA allocated"));
+  unchanged();
+
+  SECTION("while a capture of the graph is open") {
+    auto cap = graph.begin_recapture(stream);
+    CHECK_THROWS_WITH(inputs.rebind(x.get(), unused.get()), gctest::contains("capture"));
+    CHECK_THROWS_AS(inputs.rebind(x.get(), unused.get()), gc::state_error);
+    gctest::launch_axpy(cap.stream(), y.get(), x.get(), 1.0F, n);
+    cap.end();
+    // Recaptured: the rebinder's nodes are gone until rescan().
+    CHECK_THROWS_WITH(inputs.rebind(x.get(), unused.get()), gctest::contains("rescan()"));
+    inputs.rescan();
+    inputs.rebind(x.get(), unused.get());
+    CHECK(template_pointer(graph.raw_graph(), 1) == unused.get());
+  }
+  SECTION("registrations the rebinder refuses") {
+    CHECK_THROWS_WITH((gc::rebinder{graph, {unused.get()}}), gctest::contains("holds no address"));
+    CHECK_THROWS_WITH((gc::rebinder{graph, {{x.get(), 64}, {x.get() + 8, 64}}}),
+                      gctest::contains("overlap"));
+    CHECK_THROWS_WITH((gc::rebinder{graph, {&on_the_stack}}),
+                      gctest::contains("rebind_input{pointer, bytes}"));
+    gc::lean_graph no_template;
+    no_template.capture(stream,
+                        [&](cudaStream_t s) { gctest::launch_axpy(s, y.get(), x.get(), 1.0F, n); });
+    CHECK_THROWS_AS((gc::rebinder{no_template, {x.get()}}), gc::state_error);
+    gc::lean_graph empty{gc::keep_graph};
+    CHECK_THROWS_WITH((gc::rebinder{empty, {x.get()}}), gctest::contains("keep_graph"));
+  }
+}
+
+TEST_CASE("rebinder: a registered size narrows the extent to a sub-allocation") {
+  gctest::model_rebind_kernels();
+  gctest::stream stream;
+  const floats slab(2 * n); // one allocation, two inputs carved from it
+  const floats other(n);
+  fill(slab.get(), 1.0F, 2 * n);
+  fill(other.get(), 2.0F);
+  gc::lean_graph graph{gc::keep_graph};
+  graph.capture(stream, [&](cudaStream_t s) {
+    gctest::launch_axpy(s, slab.get() + n, slab.get(), 1.0F, n); // reads the first half
+  });
+  gc::rebinder inputs{graph, {{slab.get(), n * sizeof(float)}}};
+  CHECK(inputs.site_count(slab.get()) == 1); // the output, at slab + n, lies outside the extent
+  inputs.rebind(slab.get(), other.get());
+  graph.replay(stream);
+  stream.synchronize();
+  CHECK(read(slab.get() + n)[0] == 3.0F); // 1 + 2: reads other, still writes slab + n
+}
+
+TEST_CASE("rebinder: template_patch::deferred patches the template at sync_template()") {
+  gctest::model_rebind_kernels();
+  gctest::stream stream;
+  const floats x(n);
+  const floats x2(n);
+  const floats y(n);
+  fill(x.get(), 1.0F);
+  fill(x2.get(), 3.0F);
+  fill(y.get(), 0.0F);
+  gc::lean_graph graph{gc::keep_graph};
+  graph.capture(stream, [&](cudaStream_t s) { gctest::launch_axpy(s, y.get(), x.get(), 1.0F, n); });
+  graph.instantiate(); // before: the executable is patched, the template waits
+  gc::rebinder inputs{graph, {x.get()}, gc::template_patch::deferred};
+  inputs.rebind(x.get(), x2.get());
+  graph.replay(stream);
+  stream.synchronize();
+  CHECK(read(y.get())[0] == 3.0F);
+  CHECK(template_pointer(graph.raw_graph(), 1) == x.get());
+  inputs.sync_template();
+  CHECK(template_pointer(graph.raw_graph(), 1) == x2.get());
+}
+
+TEST_CASE("rebinder and liveness::check: the new address is checked, the old one is not") {
+  gctest::model_rebind_kernels();
+  gctest::stream stream;
+  float* x = nullptr;
+  float* x2 = nullptr;
+  CUDA_REQUIRE(cudaMalloc(reinterpret_cast<void**>(&x), n * sizeof(float)));
+  CUDA_REQUIRE(cudaMalloc(reinterpret_cast<void**>(&x2), n * sizeof(float)));
+  const floats y(n);
+  checked_graph graph{gc::keep_graph};
+  graph.capture(stream, [&](cudaStream_t s) { gctest::launch_axpy(s, y.get(), x, 1.0F, n); });
+  gc::rebinder inputs{graph, {x}};
+  inputs.rebind(x, x2);
+  CUDA_REQUIRE(cudaFree(x)); // the graph no longer reads it
+  graph.replay(stream);
+  stream.synchronize();
+  CUDA_REQUIRE(cudaFree(x2));
+  CHECK_THROWS_AS(graph.replay(stream), gc::liveness_error);
+}
+
+TEST_CASE("rebinder: nodes inside conditional bodies are rebound where liveness::check saw them") {
+  gctest::stream stream;
+  const gctest::device_buffer<unsigned char> target(64);
+  const gctest::device_buffer<unsigned char> target2(64);
+  CUDA_REQUIRE(cudaMemset(target.get(), 9, 64));
+  CUDA_REQUIRE(cudaMemset(target2.get(), 9, 64));
+  const auto capture = [&](auto& graph) {
+    graph.capture(stream, [&](auto& cap) {
+      const gc::condition taken = cap.condition(1);
+      cap.if_(taken,
+              [&](cudaStream_t body) { CUDA_REQUIRE(cudaMemsetAsync(target.get(), 4, 64, body)); });
+    });
+  };
+  checked_graph graph{gc::keep_graph};
+  capture(graph);
+  gc::rebinder inputs{graph, {target.get()}};
+  CHECK(inputs.site_count(target.get()) == 1);
+  inputs.rebind(target.get(), target2.get());
+  graph.replay(stream);
+  stream.synchronize();
+  std::vector<unsigned char> host(64);
+  CUDA_REQUIRE(cudaMemcpy(host.data(), target2.get(), 64, cudaMemcpyDeviceToHost));
+  CHECK(host[0] == 4);
+  CUDA_REQUIRE(cudaMemcpy(host.data(), target.get(), 64, cudaMemcpyDeviceToHost));
+  CHECK(host[0] == 9);
+
+  gc::lean_graph unseen{gc::keep_graph}; // no policy recorded the bodies
+  capture(unseen);
+  CHECK_THROWS_WITH((gc::rebinder{unseen, {target.get()}}),
+                    gctest::contains("conditional node") && gctest::contains("liveness::check"));
+}

@@ -3,10 +3,15 @@
 // Metric "rebind 8 inputs" (host time per change, the 8 nodes patched):
 //   raw set-params         8 cudaGraphExecKernelNodeSetParams, parameters built beforehand (the
 //                          baseline: what the same patch costs written by hand)
+//   raw driver set-params  the same 8 patches through the driver's
+//                          cuGraphExecKernelNodeSetParams (what the rebinder calls)
 //   graphcap rebind        rebinder::rebind of 8 moves, sizes given, template deferred
 //   rebind, template at once   the same, the template patched in the same call
 //   rebind, sizes asked    deferred, each new buffer's size asked from CUDA
 //   graphcap recapture()   the whole capture again, and the executable updated
+// Metric "set a scalar" (host time per call): a 4-byte cudaMemcpyAsync by hand (the baseline)
+// and graphcap::device_value::set. Metric "8 nodes off and on" (host time per switch of 8 nodes):
+// 8 cudaGraphNodeSetEnabled by hand (the baseline) and graphcap::set_enabled of a node_tag.
 // Metric "step with new inputs" (host time per step, synchronized):
 //   copy into static inputs   8 cudaMemcpyAsync of 1 MiB into the graph's inputs, then the
 //                             replay: PyTorch's way (the baseline)
@@ -16,6 +21,9 @@
 
 #include "harness.hpp"
 #include "workload.cuh"
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
 
 #include <array>
 #include <cstddef>
@@ -112,6 +120,38 @@ int main() {
     raw_params[i].kernelParams = &arguments[3 * i];
   }
   bool raw_at_b = false;
+  // The driver's entry point, as graphcap resolves it (the runtime's call wraps it).
+  PFN_cuGraphExecKernelNodeSetParams_v12000 driver_set = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  bench::check(cudaGetDriverEntryPointByVersion("cuGraphExecKernelNodeSetParams",
+                                                reinterpret_cast<void**>(&driver_set), 12000,
+                                                cudaEnableDefault, &found),
+               "cudaGetDriverEntryPointByVersion");
+  const bench::raw_graph raw_driver(
+      capture_stream, [&](cudaStream_t s) { step(s, x, a); }, true);
+  const std::vector<cudaGraphNode_t> driver_nodes = input_nodes(raw_driver.graph(), a);
+  std::vector<CUDA_KERNEL_NODE_PARAMS_v2> driver_params(inputs);
+  std::array<float*, inputs> driver_slots{};
+  std::array<void*, 3 * inputs> driver_arguments{};
+  for (int i = 0; i < inputs; ++i) {
+    driver_params[i] = {};
+    driver_params[i].func = nullptr;
+    cudaKernelNodeParams runtime{};
+    bench::check(cudaGraphKernelNodeGetParams(driver_nodes[i], &runtime), "get params");
+    bench::check(cudaGetFuncBySymbol(&driver_params[i].func, runtime.func), "cudaGetFuncBySymbol");
+    driver_params[i].gridDimX = runtime.gridDim.x;
+    driver_params[i].gridDimY = runtime.gridDim.y;
+    driver_params[i].gridDimZ = runtime.gridDim.z;
+    driver_params[i].blockDimX = runtime.blockDim.x;
+    driver_params[i].blockDimY = runtime.blockDim.y;
+    driver_params[i].blockDimZ = runtime.blockDim.z;
+    driver_params[i].sharedMemBytes = runtime.sharedMemBytes;
+    driver_arguments[3 * i] = &driver_slots[i];
+    driver_arguments[3 * i + 1] = &value;
+    driver_arguments[3 * i + 2] = &count;
+    driver_params[i].kernelParams = &driver_arguments[3 * i];
+  }
+  bool driver_at_b = false;
 
   const std::vector<graphcap::rebind_input> registered(a.begin(), a.end());
   using binder = graphcap::rebinder<graphcap::lean_graph>;
@@ -147,6 +187,7 @@ int main() {
 
   const int calls = 200;
   std::vector<double> raw_times;
+  std::vector<double> driver_times;
   std::vector<double> deferred_times;
   std::vector<double> at_once_times;
   std::vector<double> asked_times;
@@ -166,6 +207,17 @@ int main() {
                                             "cudaGraphExecKernelNodeSetParams");
                              }
                            }),
+       bench::per_call_arm(driver_times, stream, calls,
+                           [&] {
+                             driver_at_b = !driver_at_b;
+                             for (int i = 0; i < inputs; ++i) {
+                               driver_slots[i] = driver_at_b ? b[i] : a[i];
+                               if (driver_set(raw_driver.exec(), driver_nodes[i],
+                                              &driver_params[i]) != CUDA_SUCCESS) {
+                                 bench::check(cudaErrorUnknown, "cuGraphExecKernelNodeSetParams");
+                               }
+                             }
+                           }),
        bench::per_call_arm(deferred_times, stream, calls,
                            [&] { toggle(deferred, deferred_at_b, a_to_b, b_to_a); }),
        bench::per_call_arm(at_once_times, stream, calls,
@@ -178,10 +230,60 @@ int main() {
              capture_stream, [&](cudaStream_t s) { step(s, x, recaptured_at_b ? b : a); }));
        })});
   report.add("rebind 8 inputs", kernels, "raw set-params", "us", raw_times);
+  report.add("rebind 8 inputs", kernels, "raw driver set-params", "us", driver_times);
   report.add("rebind 8 inputs", kernels, "graphcap rebind", "us", deferred_times);
   report.add("rebind 8 inputs", kernels, "rebind, template at once", "us", at_once_times);
   report.add("rebind 8 inputs", kernels, "rebind, sizes asked", "us", asked_times);
   report.add("rebind 8 inputs", kernels, "graphcap recapture()", "us", recapture_times);
+
+  // A scalar and node switches.
+  graphcap::device_value<int> scalar{0};
+  int* raw_scalar = nullptr;
+  bench::check(cudaMalloc(reinterpret_cast<void**>(&raw_scalar), sizeof(int)), "cudaMalloc");
+  int next = 0;
+  graphcap::lean_graph switched{graphcap::keep_graph};
+  switched.capture(capture_stream, [&](cudaStream_t s) { step(s, x, a); });
+  switched.instantiate();
+  const std::vector<cudaGraphNode_t> switch_nodes = input_nodes(switched.raw_graph(), a);
+  // The 8 input nodes, as tag_nodes would have tagged them during the capture.
+  const graphcap::node_tag eight{&switched, switched.generation(), switch_nodes};
+  const bench::raw_graph raw_switched(
+      capture_stream, [&](cudaStream_t s) { step(s, x, a); }, true);
+  const std::vector<cudaGraphNode_t> raw_switch_nodes = input_nodes(raw_switched.graph(), a);
+  bool raw_on = true;
+  bool graphcap_on = true;
+  std::vector<double> raw_scalar_times;
+  std::vector<double> scalar_times;
+  std::vector<double> raw_switch_times;
+  std::vector<double> switch_times;
+  bench::interleave(
+      bench::scaled(5), 1,
+      {bench::per_call_arm(raw_scalar_times, stream, calls,
+                           [&] {
+                             ++next;
+                             bench::check(cudaMemcpyAsync(raw_scalar, &next, sizeof next,
+                                                          cudaMemcpyHostToDevice, stream),
+                                          "cudaMemcpyAsync");
+                           }),
+       bench::per_call_arm(scalar_times, stream, calls, [&] { scalar.set(++next, stream); }),
+       bench::per_call_arm(raw_switch_times, stream, calls,
+                           [&] {
+                             raw_on = !raw_on;
+                             for (cudaGraphNode_t node : raw_switch_nodes) {
+                               bench::check(cudaGraphNodeSetEnabled(raw_switched.exec(), node,
+                                                                    raw_on ? 1U : 0U),
+                                            "cudaGraphNodeSetEnabled");
+                             }
+                           }),
+       bench::per_call_arm(switch_times, stream, calls, [&] {
+         graphcap_on = !graphcap_on;
+         graphcap::set_enabled(switched, eight, graphcap_on);
+       })});
+  bench::check(cudaFree(raw_scalar), "cudaFree");
+  report.add("set a scalar", 1, "raw cudaMemcpyAsync", "us", raw_scalar_times);
+  report.add("set a scalar", 1, "graphcap device_value::set", "us", scalar_times);
+  report.add("8 nodes off and on", kernels, "raw cudaGraphNodeSetEnabled", "us", raw_switch_times);
+  report.add("8 nodes off and on", kernels, "graphcap set_enabled", "us", switch_times);
 
   // A step with new inputs: copied into the static inputs, or rebound.
   if (deferred_at_b) {

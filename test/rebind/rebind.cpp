@@ -5,6 +5,7 @@
 #include <graphcap/control_flow.hpp>
 #include <graphcap/graphcap.hpp>
 #include <graphcap/rebind.hpp>
+#include <graphcap/verify.hpp>
 
 #include "catch.hpp"
 #include "cuda_helpers.hpp"
@@ -13,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace gc = graphcap;
@@ -353,4 +355,132 @@ TEST_CASE("rebinder: nodes inside conditional bodies are rebound where liveness:
   capture(unseen);
   CHECK_THROWS_WITH((gc::rebinder{unseen, {target.get()}}),
                     gctest::contains("conditional node") && gctest::contains("liveness::check"));
+}
+
+TEST_CASE("device_value: a scalar the graph reads changes between replays, in stream order") {
+  gctest::model_rebind_kernels();
+  gctest::stream stream;
+  const floats y(n);
+  fill(y.get(), 1.0F);
+  gc::device_value<float> factor{2.0F};
+  gc::lean_graph graph;
+  graph.capture(stream,
+                [&](cudaStream_t s) { gctest::launch_scale_by(s, y.get(), factor.get(), n); });
+  graph.replay(stream);
+  factor.set(3.0F, stream); // after the first replay, before the second
+  graph.replay(stream);
+  stream.synchronize();
+  CHECK(read(y.get())[n - 1] == 6.0F);
+  CHECK(factor.last_set() == 3.0F);
+
+  gc::lean_graph other;
+  auto cap = other.begin_capture(stream);
+  CHECK_THROWS_AS(factor.set(4.0F, cap.stream()), gc::state_error); // not inside a capture
+  cap.end();
+  gc::device_value<float> moved{std::move(factor)};
+  CHECK(moved.get() != nullptr);
+  CHECK(factor.get() == nullptr); // NOLINT(bugprone-use-after-move): what the test checks
+  CHECK_THROWS_WITH(factor.set(1.0F, stream), gctest::contains("moved from"));
+}
+
+TEST_CASE("rebinder: verify() checks a rebound graph against its work run on the new buffers") {
+  gctest::stream stream;
+  const floats x(n);
+  const floats x2(n);
+  const floats y(n);
+  fill(x.get(), 1.0F);
+  fill(x2.get(), 4.0F);
+  fill(y.get(), 0.0F);
+  gc::lean_graph graph{gc::keep_graph};
+  const float* input = x.get();
+  const auto work = [&](cudaStream_t s) { // y = *input: verify poisons y before the replay
+    CUDA_REQUIRE(cudaMemcpyAsync(y.get(), input, n * sizeof(float), cudaMemcpyDeviceToDevice, s));
+  };
+  graph.capture(stream, work);
+  gc::rebinder inputs{graph, {x.get()}};
+  inputs.rebind(x.get(), x2.get());
+  input = x2.get(); // the eager run reads what the rebound graph reads
+  gc::verify_options options;
+  options.stream = stream;
+  const gc::verify_report same = gc::verify(graph, work, options, gc::output(y.get(), n, "y"));
+  CHECK(same.ok());
+  input = x.get(); // against the old buffer, the replay differs
+  const gc::verify_report differs = gc::verify(graph, work, options, gc::output(y.get(), n, "y"));
+  CHECK_FALSE(differs.ok());
+}
+
+namespace {
+
+void CUDART_CB no_op(void* /*data*/) {}
+
+unsigned char first_byte(const gctest::device_buffer<unsigned char>& buffer) {
+  unsigned char value = 0;
+  CUDA_REQUIRE(cudaMemcpy(&value, buffer.get(), 1, cudaMemcpyDeviceToHost));
+  return value;
+}
+
+} // namespace
+
+TEST_CASE("set_enabled: tagged nodes do nothing at replays while off, and run when on again") {
+  gctest::stream stream;
+  const gctest::device_buffer<unsigned char> always(64);
+  const gctest::device_buffer<unsigned char> optional(64);
+  CUDA_REQUIRE(cudaMemset(always.get(), 9, 64));
+  CUDA_REQUIRE(cudaMemset(optional.get(), 9, 64));
+  gc::lean_graph graph{gc::keep_graph};
+  gc::node_tag tagged;
+  const auto step = [&](auto& cap) {
+    CUDA_REQUIRE(cudaMemsetAsync(always.get(), 1, 64, cap.stream()));
+    tagged = gc::tag_nodes(graph, cap.stream(), [&](cudaStream_t s) {
+      CUDA_REQUIRE(cudaMemsetAsync(optional.get(), 2, 64, s));
+    });
+  };
+  graph.capture(stream, step);
+  CHECK(tagged.size() == 1);
+  CHECK(tagged.belongs_to(graph));
+  graph.instantiate();
+  gc::set_enabled(graph, tagged, false);
+  CHECK_FALSE(gc::is_enabled(graph, tagged));
+  graph.replay(stream);
+  stream.synchronize();
+  CHECK(first_byte(always) == 1);
+  CHECK(first_byte(optional) == 9); // off: skipped
+  gc::set_enabled(graph, tagged, true);
+  CHECK(gc::is_enabled(graph, tagged));
+  graph.replay(stream);
+  stream.synchronize();
+  CHECK(first_byte(optional) == 2);
+
+  SECTION("a recapture makes the old tag stale; a tag of the new capture works") {
+    const gc::node_tag old = tagged;
+    static_cast<void>(graph.recapture(stream, step));
+    CHECK_THROWS_AS(gc::set_enabled(graph, old, false), gc::state_error);
+    gc::set_enabled(graph, tagged, false); // the executable was updated in place: made anew
+    CUDA_REQUIRE(cudaMemset(optional.get(), 9, 64));
+    graph.replay(stream);
+    stream.synchronize();
+    CHECK(first_byte(optional) == 9);
+  }
+  SECTION("refusals change nothing") {
+    gc::lean_graph other{gc::keep_graph};
+    gc::node_tag host;
+    other.capture(stream, [&](auto& cap) {
+      host = gc::tag_nodes(other, cap.stream(), [&](cudaStream_t s) {
+        CUDA_REQUIRE(cudaLaunchHostFunc(s, no_op, nullptr));
+      });
+    });
+    other.instantiate();
+    CHECK_THROWS_WITH(gc::set_enabled(other, host, false), gctest::contains("holds a host node"));
+    CHECK_THROWS_AS(gc::set_enabled(other, tagged, false), gc::state_error); // another graph's
+    CHECK_THROWS_AS(static_cast<void>(gc::tag_nodes(graph, stream, [](cudaStream_t) {})),
+                    gc::state_error); // not capturing
+    gc::lean_graph dropped;
+    gc::node_tag lost;
+    dropped.capture(stream, [&](auto& cap) {
+      lost = gc::tag_nodes(dropped, cap.stream(), [&](cudaStream_t s) {
+        CUDA_REQUIRE(cudaMemsetAsync(optional.get(), 3, 64, s));
+      });
+    });
+    CHECK_THROWS_WITH(gc::set_enabled(dropped, lost, false), gctest::contains("keep_graph"));
+  }
 }

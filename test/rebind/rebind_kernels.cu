@@ -18,6 +18,13 @@ __global__ void rebind_bump(gctest::rebind_view view) {
   }
 }
 
+__global__ void rebind_scale_by(float* y, const float* factor, unsigned count) {
+  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < count) {
+    y[i] *= *factor;
+  }
+}
+
 __global__ void rebind_tag(std::uint64_t* out, std::uint64_t tag) {
   *out = tag;
 }
@@ -41,6 +48,10 @@ void launch_bump(cudaStream_t stream, rebind_view view) {
   rebind_bump<<<blocks_for(view.count), threads, 0, stream>>>(view);
 }
 
+void launch_scale_by(cudaStream_t stream, float* y, const float* factor, unsigned count) {
+  rebind_scale_by<<<blocks_for(count), threads, 0, stream>>>(y, factor, count);
+}
+
 void launch_tag(cudaStream_t stream, std::uint64_t* out, std::uint64_t tag) {
   rebind_tag<<<1, 1, 0, stream>>>(out, tag);
 }
@@ -56,6 +67,11 @@ void model_rebind_kernels() {
   cuda_double::emulate_kernel(&rebind_bump, [](rebind_view view) {
     for (unsigned i = 0; i < view.count; ++i) {
       view.data[i] += 1.0F;
+    }
+  });
+  cuda_double::emulate_kernel(&rebind_scale_by, [](float* y, const float* factor, unsigned count) {
+    for (unsigned i = 0; i < count; ++i) {
+      y[i] *= *factor;
     }
   });
   cuda_double::emulate_kernel(&rebind_tag,

@@ -22,6 +22,9 @@ void launch_bump(cudaStream_t stream, rebind_view view);
 /// *out = tag (kernel rebind_tag): `tag` is an integer that may equal some allocation's address.
 void launch_tag(cudaStream_t stream, std::uint64_t* out, std::uint64_t tag);
 
+/// y[i] *= *factor, for i < count (kernel rebind_scale_by: the factor read from device memory).
+void launch_scale_by(cudaStream_t stream, float* y, const float* factor, unsigned count);
+
 /// On the test double: the kernels' host models (nothing on a GPU).
 void model_rebind_kernels();
 

@@ -40,6 +40,8 @@ bool topological_order(const CUgraph_st& graph, std::vector<CUgraphNode_st*>& or
 
 cudaError_t run_graph(const std::vector<CUgraphNode_st*>& order) {
   for (CUgraphNode_st* n : order) {
+    if (n->disabled)
+      continue; // cudaGraphNodeSetEnabled(..., 0): the node does nothing
     switch (n->type) {
     case cudaGraphNodeTypeHost:
       run_host_function(n->host.fn, n->host.userData);
@@ -495,6 +497,38 @@ cudaError_t cudaGraphExecUpdate(cudaGraphExec_t hGraphExec, cudaGraph_t hGraph,
     if (r != cudaGraphExecUpdateSuccess)
       return cudaErrorGraphExecUpdateFailure;
     compare(*hGraphExec->graph, *hGraph, true, err_node, err_from);
+    return cudaSuccess;
+  });
+}
+
+// Kernel, memset and memcpy nodes only (the H200 refuses a conditional node:
+// benchmark/probes/rebind_limits.cu), body nodes included.
+cudaError_t cudaGraphNodeSetEnabled(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode,
+                                    unsigned int isEnabled) {
+  return api(__func__, [&] {
+    if (!live_exec(hGraphExec) || !state().nodes.count(hNode))
+      return cudaErrorInvalidValue;
+    CUgraphNode_st* copy = exec_counterpart(*hGraphExec, *hNode);
+    if (!copy || (copy->type != cudaGraphNodeTypeKernel && copy->type != cudaGraphNodeTypeMemset &&
+                  copy->type != cudaGraphNodeTypeMemcpy)) {
+      return cudaErrorInvalidValue;
+    }
+    copy->disabled = isEnabled == 0;
+    return cudaSuccess;
+  });
+}
+
+cudaError_t cudaGraphNodeGetEnabled(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode,
+                                    unsigned int* isEnabled) {
+  return api(__func__, [&] {
+    if (!live_exec(hGraphExec) || !state().nodes.count(hNode) || !isEnabled)
+      return cudaErrorInvalidValue;
+    CUgraphNode_st* copy = exec_counterpart(*hGraphExec, *hNode);
+    if (!copy || (copy->type != cudaGraphNodeTypeKernel && copy->type != cudaGraphNodeTypeMemset &&
+                  copy->type != cudaGraphNodeTypeMemcpy)) {
+      return cudaErrorInvalidValue;
+    }
+    *isEnabled = copy->disabled ? 0 : 1;
     return cudaSuccess;
   });
 }

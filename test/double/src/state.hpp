@@ -141,6 +141,8 @@ struct CUgraphNode_st {
   std::unique_ptr<CUgraph_st> child;
   std::unique_ptr<cuda_double::detail::Conditional> cond;
   std::unique_ptr<cuda_double::detail::KernelCall> kernel;
+  // An executable's node turned off by cudaGraphNodeSetEnabled: its launches skip it.
+  bool disabled = false;
 };
 
 struct CUgraphExec_st {

@@ -144,6 +144,7 @@ TEST_CASE("rebinder: memcpy and memset nodes are rebound") {
   CUDA_REQUIRE(cudaMemset(source2.get(), 2, 64));
   CUDA_REQUIRE(cudaMemset(cleared.get(), 9, 64));
   CUDA_REQUIRE(cudaMemset(cleared2.get(), 9, 64));
+  CUDA_REQUIRE(cudaDeviceSynchronize()); // cudaMemset is not ordered with the test's stream
   gc::lean_graph graph{gc::keep_graph};
   graph.capture(stream, [&](cudaStream_t s) {
     CUDA_REQUIRE(cudaMemcpyAsync(target.get(), source.get(), 64, cudaMemcpyDeviceToDevice, s));
@@ -331,6 +332,7 @@ TEST_CASE("rebinder: nodes inside conditional bodies are rebound where liveness:
   const gctest::device_buffer<unsigned char> target2(64);
   CUDA_REQUIRE(cudaMemset(target.get(), 9, 64));
   CUDA_REQUIRE(cudaMemset(target2.get(), 9, 64));
+  CUDA_REQUIRE(cudaDeviceSynchronize()); // cudaMemset is not ordered with the test's stream
   const auto capture = [&](auto& graph) {
     graph.capture(stream, [&](auto& cap) {
       const gc::condition taken = cap.condition(1);
@@ -427,6 +429,7 @@ TEST_CASE("set_enabled: tagged nodes do nothing at replays while off, and run wh
   const gctest::device_buffer<unsigned char> optional(64);
   CUDA_REQUIRE(cudaMemset(always.get(), 9, 64));
   CUDA_REQUIRE(cudaMemset(optional.get(), 9, 64));
+  CUDA_REQUIRE(cudaDeviceSynchronize()); // cudaMemset is not ordered with the test's stream
   gc::lean_graph graph{gc::keep_graph};
   gc::node_tag tagged;
   const auto step = [&](auto& cap) {
@@ -457,6 +460,7 @@ TEST_CASE("set_enabled: tagged nodes do nothing at replays while off, and run wh
     CHECK_THROWS_AS(gc::set_enabled(graph, old, false), gc::state_error);
     gc::set_enabled(graph, tagged, false); // the executable was updated in place: made anew
     CUDA_REQUIRE(cudaMemset(optional.get(), 9, 64));
+    CUDA_REQUIRE(cudaDeviceSynchronize()); // cudaMemset is not ordered with the test's stream
     graph.replay(stream);
     stream.synchronize();
     CHECK(first_byte(optional) == 9);

@@ -27,6 +27,7 @@ TEST_CASE("set_enabled by scope: the nodes of every scope of that name go off an
   for (const auto* buffer : {&kept, &first, &second}) {
     CUDA_REQUIRE(cudaMemset(buffer->get(), 9, 64));
   }
+  CUDA_REQUIRE(cudaDeviceSynchronize()); // cudaMemset is not ordered with the test's stream
   gc::graph_with<gc::annot::on> graph{gc::keep_graph};
   graph.capture(stream, [&](auto& cap) {
     CUDA_REQUIRE(cudaMemsetAsync(kept.get(), 1, 64, cap.stream()));

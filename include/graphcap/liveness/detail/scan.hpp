@@ -18,6 +18,7 @@
 #include <graphcap/cuda/detail/cuda_check.hpp>
 #include <graphcap/cuda/detail/demangle.hpp>
 #include <graphcap/cuda/detail/driver.hpp>
+#include <graphcap/cuda/detail/kernel_parameters.hpp>
 #include <graphcap/liveness/detail/inputs.hpp>
 
 #include <cuda.h>
@@ -131,7 +132,7 @@ private:
                             "cuKernelGetFunction");
     }
     const kernel_layout& layout = layout_of(function);
-    const unsigned char* packed = packed_parameters(params.extra);
+    const unsigned char* packed = packed_kernel_parameters(params.extra);
     for (std::size_t index = 0; index < layout.parameters.size(); ++index) {
       // Plain variables, not a structured binding: lambdas capture those only since clang 16.
       const std::size_t offset = layout.parameters[index].first;
@@ -162,16 +163,6 @@ private:
         });
       }
     }
-  }
-
-  /// The parameter buffer of a launch made with CU_LAUNCH_PARAM_BUFFER_POINTER, else null.
-  static const unsigned char* packed_parameters(void** extra) {
-    for (void** option = extra; option != nullptr && *option != CU_LAUNCH_PARAM_END; option += 2) {
-      if (*option == CU_LAUNCH_PARAM_BUFFER_POINTER) {
-        return static_cast<const unsigned char*>(option[1]);
-      }
-    }
-    return nullptr;
   }
 
   const kernel_layout& layout_of(CUfunction function) {

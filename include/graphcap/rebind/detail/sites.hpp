@@ -14,6 +14,7 @@
 #include <graphcap/core/policy.hpp>
 #include <graphcap/cuda/detail/cuda_check.hpp>
 #include <graphcap/cuda/detail/driver.hpp>
+#include <graphcap/cuda/detail/kernel_parameters.hpp>
 #include <graphcap/rebind/rebind_error.hpp>
 
 #include <cuda.h>
@@ -212,13 +213,7 @@ inline patchable_node copy_kernel_node(cudaGraphNode_t node,
   copy.offsets = layout->second.offsets;
   copy.sizes = layout->second.sizes;
   copy.bytes.resize(layout->second.bytes.size());
-  const unsigned char* packed = nullptr;
-  for (void** option = copy.kernel.extra; option != nullptr && *option != CU_LAUNCH_PARAM_END;
-       option += 2) {
-    if (*option == CU_LAUNCH_PARAM_BUFFER_POINTER) {
-      packed = static_cast<const unsigned char*>(option[1]);
-    }
-  }
+  const unsigned char* packed = packed_kernel_parameters(copy.kernel.extra);
   for (std::size_t index = 0; index < copy.offsets.size(); ++index) {
     const std::size_t size = copy.sizes[index];
     const void* source = copy.kernel.kernelParams != nullptr ? copy.kernel.kernelParams[index]

@@ -7,8 +7,11 @@
 //  - the pool bytes reserved: the family, the family with exact size classes
 //    (reuse_larger_blocks off), private pools (the sum), and the largest size alone;
 //  - lookup: find_at_least() for random requests among 64 keys (ns per call);
-//  - one-executable mode: a switch (recapture + update, then the replay) per node, against a
-//    replay of a graph kept per key.
+//  - one-executable mode: a switch (an update from the key's kept template, then the replay) per
+//    node, against the same cudaGraphExecUpdate + cudaGraphLaunch written by hand, and a replay
+//    of a graph kept per key;
+//  - device memory: what capture_all() of the 64 keys takes from the device (cudaMemGetInfo),
+//    one executable per key against one per topology, with the executables each holds.
 #include <graphcap/family.hpp>
 #include <graphcap/graphcap.hpp>
 
@@ -142,7 +145,7 @@ int main() {
       " (goal <= 1.2)");
 
   // ---- lookup -------------------------------------------------------------------------------
-  const auto kept = capture_family(keys, stream);
+  const auto looked_up = capture_family(keys, stream);
   std::vector<std::size_t> requests(4096);
   std::mt19937 random{18};
   std::uniform_int_distribution<std::size_t> request_size{1, 512};
@@ -156,7 +159,7 @@ int main() {
                       const auto start = bench::steady::now();
                       for (int i = 0; i < calls; ++i) {
                         checksum +=
-                            *kept->find_at_least(requests[static_cast<std::size_t>(i) & 4095]);
+                            *looked_up->find_at_least(requests[static_cast<std::size_t>(i) & 4095]);
                       }
                       const double ns = bench::micros(start, bench::steady::now()) * 1000.0 / calls;
                       if (record) {
@@ -165,34 +168,82 @@ int main() {
                     }});
   report.add("lookup find_at_least", 64, "shape_family", "ns", lookup_ns);
 
-  // ---- one executable: a switch per replay, against a replay of a kept graph ------------------
+  // ---- device memory: one executable per key, against one per topology ------------------------
+  const auto free_bytes = [&] {
+    bench::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    std::size_t free = 0;
+    std::size_t total = 0;
+    bench::check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
+    return free;
+  };
+  const std::size_t free_at_start = free_bytes();
+  const auto kept = capture_family(keys, stream);
+  const std::size_t free_per_key = free_bytes();
   graphcap::family_options<std::size_t> single_options{.one_executable = true};
   const auto single = capture_family(keys, stream, std::move(single_options));
+  const std::size_t free_single = free_bytes();
+  const auto taken = [](std::size_t before, std::size_t after) {
+    return static_cast<double>(before > after ? before - after : 0) / mib;
+  };
+  report.add("device memory", 64, "one executable per key", "MiB",
+             {taken(free_at_start, free_per_key)});
+  report.add("device memory", 64, "one executable per topology", "MiB",
+             {taken(free_per_key, free_single)});
+  report.add("executables", 64, "one executable per key", "count",
+             {static_cast<double>(kept->executables())});
+  report.add("executables", 64, "one executable per topology", "count",
+             {static_cast<double>(single->executables())});
+  report.note("device memory (capture_all, pool + executables): one per topology " +
+              std::to_string(taken(free_per_key, free_single)) + " MiB, one per key " +
+              std::to_string(taken(free_at_start, free_per_key)) +
+              " MiB (goal <= 0.2x); executables measured at instantiation " +
+              std::to_string(static_cast<double>(single->executable_bytes()) / mib) + " / " +
+              std::to_string(static_cast<double>(kept->executable_bytes()) / mib) + " MiB");
+
+  // ---- one executable: a switch per replay, against the raw update and a kept graph's replay --
   std::vector<double> switch_us;
+  std::vector<double> raw_us;
   std::vector<double> kept_us;
+  // The hand-written switch: the same two kept templates updated into one executable of its own.
+  const cudaGraph_t templates[2] = {kept->find(keys[62])->raw_graph(),
+                                    kept->find(keys[63])->raw_graph()};
+  cudaGraphExec_t raw_exec = nullptr;
+  bench::check(cudaGraphInstantiate(&raw_exec, templates[0], 0), "cudaGraphInstantiate");
   std::size_t updated = 0;
   std::size_t switches = 0;
   constexpr int calls = 20;
   std::size_t turn = 0;
-  bench::interleave(bench::scaled(10), 1,
-                    {bench::per_call_arm(switch_us, stream, calls,
-                                         [&] {
-                                           single->replay_at_least(
-                                               keys[(turn++ % 2) == 0 ? 62 : 63], stream);
-                                           ++switches;
-                                           updated += single->last_update().updated() ? 1 : 0;
-                                         }),
-                     bench::per_call_arm(kept_us, stream, calls, [&] {
-                       kept->replay_at_least(keys[(turn++ % 2) == 0 ? 62 : 63], stream);
-                     })});
+  bench::interleave(
+      bench::scaled(10), 1,
+      {bench::per_call_arm(raw_us, stream, calls,
+                           [&] {
+                             cudaGraphExecUpdateResultInfo info{};
+                             bench::check(
+                                 cudaGraphExecUpdate(raw_exec, templates[turn++ % 2], &info),
+                                 "cudaGraphExecUpdate");
+                             bench::check(cudaGraphLaunch(raw_exec, stream), "cudaGraphLaunch");
+                           }),
+       bench::per_call_arm(switch_us, stream, calls,
+                           [&] {
+                             single->replay_at_least(keys[(turn++ % 2) == 0 ? 62 : 63], stream);
+                             ++switches;
+                             updated += single->last_update().updated() ? 1 : 0;
+                           }),
+       bench::per_call_arm(kept_us, stream, calls, [&] {
+         kept->replay_at_least(keys[(turn++ % 2) == 0 ? 62 : 63], stream);
+       })});
   for (double& sample : switch_us) {
+    sample /= static_cast<double>(nodes);
+  }
+  for (double& sample : raw_us) {
     sample /= static_cast<double>(nodes);
   }
   for (double& sample : kept_us) {
     sample /= static_cast<double>(nodes);
   }
-  report.add("switch per node", static_cast<long long>(nodes), "one executable (recapture+update)",
-             "us", switch_us);
+  report.add("switch per node", static_cast<long long>(nodes), "raw update + launch", "us", raw_us);
+  report.add("switch per node", static_cast<long long>(nodes),
+             "one executable (update from template)", "us", switch_us);
   report.add("switch per node", static_cast<long long>(nodes), "graph per key (replay)", "us",
              kept_us);
   report.note(
@@ -202,7 +253,8 @@ int main() {
       " MiB");
   report.note("lookup checksum " + std::to_string(checksum));
   bench::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  bench::check(cudaGraphExecDestroy(raw_exec), "cudaGraphExecDestroy");
   report.finish();
-  std::printf("%s", kept->report().c_str());
+  std::printf("%s%s", kept->report().c_str(), single->report().c_str());
   return 0;
 }

@@ -3,12 +3,14 @@
 // static buffers before each replay; graphcap::rebinder moves the graph's inputs to the
 // request's own buffers instead, patching only the nodes that hold them (docs/rebinding.md). It
 // prints the time of each way per request and checks that both compute the same outputs.
+#include <graphcap/dot.hpp>
 #include <graphcap/graphcap.hpp>
 #include <graphcap/rebind.hpp>
 
 #include "example_support.cuh"
 
 #include <cstdio>
+#include <string>
 #include <vector>
 
 __global__ void embed(const float* tokens, float* hidden, int n) {
@@ -56,7 +58,7 @@ struct request {
 
 } // namespace
 
-int main() {
+int main(int argc, char** argv) {
   if (!example::device_present("rebind_requests")) {
     return 0;
   }
@@ -112,6 +114,13 @@ int main() {
   example::check(
       cudaMemcpy(rebound.data(), requests[1].logits, width * sizeof(float), cudaMemcpyDeviceToHost),
       "cudaMemcpy");
+  if (argc > 1) { // a directory: the graph drawn with what a rebind patches
+    // [picture]
+    graphcap::dot_options picture;
+    picture.notes = io.dot_notes(); // outlined: the nodes a rebind patches, and where
+    graphcap::write_dot(step, std::string{argv[1]} + "/rebind_requests.dot", picture);
+    // [/picture]
+  }
   const bool same = rebound == copied;
   std::printf("rebind_requests: %d kernels, 1 MiB in and out per request: copy in and out %.1f us "
               "per request, rebind %.1f us; outputs %s\n",

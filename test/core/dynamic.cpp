@@ -91,6 +91,70 @@ TEST_CASE_METHOD(fill_fixture,
   CHECK(host == filled(5));
 }
 
+TEST_CASE_METHOD(fill_fixture,
+                 "take_executable hands one executable between two captures of one topology") {
+  gc::lean_graph first{gc::keep_graph};
+  gc::lean_graph second{gc::keep_graph};
+  first.capture(stream, fill(6));
+  second.capture(stream, fill(7));
+  first.instantiate();
+  const cudaGraphExec_t shared = first.raw_exec();
+
+  const gc::update_result taken = second.take_executable(first);
+  CHECK(taken.updated());
+  CHECK(second.raw_exec() == shared); // the same executable graph, updated in place
+  CHECK(second.state() == gc::graph_state::instantiated);
+  CHECK(first.state() == gc::graph_state::captured); // its template, no executable
+  CHECK_THROWS_AS(first.raw_exec(), gc::state_error);
+  second.replay(stream);
+  stream.synchronize();
+  CHECK(host == filled(7));
+
+  CHECK(first.take_executable(second).updated()); // and back
+  CHECK(first.raw_exec() == shared);
+  first.replay(stream);
+  stream.synchronize();
+  CHECK(host == filled(6));
+  second.replay(stream); // without an executable: instantiated anew from its template
+  stream.synchronize();
+  CHECK(host == filled(7));
+  CHECK(second.raw_exec() != shared);
+}
+
+TEST_CASE_METHOD(fill_fixture, "take_executable: a refused update changes nothing; misuse is "
+                               "a state_error") {
+  int calls = 0;
+  gc::lean_graph first{gc::keep_graph};
+  gc::lean_graph other{gc::keep_graph};
+  first.capture(stream, fill(8));
+  other.capture(stream, [&](cudaStream_t s) {
+    gctest::fill_and_copy(s, device, host, 9);
+    CUDA_REQUIRE(cudaLaunchHostFunc(s, count_call, &calls)); // another topology
+  });
+  first.instantiate();
+  const cudaGraphExec_t executable = first.raw_exec();
+  const gc::update_result refused = other.take_executable(first);
+  CHECK(refused.outcome == gc::update_outcome::refused);
+  CHECK(gc::to_string(refused.outcome) == "refused");
+  CHECK(refused.cuda_result == cudaGraphExecUpdateErrorTopologyChanged);
+  CHECK_THAT(std::string(refused.reason), gctest::contains("topology"));
+  CHECK(first.raw_exec() == executable); // nothing changed
+  CHECK(other.state() == gc::graph_state::captured);
+  first.replay(stream);
+  stream.synchronize();
+  CHECK(host == filled(8));
+  CHECK(calls == 0);
+
+  CHECK_THROWS_WITH(first.take_executable(first), gctest::contains("the same graph"));
+  gc::lean_graph fresh{gc::keep_graph};
+  CHECK_THROWS_WITH(fresh.take_executable(first), gctest::contains("capture first"));
+  CHECK_THROWS_WITH(first.take_executable(other), gctest::contains("has none"));
+  gc::lean_graph unkept;
+  unkept.capture(stream, fill(8));
+  CHECK_THROWS_WITH(unkept.take_executable(first), gctest::contains("keep_graph"));
+  CHECK(first.raw_exec() == executable);
+}
+
 TEST_CASE("recapture keeps the pool's addresses: the same allocations get the same blocks") {
   gctest::stream stream;
   std::vector<unsigned char> host(bytes, 0);

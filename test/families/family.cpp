@@ -365,47 +365,71 @@ TEST_CASE_METHOD(family_fixture, "graph_family one-executable mode switches by u
   const auto result = family.capture_all({1, 2, 4}, stream, fill());
   CHECK(result.complete());
   CHECK(captured == std::vector<std::size_t>{4, 2, 1});
-  REQUIRE(family.current_key() == 1u); // the last captured
-  const gc::shared_pool_graph* const graph = family.find(1);
-  REQUIRE(graph != nullptr);
-  const cudaGraphExec_t executable = graph->raw_exec();
-  CHECK(family.find(4) == nullptr);            // the one graph holds key 1 now
-  CHECK(family.statistics(4)->fallbacks == 1); // the first capture instantiates
-  CHECK(family.statistics(2)->updates == 1);
+  REQUIRE(family.current_key() == 1u); // the last captured took the executable
+  CHECK(family.executables() == 1);    // one topology: one executable graph
+  const gc::shared_pool_graph* const holder = family.find(1);
+  REQUIRE(holder != nullptr);
+  const cudaGraphExec_t executable = holder->raw_exec();
+  CHECK(family.find(4) == nullptr); // its template only, until it takes the executable back
+  CHECK(family.statistics(4)->fallbacks == 1); // the first of its topology instantiates
+  CHECK(family.statistics(2)->updates == 1);   // the others join by an update
   CHECK(family.statistics(1)->updates == 1);
 
   CHECK(replay_checked(family, 3) == 4); // switches to 4
   CHECK(family.last_update().updated());
   CHECK(family.current_key() == 4u);
-  CHECK(family.find(4) == graph);
-  CHECK(graph->raw_exec() == executable); // the same executable graph, updated in place
-  CHECK(replay_checked(family, 4) == 4);  // no switch
+  REQUIRE(family.find(4) != nullptr);
+  CHECK(family.find(4)->raw_exec() == executable); // the same executable graph, updated in place
+  CHECK(family.find(1) == nullptr);
+  CHECK(replay_checked(family, 4) == 4); // no switch
   CHECK(family.statistics(4)->switches == 2);
   CHECK(family.statistics(4)->updates == 1);
   CHECK(family.statistics(4)->replays == 2);
   CHECK(replay_checked(family, 2) == 2);
-  CHECK(captured == std::vector<std::size_t>{4, 2, 1, 4, 2});
-  CHECK_THAT(family.report(), gctest::contains("one executable graph"));
+  CHECK(replay_checked(family, 1) == 1);
+  CHECK(captured == std::vector<std::size_t>{4, 2, 1}); // no recapture: switches are updates
+  CHECK(family.executables() == 1);
+  CHECK_THAT(family.report(), gctest::contains("one executable graph per topology"));
+  CHECK_THAT(family.report(), gctest::contains("1 executable graphs"));
 }
 
-TEST_CASE_METHOD(family_fixture, "graph_family one-executable mode: a refused update falls back") {
+TEST_CASE_METHOD(family_fixture, "graph_family one-executable mode: one executable per topology") {
   int extra = 0;
   gc::graph_family<> family{{.one_executable = true}};
   REQUIRE(
       family
-          .capture_all({1, 2}, stream,
+          .capture_all({1, 2, 3, 4}, stream,
                        [&](std::size_t key, cudaStream_t s) {
                          fill()(key, s);
-                         if (key == 2) { // one node more: another topology
+                         if (key % 2 == 0) { // one node more: another topology
                            CUDA_REQUIRE(cudaLaunchHostFunc(
                                s, [](void* counter) { ++*static_cast<int*>(counter); }, &extra));
                          }
                        })
           .complete());
-  CHECK(family.statistics(1)->fallbacks == 1); // from 2 to 1: the topology changed
-  CHECK(family.last_update().outcome == gc::update_outcome::reinstantiated);
-  CHECK(replay_checked(family, 2) == 2);
-  CHECK(extra == 1);
+  CHECK(family.executables() == 2);
+  CHECK(family.statistics(4)->fallbacks == 1); // the first of each topology instantiates
+  CHECK(family.statistics(3)->fallbacks == 1);
+  CHECK(family.statistics(2)->updates == 1); // and the second joins it
+  CHECK(family.statistics(1)->updates == 1);
+  CHECK(family.find(1) != nullptr); // each group's last captured holds its executable
+  CHECK(family.find(2) != nullptr);
+  CHECK(family.find(2)->raw_exec() != family.find(1)->raw_exec());
+  for (const std::size_t n : {2, 1, 4, 3, 4, 2}) {
+    CHECK(replay_checked(family, n) == n);
+  }
+  CHECK(extra == 4); // 2, 4, 4, 2: the node of the other topology ran where it belongs
+  CHECK(family.executables() == 2);
+  CHECK(family.statistics(4)->switches == 2); // captured, then switched to once (4 then 4 again)
+  CHECK(family.statistics(3)->updates == 1);  // 1 held it; 3 took it back by an update
+
+  CHECK(family.find(2) != nullptr);
+  CHECK(family.evict(2)); // 2 holds its group's executable: it goes with it
+  CHECK(family.executables() == 1);
+  CHECK(replay_checked(family, 4) == 4); // the group held none: 4 instantiates its own
+  CHECK(family.last_update().outcome == gc::update_outcome::instantiated);
+  CHECK(family.executables() == 2);
+  CHECK(extra == 5);
 }
 
 TEST_CASE("graph_family checks liveness on every replay") {
@@ -443,7 +467,7 @@ TEMPLATE_TEST_CASE("graph_family of other graph configurations", "",
   CHECK(family.find(4)->node_count() == 2);
 }
 
-TEST_CASE("graph_family one-executable mode: switching up and down keeps the pool bounded") {
+TEST_CASE("graph_family one-executable mode: switching up and down allocates nothing") {
   gctest::stream stream;
   std::vector<unsigned char> host(bytes, 0);
   gc::graph_family<> family{{.one_executable = true}};
@@ -468,12 +492,13 @@ TEST_CASE("graph_family one-executable mode: switching up and down keeps the poo
       REQUIRE(host == filled(n));
     }
   }
-  // A block taken by a smaller key keeps its real size, so the larger key gets it back: the
-  // pool holds key 64's one slab, no second one.
-  CHECK(reserved == 4 * mib);
+  // Each key's graph keeps its template and the block it holds; a switch is an update of the
+  // executable, no capture: the pool neither grows nor hands blocks around.
+  CHECK(reserved >= 4 * mib);
   CHECK(family.pool().statistics().reserved_bytes == reserved);
-  CHECK(family.pool().statistics().blocks_in_use == 1);
+  CHECK(family.pool().statistics().blocks_in_use == 3);
+  CHECK(family.executables() == 1);
   CHECK(family.statistics(64)->switches == 41);
   CHECK(family.statistics(64)->updates == 40);
-  CHECK(family.statistics(64)->fallbacks == 1); // the first capture instantiates
+  CHECK(family.statistics(64)->fallbacks == 1); // the first of its topology instantiates
 }

@@ -1,5 +1,6 @@
 // The shape family on the CUDA test double's control API: a one-executable switch updates the
-// executable graph in place (cudaGraphExecUpdate, no instantiation), and every CUDA call a
+// executable graph in place (cudaGraphExecUpdate, no instantiation, no capture), a refused update
+// gives the key an executable of its own, and every CUDA call a
 // family's capture, switch and replay makes may fail once in turn: the failure surfaces as a
 // graphcap::error (thrown, or recorded for its key), nothing is left capturing or leaked, and a
 // new family captures and replays correctly afterwards.
@@ -70,6 +71,7 @@ TEST_CASE("graph_family one-executable switch: cudaGraphExecUpdate, no new insta
   CHECK(family.replay_at_least(2, stream) == 2); // a switch
   CHECK(cuda_double::calls("cudaGraphExecUpdate") == 1);
   CHECK(cuda_double::calls("cudaGraphInstantiateWithFlags") == 0);
+  CHECK(cuda_double::calls("cudaStreamBeginCapture") == 0); // from the kept template
   CHECK(cuda_double::calls("cudaGraphLaunch") == 1);
   CHECK(family.last_update().updated());
   cuda_double::clear_call_counts();
@@ -79,6 +81,64 @@ TEST_CASE("graph_family one-executable switch: cudaGraphExecUpdate, no new insta
   CHECK(cuda_double::calls("cudaGraphLaunch") == 1);
   stream.synchronize();
   CHECK(host == std::vector<unsigned char>(bytes, 2));
+}
+
+TEST_CASE("graph_family one-executable mode: an update CUDA refuses gives the key its own") {
+  cuda_double::reset();
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> device{bytes};
+  gctest::device_buffer<unsigned char> other{bytes};
+  std::vector<unsigned char> host(bytes, 0);
+  gc::graph_family<> family{{.one_executable = true}};
+  // One topology (a memset, then a copy), but key 1 copies to the device where key 2 copies to
+  // host memory: CUDA updates no copy node to another kind of memory.
+  REQUIRE(family
+              .capture_all({1, 2}, stream,
+                           [&](std::size_t key, cudaStream_t s) {
+                             if (key == 2) {
+                               gctest::fill_and_copy(s, device, host, 2);
+                               return;
+                             }
+                             CUDA_REQUIRE(cudaMemsetAsync(device.get(), 1, bytes, s));
+                             CUDA_REQUIRE(cudaMemcpyAsync(other.get(), device.get(), bytes,
+                                                          cudaMemcpyDeviceToDevice, s));
+                           })
+              .complete());
+  CHECK(family.executables() == 2);
+  CHECK(family.last_update().outcome == gc::update_outcome::reinstantiated);
+  CHECK(family.last_update().cuda_result == cudaGraphExecUpdateErrorParametersChanged);
+  CHECK_FALSE(family.last_update().reason.empty());
+  CHECK(family.statistics(1)->fallbacks == 1);
+  cuda_double::clear_call_counts();
+  CHECK(family.replay_at_least(2, stream) == 2); // each holds its own: no update, no switch
+  CHECK(family.replay_at_least(1, stream) == 1);
+  CHECK(cuda_double::calls("cudaGraphExecUpdate") == 0);
+  CHECK(cuda_double::calls("cudaGraphLaunch") == 2);
+  stream.synchronize();
+  CHECK(host == std::vector<unsigned char>(bytes, 2));
+}
+
+TEST_CASE("graph_family counts its executables and their measured bytes") {
+  cuda_double::reset();
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> device{bytes};
+  std::vector<unsigned char> host(bytes, 0);
+  const auto work = [&](std::size_t key, cudaStream_t s) {
+    gctest::fill_and_copy(s, device, host, static_cast<int>(key));
+  };
+  gc::graph_family<> per_key;
+  REQUIRE(per_key.capture_all({1, 2, 3}, stream, work).complete());
+  gc::graph_family<> shared{{.one_executable = true}};
+  cuda_double::clear_call_counts();
+  REQUIRE(shared.capture_all({1, 2, 3}, stream, work).complete());
+  CHECK(cuda_double::calls("cudaGraphInstantiateWithFlags") == 1);
+  CHECK(cuda_double::calls("cudaGraphExecUpdate") == 2);
+  CHECK(per_key.executables() == 3);
+  CHECK(shared.executables() == 1);
+  // The double's executables take no device memory: what is measured is what it reports.
+  CHECK(per_key.executable_bytes() == 0);
+  CHECK(shared.executable_bytes() == 0);
+  CHECK_THAT(per_key.report(), gctest::contains("3 executable graphs"));
 }
 
 TEST_CASE("every CUDA call of a shape family may fail once, and a new family works after") {

@@ -1,6 +1,6 @@
 // Runtime tests: a shape family of annot::on graphs (graphcap/family.hpp): every key's graph
-// records its own annotations, and a one-executable switch records them again. Host-executable
-// work, on the test double and the GPU.
+// records its own annotations, and a one-executable switch publishes the new key's for the shared
+// executable. Host-executable work, on the test double and the GPU.
 #include <graphcap/annotations.hpp>
 #include <graphcap/family.hpp>
 #include <graphcap/graph_with.hpp>
@@ -45,7 +45,7 @@ TEST_CASE("graph_family of annot::on graphs: annotations per key's graph") {
     stream.synchronize();
     CHECK(host == std::vector<unsigned char>(4096, 2));
   }
-  SECTION("one executable: a switch records the new key's annotations") {
+  SECTION("one executable: a switch publishes the new key's annotations") {
     gc::graph_family<std::size_t, annotated> family{{.one_executable = true}};
     REQUIRE(family.capture_all({1, 2}, stream, work).complete());
     CHECK(marked(*family.find(1), "small") == 2);

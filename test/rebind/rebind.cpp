@@ -3,6 +3,7 @@
 // new buffers after rebind() with no recapture; the template follows; every refusal leaves the
 // graph as it was; liveness::check follows the moves.
 #include <graphcap/control_flow.hpp>
+#include <graphcap/dot.hpp>
 #include <graphcap/graphcap.hpp>
 #include <graphcap/rebind.hpp>
 #include <graphcap/verify.hpp>
@@ -409,6 +410,40 @@ TEST_CASE("rebinder: verify() checks a rebound graph against its work run on the
   input = x.get(); // against the old buffer, the replay differs
   const gc::verify_report differs = gc::verify(graph, work, options, gc::output(y.get(), n, "y"));
   CHECK_FALSE(differs.ok());
+}
+
+TEST_CASE("rebinder: write_dot marks the nodes that hold registered inputs, and where") {
+  gctest::model_rebind_kernels();
+  gctest::stream stream;
+  const floats a(n);
+  const floats source(n);
+  const floats target(n);
+  const floats cleared(n);
+  gc::lean_graph graph{gc::keep_graph};
+  graph.capture(stream, [&](cudaStream_t s) {
+    gctest::launch_bump(s, {n, a.get()});
+    CUDA_REQUIRE(cudaMemcpyAsync(target.get(), source.get(), n * sizeof(float),
+                                 cudaMemcpyDeviceToDevice, s));
+    CUDA_REQUIRE(cudaMemsetAsync(cleared.get(), 0, n * sizeof(float), s)); // not registered
+  });
+  gc::rebinder inputs{graph, {a.get(), source.get()}};
+  gc::dot_options options;
+  options.notes = inputs.dot_notes();
+  const std::string text = gc::dot_text(graph, options);
+  INFO(text);
+  // The struct's pointer is 8 bytes into parameter 0; the copy holds its source.
+  CHECK_THAT(text, gctest::contains("rebindable: arg 0 +8 (input 0x"));
+  CHECK_THAT(text, gctest::contains("rebindable: source (input 0x"));
+  const auto count = [&text](const std::string& what) {
+    std::size_t found = 0;
+    for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) {
+      ++found;
+    }
+    return found;
+  };
+  CHECK(count("penwidth=2") == 2); // the memset holds no registered input: not outlined
+  CHECK(count("rebindable") == 2); // nor noted
+  CHECK(gc::dot_text(graph).find("rebindable") == std::string::npos); // without the notes
 }
 
 namespace {

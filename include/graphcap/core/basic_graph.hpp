@@ -182,6 +182,19 @@ public:
   /// is diagnosed only after the launch failed, so it costs nothing when all is well.
   void replay(stream_ref stream = {}) { lifecycle_.replay(stream.get()); }
 
+  /// Takes `from`'s executable graph, updated in place from this graph's template
+  /// (cudaGraphExecUpdate): two captures of one topology then share one executable, and
+  /// switching between them costs an update, not an instantiation (graph_family's
+  /// one-executable mode). This graph needs its template (keep_graph, a finished capture) and
+  /// `from` an executable graph (state_error otherwise). Updated: this graph replays the shared
+  /// executable (its own previous one is destroyed), `from` keeps its template and no
+  /// executable (its next replay instantiates one, or it takes one back). Refused (another
+  /// topology, node type or kind of memory): nothing changes, and the result says why
+  /// (update_outcome::refused).
+  update_result take_executable(basic_graph& from) {
+    return lifecycle_.take_executable(from.lifecycle_);
+  }
+
   /// Uploads the executable graph to the device ahead of its first replay (cudaGraphUpload), so
   /// the first replay costs what later ones do. Instantiates first under keep_graph.
   void upload(stream_ref stream = {}) { lifecycle_.upload(stream.get()); }

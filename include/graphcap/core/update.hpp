@@ -24,9 +24,10 @@ enum class update_outcome : std::uint8_t {
   updated,        ///< cudaGraphExecUpdate changed the executable graph in place
   reinstantiated, ///< the update was refused (see the reason); a new executable graph was made
   instantiated,   ///< there was no executable graph to update (first capture, or after reset)
+  refused,        ///< take_executable(): CUDA refused the update (see the reason); nothing changed
 };
 
-/// The outcome's name: "updated", "reinstantiated" or "instantiated".
+/// The outcome's name: "updated", "reinstantiated", "instantiated" or "refused".
 [[nodiscard]] constexpr std::string_view to_string(update_outcome outcome) noexcept {
   switch (outcome) {
   case update_outcome::updated:
@@ -35,6 +36,8 @@ enum class update_outcome : std::uint8_t {
     return "reinstantiated";
   case update_outcome::instantiated:
     return "instantiated";
+  case update_outcome::refused:
+    return "refused";
   }
   return "unknown";
 }

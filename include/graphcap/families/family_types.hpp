@@ -61,7 +61,9 @@ struct family_options {
   std::function<void(const Key&, const family_progress&)> on_progress{};
   bool progress_line = true;      ///< a line on stderr per key once capture_all() takes over 1 s
   bool capture_on_demand = false; ///< replay_at_least() above the largest key captures it
-  /// One executable graph for every key: switching keys recaptures and updates it in place.
+  /// One executable graph per topology: every key's template is kept, and a key whose topology
+  /// another key's executable has takes it by cudaGraphExecUpdate when it is replayed (no
+  /// recapture); keys of another topology get an executable of their own.
   bool one_executable = false;
   /// Smaller keys' temporaries reuse the blocks larger keys freed (pool_core::reuse_larger_blocks)
   bool reuse_larger_blocks = true;
@@ -98,14 +100,17 @@ struct [[nodiscard]] family_capture_result {
 
 /// What a graph_family knows of one key.
 struct family_key_statistics {
-  std::chrono::nanoseconds capture_time{};     ///< capture (one executable: last switch's)
-  std::chrono::nanoseconds instantiate_time{}; ///< instantiation (0 in one-executable mode)
-  std::size_t nodes = 0;                       ///< nodes of its graph
-  std::size_t pool_bytes = 0;                  ///< what the pool grew by for its capture
-  std::size_t replays = 0;                     ///< replays through the family
-  std::size_t switches = 0;  ///< one executable: recaptures that switched to this key
+  std::chrono::nanoseconds capture_time{}; ///< its capture
+  /// instantiation; one-executable mode: the join of its group (an update or an instantiation)
+  std::chrono::nanoseconds instantiate_time{};
+  std::size_t nodes = 0;      ///< nodes of its graph
+  std::size_t pool_bytes = 0; ///< what the pool grew by for its capture
+  /// device bytes its instantiations took (cudaMemGetInfo's drop; 0 for updates)
+  std::size_t executable_bytes = 0;
+  std::size_t replays = 0;   ///< replays through the family
+  std::size_t switches = 0;  ///< one executable: times this key took its group's executable
   std::size_t updates = 0;   ///< of those, updated in place
-  std::size_t fallbacks = 0; ///< of those, instantiated anew (refused update or empty graph)
+  std::size_t fallbacks = 0; ///< of those, instantiated (a group of its own, or none held)
 };
 
 } // namespace graphcap

@@ -13,8 +13,9 @@
 // key first, so that smaller keys' temporaries reuse the blocks the largest one freed; the pool
 // then holds about what the largest key alone needs. The graphs must be replayed one at a time
 // (the shared pool's rule, pool_handle.hpp). Lookup is a binary search over a sorted vector of
-// keys. With family_options::one_executable, the family keeps one executable graph and switches
-// keys by recapture + update in place (the memory of one graph, a capture + update per switch).
+// keys. With family_options::one_executable, the family keeps every key's template and one
+// executable graph per topology, switched from key to key by cudaGraphExecUpdate from the
+// template: no recapture, the memory of one executable per group of keys, an update per switch.
 // docs/families.md has the details; a family is not synchronized: one thread at a time.
 #pragma once
 
@@ -27,6 +28,7 @@
 #include <graphcap/cuda/detail/cuda_check.hpp>
 #include <graphcap/cuda/detail/unique_handle.hpp>
 #include <graphcap/error.hpp>
+#include <graphcap/families/detail/executable_groups.hpp>
 #include <graphcap/families/detail/family_support.hpp>
 #include <graphcap/families/shared_pool_graph.hpp>
 #include <graphcap/fwd.hpp>
@@ -77,10 +79,10 @@ public:
   using options_type = family_options<Key>; ///< how it captures
 
   /// An empty family with its own pool (made now) and capture stream (made at the first capture).
-  /// graphcap::error for one_executable with a graph whose recapture() cannot take the family's
-  /// work (a piecewise_graph: its recapture hands the work another scope type).
+  /// graphcap::error for one_executable with a graph that cannot take another's executable (a
+  /// piecewise_graph: one executable per segment).
   explicit graph_family(options_type options = {}) : options_(std::move(options)) {
-    if (!switches_in_place && options_.one_executable) {
+    if (!shares_executables && options_.one_executable) {
       detail::families::throw_no_switch_in_place();
     }
     detail::pool_handle_access::core(pool_)->reuse_larger_blocks(options_.reuse_larger_blocks);
@@ -134,8 +136,8 @@ public:
   /// Replays the graph of the smallest captured key at least `n` on `stream` and returns that
   /// key, for the caller to pad its request to. Above the largest key: captures `n` itself with
   /// the kept work if options.capture_on_demand (what it throws propagates, nothing is added),
-  /// else family_key_error. In one-executable mode a key other than the current one is switched
-  /// to first (recapture + update; a failure there propagates, the graph is then empty).
+  /// else family_key_error. One-executable mode: a key takes its group's executable first if
+  /// it does not hold it (a cudaGraphExecUpdate from its template; see last_update()).
   Key replay_at_least(const Key& n, stream_ref stream) {
     std::size_t index = index_at_least(n);
     if (index == keys_.size()) [[unlikely]] {
@@ -143,27 +145,26 @@ public:
     }
     entry& found = *entries_[index];
     if (options_.one_executable) {
-      if (!current_ || *current_ != keys_[index]) {
-        switch_to(keys_[index], found);
-      }
-      single_->replay(stream);
-    } else {
-      found.graph->replay(stream);
+      switch_to(found);
+      current_ = keys_[index];
     }
+    found.graph->replay(stream);
     ++found.statistics.replays;
     return keys_[index];
   }
 
-  /// The graph of exactly `key`, or null (one-executable mode: the one graph, if it holds key).
+  /// The graph of exactly `key`, or null (one-executable mode: only while it holds its group's
+  /// executable; the others hold a template alone, and replaying one would instantiate it).
   [[nodiscard]] Graph* find(const Key& key) noexcept(detail::families::nothrow_keys<Key>) {
     const std::size_t index = index_of(key);
     if (index == keys_.size()) {
       return nullptr;
     }
-    if (options_.one_executable) {
-      return current_ && *current_ == key ? single_.get() : nullptr;
+    Graph* const graph = entries_[index]->graph.get();
+    if (options_.one_executable && graph->state() != graph_state::instantiated) {
+      return nullptr;
     }
-    return entries_[index]->graph.get();
+    return graph;
   }
 
   /// Drops the graph of `key` (its memory goes back to the pool after its last replay; buffers
@@ -174,7 +175,10 @@ public:
       return false;
     }
     if (current_ && *current_ == key) {
-      current_.reset(); // the one graph still holds it, until the next switch
+      current_.reset();
+    }
+    if (options_.one_executable) {
+      groups_.leave(*entries_[index]->graph, entries_[index]->group);
     }
     entries_.erase(entries_.begin() + static_cast<std::ptrdiff_t>(index));
     keys_.erase(keys_.begin() + static_cast<std::ptrdiff_t>(index));
@@ -185,7 +189,7 @@ public:
   void clear() noexcept {
     entries_.clear();
     keys_.clear();
-    single_.reset();
+    groups_.clear();
     current_.reset();
     work_ = {};
     capture_failures_.clear();
@@ -201,10 +205,24 @@ public:
     const std::size_t index = index_of(key);
     return index == keys_.size() ? nullptr : &entries_[index]->statistics;
   }
-  /// One-executable mode: the key the one graph holds now (nullopt: none, or after a failure).
+  /// One-executable mode: the key captured or replayed last (nullopt: none, or it was evicted).
   [[nodiscard]] const std::optional<Key>& current_key() const noexcept { return current_; }
-  /// One-executable mode: what the last switch did (updated in place, or instantiated anew).
+  /// One-executable mode: what the last switch or join did (updated in place, or instantiated:
+  /// the key's group held no executable, or no group of its topology took it).
   [[nodiscard]] const update_result& last_update() const noexcept { return last_update_; }
+  /// Executable graphs the family holds: one per key, or one per topology (one_executable).
+  [[nodiscard]] std::size_t executables() const noexcept {
+    return options_.one_executable ? groups_.executables() : entries_.size();
+  }
+  /// The device memory its executables took, measured at each instantiation (the drop of
+  /// cudaMemGetInfo's free bytes: a measure, not a bound); the pool's is pool().statistics().
+  [[nodiscard]] std::size_t executable_bytes() const noexcept {
+    std::size_t bytes = options_.one_executable ? groups_.device_bytes() : 0;
+    for (const auto& each : entries_) {
+      bytes += options_.one_executable ? 0 : each->statistics.executable_bytes;
+    }
+    return bytes;
+  }
   /// The pool every graph of the family draws from.
   [[nodiscard]] const pool_handle& pool() const noexcept { return pool_; }
   /// The stream every capture of the family runs on (null before the first capture).
@@ -221,6 +239,7 @@ public:
   friend std::ostream& operator<<(std::ostream& out, const graph_family& family) {
     detail::families::write_family_report(out, family.keys_, family.options_.one_executable,
                                           family.pool_.statistics().reserved_bytes,
+                                          family.executables(), family.executable_bytes(),
                                           [&](std::size_t i) -> const family_key_statistics& {
                                             return family.entries_[i]->statistics;
                                           });
@@ -229,8 +248,10 @@ public:
 
 private:
   struct entry {
-    std::unique_ptr<Graph> graph; // null in one-executable mode
+    std::unique_ptr<Graph> graph; // one-executable mode: the template, and the group's
+                                  // executable while this key holds it
     family_key_statistics statistics;
+    std::size_t group = 0; // one-executable mode: its group of one topology
   };
   family_clock::time_point now() const {
     return options_.clock ? options_.clock() : family_clock::now();
@@ -247,13 +268,7 @@ private:
       if (options_.warmup == family_warmup::per_key) {
         work_.warm_up(key, stream.get(), options_.warmup_runs);
       }
-      auto fresh = std::make_unique<entry>();
-      if (options_.one_executable) {
-        switch_to(key, *fresh);
-      } else {
-        capture_into(key, *fresh);
-      }
-      insert(key, std::move(fresh));
+      insert(key, capture_entry(key));
       result.captured.push_back(key);
       return true;
     } catch (...) {
@@ -263,48 +278,42 @@ private:
     }
   }
 
-  /// A graph of its own for `key`, timed: capture, then instantiation (keep_graph splits them).
-  void capture_into(const Key& key, entry& target) {
-    auto graph = std::make_unique<Graph>(keep_graph, pool_);
+  /// `key`'s graph, timed: its capture, then its instantiation or (one_executable) group join.
+  std::unique_ptr<entry> capture_entry(const Key& key) {
+    keys_.reserve(keys_.size() + 1); // insert() then cannot drop a graph that joined a group
+    entries_.reserve(entries_.size() + 1);
+    auto fresh = std::make_unique<entry>();
+    fresh->graph = std::make_unique<Graph>(keep_graph, pool_);
+    Graph& graph = *fresh->graph;
+    family_key_statistics& counts = fresh->statistics;
     const std::size_t reserved = pool_.statistics().reserved_bytes;
     const family_clock::time_point begin = now();
-    graph->capture(detail::families::ensure_stream(stream_),
-                   [&](scope& cap) { work_.capture(key, cap); });
+    graph.capture(detail::families::ensure_stream(stream_),
+                  [&](scope& cap) { work_.capture(key, cap); });
     const family_clock::time_point captured = now();
-    graph->instantiate();
-    target.statistics.capture_time = captured - begin;
-    target.statistics.instantiate_time = now() - captured;
-    target.statistics.nodes = graph->node_count();
-    target.statistics.pool_bytes = std::max(pool_.statistics().reserved_bytes, reserved) - reserved;
-    target.graph = std::move(graph);
+    counts.capture_time = captured - begin;
+    counts.nodes = graph.node_count();
+    counts.pool_bytes = std::max(pool_.statistics().reserved_bytes, reserved) - reserved;
+    if (options_.one_executable) {
+      if constexpr (shares_executables) { // else refused by the constructor
+        groups_.join(graph).record(counts, fresh->group, last_update_);
+        current_ = key;
+      }
+    } else {
+      counts.executable_bytes = detail::families::instantiate_measured(graph);
+    }
+    counts.instantiate_time = now() - captured;
+    return fresh;
   }
 
-  static constexpr bool switches_in_place = detail::families::switches_in_place<Graph, scope>;
+  static constexpr bool shares_executables = detail::families::shares_executables<Graph>;
 
-  /// One-executable mode: recaptures the one graph for `key` and updates it in place.
-  void switch_to([[maybe_unused]] const Key& key, [[maybe_unused]] entry& target) {
-    if constexpr (switches_in_place) { // else refused by the constructor
-      switch_in_place(key, target);
+  /// One-executable mode: `target`'s graph takes its group's executable, unless it holds it.
+  void switch_to([[maybe_unused]] entry& target) {
+    if constexpr (shares_executables) { // else refused by the constructor
+      groups_.switch_to(*target.graph, target.group)
+          .record(target.statistics, target.group, last_update_);
     }
-  }
-
-  void switch_in_place(const Key& key, entry& target) {
-    if (!single_) {
-      single_ = std::make_unique<Graph>(pool_);
-    }
-    current_.reset();
-    const std::size_t reserved = pool_.statistics().reserved_bytes;
-    const family_clock::time_point begin = now();
-    last_update_ = single_->recapture(detail::families::ensure_stream(stream_),
-                                      [&](scope& cap) { work_.capture(key, cap); });
-    family_key_statistics& counts = target.statistics;
-    counts.capture_time = now() - begin;
-    counts.nodes = single_->node_count();
-    counts.pool_bytes = std::max(counts.pool_bytes,
-                                 std::max(pool_.statistics().reserved_bytes, reserved) - reserved);
-    ++counts.switches;
-    ++(last_update_.updated() ? counts.updates : counts.fallbacks);
-    current_ = key;
   }
 
   std::size_t capture_on_demand(const Key& n, stream_ref stream) {
@@ -317,20 +326,13 @@ private:
     if (options_.warmup == family_warmup::per_key && work_.eager) {
       work_.warm_up(n, stream.get(), options_.warmup_runs);
     }
-    auto fresh = std::make_unique<entry>();
-    if (options_.one_executable) {
-      switch_to(n, *fresh);
-    } else {
-      capture_into(n, *fresh);
-    }
-    return insert(n, std::move(fresh));
+    return insert(n, capture_entry(n));
   }
 
-  /// Enters `key` in the sorted vectors; returns its index.
+  /// Enters `key` in the sorted vectors (room made by capture_entry); returns its index.
   std::size_t insert(const Key& key, std::unique_ptr<entry> fresh) {
     const std::size_t index = index_at_least(key);
-    entries_.reserve(entries_.size() + 1);
-    keys_.insert(keys_.begin() + static_cast<std::ptrdiff_t>(index), key); // may throw: no change
+    keys_.insert(keys_.begin() + static_cast<std::ptrdiff_t>(index), key);
     entries_.insert(entries_.begin() + static_cast<std::ptrdiff_t>(index), std::move(fresh));
     return index;
   }
@@ -351,11 +353,11 @@ private:
   options_type options_;
   detail::stream_handle stream_; // the capture stream; destroyed after every graph
   pool_handle pool_;
-  std::vector<Key> keys_;                       // smallest first, for the binary search
-  std::vector<std::unique_ptr<entry>> entries_; // in the order of keys_
-  std::unique_ptr<Graph> single_;               // one-executable mode: the one graph
-  std::optional<Key> current_;                  // the key single_ holds
-  std::string capture_failures_;                // what capture_all() could not capture, and why
+  std::vector<Key> keys_;                             // smallest first, for the binary search
+  std::vector<std::unique_ptr<entry>> entries_;       // in the order of keys_
+  detail::families::executable_groups<Graph> groups_; // one-executable mode
+  std::optional<Key> current_;                        // the key replayed last
+  std::string capture_failures_; // what capture_all() could not capture, and why
   update_result last_update_{};
   detail::families::family_work<Key, scope> work_; // what capture_all() was given
 };

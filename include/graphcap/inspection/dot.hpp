@@ -31,6 +31,7 @@
 #include <concepts>
 #include <cstddef>
 #include <fstream>
+#include <functional>
 #include <ostream>
 #include <sstream>
 #include <string>
@@ -40,7 +41,10 @@ namespace graphcap {
 /// How write_dot() draws.
 struct dot_options {
   /// The picture's title ("" : "graphcap graph, N nodes").
-  std::string title;
+  std::string title{};
+  /// A note written under a node's label, the node outlined where it has one ("" or null:
+  /// none). A rebinder's dot_notes() marks the nodes that hold its inputs and where.
+  std::function<std::string(cudaGraphNode_t)> notes{};
 };
 
 namespace detail::inspection {
@@ -83,7 +87,8 @@ const graph_layout* layout_of(const Graph& graph) {
 /// its own dot_writer (ids prefixed "s<k>n"), each island a hexagon, bold edges chaining them
 /// in replay order (an edge to or from a segment clipped at its cluster).
 template <class Graph>
-void write_segmented(const Graph& graph, std::ostream& out, const std::string& title) {
+void write_segmented(const Graph& graph, std::ostream& out, const std::string& title,
+                     const std::function<std::string(cudaGraphNode_t)>& notes) {
   dot_writer::write_header(out, title);
   std::string previous; // the last thing drawn: an island, or a segment's last node
   std::string previous_cluster;
@@ -92,6 +97,7 @@ void write_segmented(const Graph& graph, std::ostream& out, const std::string& t
     const std::string cluster = "cluster_segment" + std::to_string(k);
     if (segment.node_count() != 0) {
       dot_writer writer{out, layout_of(segment), "s" + std::to_string(k) + "n"};
+      writer.set_notes(notes);
       out << "  subgraph " << cluster << " {\n    label=\"segment " << k
           << "\"; style=dashed; color=\"#7a7a7a\";\n";
       writer.write_nodes(segment.raw_graph(), "    ");
@@ -124,7 +130,8 @@ void write_segmented(const Graph& graph, std::ostream& out, const std::string& t
 } // namespace detail::inspection
 
 /// Writes `graph`'s template as DOT to `out`: one labelled node per graph node (its type, kernel
-/// name and annotations), conditional bodies as clusters, dependencies as edges. Throws
+/// name and annotations, and options.notes' note), conditional bodies as clusters, dependencies
+/// as edges. Throws
 /// state_error without a template (keep_graph), cuda_error if CUDA refuses a query.
 template <class Graph>
 requires(!detail::inspection::segmented<Graph>) void write_dot(const Graph& graph,
@@ -135,8 +142,9 @@ requires(!detail::inspection::segmented<Graph>) void write_dot(const Graph& grap
   if (title.empty()) {
     title = "graphcap graph, " + std::to_string(graph.node_count()) + " nodes";
   }
-  detail::inspection::dot_writer{out, detail::inspection::layout_of(graph)}.write(graph.raw_graph(),
-                                                                                  title);
+  detail::inspection::dot_writer writer{out, detail::inspection::layout_of(graph)};
+  writer.set_notes(options.notes);
+  writer.write(graph.raw_graph(), title);
 }
 
 /// Writes a piecewise graph (<graphcap/piecewise.hpp>) as DOT: each non-empty segment a dashed
@@ -153,7 +161,7 @@ void write_dot(const Graph& graph, std::ostream& out, const dot_options& options
             std::to_string(graph.island_count()) + " islands, " +
             std::to_string(graph.node_count()) + " nodes";
   }
-  detail::inspection::write_segmented(graph, out, title);
+  detail::inspection::write_segmented(graph, out, title, options.notes);
 }
 
 /// Writes the DOT to the file `path` (replaced). Throws graphcap::error if it cannot be written.

@@ -29,8 +29,10 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <span>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -225,6 +227,14 @@ public:
   }
   /// The nodes a rebind may patch (those holding at least one registered input).
   [[nodiscard]] std::size_t node_count() const noexcept { return nodes_.size(); }
+  /// What template node `node` holds of the inputs: "rebindable: arg 0 (input 0x...)", or "".
+  [[nodiscard]] std::string note(cudaGraphNode_t node) const {
+    return detail::rebind::node_note(node, inputs_, nodes_);
+  }
+  /// note() for write_dot()'s dot_options::notes (<graphcap/dot.hpp>); must not outlive this.
+  [[nodiscard]] std::function<std::string(cudaGraphNode_t)> dot_notes() const {
+    return [this](cudaGraphNode_t node) { return note(node); };
+  }
 
 private:
   struct undo_entry {

@@ -136,6 +136,50 @@ struct graph_core {
     instantiate(flags);
   }
 
+  /// Throws state_error unless take_updated_executable(from) may run: this graph has its
+  /// template (keep_graph, a finished capture), and `from` is another graph with an executable.
+  void require_takeable(const graph_core& from) const {
+    if (state == graph_state::capturing || !graph) {
+      throw state_error(message("take_executable()",
+                                keep_graph ? "capture first, and end the capture"
+                                           : "construct the graph with graphcap::keep_graph: the "
+                                             "update reads this graph's template"));
+    }
+    if (this == &from || !from.exec) {
+      throw state_error(std::string{"graphcap: take_executable() needs another graph that has an "
+                                    "executable graph ("} +
+                        (this == &from ? "this is the same graph"
+                                       : "the given one has none: instantiate or replay it first") +
+                        ")");
+    }
+  }
+
+  /// Updates `from`'s executable graph in place from this graph's template and takes it (this
+  /// graph's own executable, if any, is destroyed); `from` keeps its template and no executable.
+  /// A refused update changes nothing (CUDA leaves the executable as it was); another failure
+  /// throws cuda_error. Says which in `result`. Both generations move on: caches of either
+  /// graph's executable nodes (rebinder, node tags) are stale.
+  void take_updated_executable(graph_core& from, update_result& result) {
+    cudaGraphExecUpdateResultInfo info{};
+    cudaError_t status = cudaSuccess;
+    {
+      const relaxed_capture_mode_guard relaxed;
+      status = cudaGraphExecUpdate(from.exec.get(), graph.get(), &info);
+    }
+    if (status == cudaErrorGraphExecUpdateFailure) {
+      static_cast<void>(cudaGetLastError());
+      result = {update_outcome::refused, info.result, update_refusal(info.result), status};
+      return;
+    }
+    check(status, "cudaGraphExecUpdate");
+    exec = std::move(from.exec);
+    state = graph_state::instantiated;
+    from.state = graph_state::captured; // its template stays: a replay instantiates it lazily
+    ++generation;
+    ++from.generation;
+    result = {update_outcome::updated, cudaGraphExecUpdateSuccess, {}, cudaSuccess};
+  }
+
   /// Drops the executable graph and the template; keeps the side stream.
   void drop() noexcept {
     exec.reset();

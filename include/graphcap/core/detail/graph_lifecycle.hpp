@@ -245,6 +245,19 @@ private:
     each_policy([exec = core_.exec.get()](auto& policy) { policy.after_instantiate(exec); });
   }
 
+  /// take_executable(): `from`'s executable graph, updated in place from this graph's template
+  /// (graph_core::take_updated_executable), then this graph's after-instantiate hooks. Needs
+  /// this graph's template (keep_graph) and `from`'s executable; a refusal changes nothing.
+  update_result take_executable(graph_lifecycle& from) {
+    core_.require_takeable(from.core_);
+    update_result result;
+    core_.take_updated_executable(from.core_, result);
+    if (result.updated()) {
+      dropping_on_failure([&] { after_instantiate_hooks(); });
+    }
+    return result;
+  }
+
   void ensure_executable(std::string_view operation) {
     if (core_.exec) {
       return;

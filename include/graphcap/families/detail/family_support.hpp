@@ -117,20 +117,18 @@ family_stop budget_reached(const Options& options, std::chrono::nanoseconds elap
   return family_stop::none;
 }
 
-/// Whether `Graph` can be recaptured with a work written for its capture scope `Scope`, as
-/// one-executable mode needs: a basic_graph lends a recapture's scope as its plain scope; a
-/// piecewise graph's recapture hands the work another scope type.
-template <class Graph, class Scope>
-concept switches_in_place = requires(Graph& graph, cudaStream_t stream,
-                                     std::function<void(Scope&)>& work) {
-  { graph.recapture(stream, work) } -> std::same_as<update_result>;
+/// Whether one `Graph` can take another's executable graph (basic_graph::take_executable), as
+/// one-executable mode needs; a piecewise graph has one executable per segment, and cannot.
+template <class Graph>
+concept shares_executables = requires(Graph& graph) {
+  { graph.take_executable(graph) } -> std::same_as<update_result>;
 };
 
-/// The error of one_executable mode with a graph that cannot switch in place.
+/// The error of one_executable mode with a graph that cannot share an executable.
 [[noreturn]] inline void throw_no_switch_in_place() {
-  throw error("graphcap: graph_family one_executable mode switches keys by recapture() and an "
-              "update of one graph, which this Graph (a piecewise_graph) does not offer for a "
-              "work written for capture(): use the default mode, one graph per key");
+  throw error("graphcap: graph_family one_executable mode hands one executable graph from key "
+              "to key (basic_graph::take_executable), which this Graph (a piecewise_graph, one "
+              "executable per segment) does not offer: use the default mode, one graph per key");
 }
 
 /// The report's line of milliseconds.
@@ -235,10 +233,12 @@ void report_progress(const family_options<Key>& options, const Key& key,
 /// The family's report: a header line, then one row per key (`at(i)`: the i-th key's counts).
 template <class Key, class Statistics>
 void write_family_report(std::ostream& out, const std::vector<Key>& keys, bool one_executable,
-                         std::size_t reserved_bytes, Statistics at) {
+                         std::size_t reserved_bytes, std::size_t executables,
+                         std::size_t executable_bytes, Statistics at) {
   out << "graph_family: " << keys.size() << " keys, "
-      << (one_executable ? "one executable graph" : "one graph per key") << ", pool "
-      << reserved_bytes << " bytes reserved\n"
+      << (one_executable ? "one executable graph per topology" : "one graph per key") << ", "
+      << executables << " executable graphs (" << executable_bytes
+      << " device bytes measured at instantiation), pool " << reserved_bytes << " bytes reserved\n"
       << std::setw(10) << "key" << std::setw(12) << "capture ms" << std::setw(16)
       << "instantiate ms" << std::setw(8) << "nodes" << std::setw(12) << "pool bytes"
       << std::setw(10) << "replays";

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <ostream>
 #include <string>
@@ -62,6 +63,9 @@ public:
       }
     }
   }
+
+  /// Gives each node the note `notes(node)` under its label, outlined where it has one.
+  void set_notes(std::function<std::string(cudaGraphNode_t)> notes) { notes_ = std::move(notes); }
 
   /// The whole document for `graph`, titled `title`.
   void write(cudaGraph_t graph, std::string_view title) {
@@ -162,9 +166,14 @@ private:
     check(cudaGraphNodeGetType(node, &type), "cudaGraphNodeGetType");
     const std::string& id = ids_.at(node);
     const graph_layout::conditional* conditional = conditional_of(node, type);
-    const std::string text =
+    std::string text =
         conditional != nullptr ? "conditional\n" + conditional->construct : label(node, type);
-    out_ << indent << id << " [label=\"" << dot_escaped(text) << "\"" << shape(type) << "];\n";
+    const std::string note = notes_ ? notes_(node) : std::string{};
+    if (!note.empty()) {
+      text += "\n" + note;
+    }
+    out_ << indent << id << " [label=\"" << dot_escaped(text) << "\"" << shape(type)
+         << (note.empty() ? "" : ", color=\"#b03060\", penwidth=2") << "];\n";
     if (conditional != nullptr) {
       for (std::size_t i = 0; i < conditional->bodies.size(); ++i) {
         const std::size_t cluster = clusters_++;
@@ -275,8 +284,9 @@ private:
   std::map<cudaGraphNode_t, std::string> ids_;
   std::vector<std::string> edges_;
   std::size_t clusters_ = 0;
-  std::string prefix_; // of node ids and cluster names
-  std::string first_;  // the first and last node of the graph's own level
+  std::string prefix_;                                // of node ids and cluster names
+  std::function<std::string(cudaGraphNode_t)> notes_; // a line more for some nodes
+  std::string first_; // the first and last node of the graph's own level
   std::string last_;
 };
 

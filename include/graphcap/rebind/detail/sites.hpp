@@ -20,6 +20,7 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
+#include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -128,6 +129,27 @@ struct patchable_node {
   }
 };
 
+/// Where `at` lies in `node`, for a picture: "arg 2", "arg 2 +8" (a word inside a by-value
+/// struct), "source", "destination"; then " (input 0x...)" with the input's `address`.
+inline std::string site_text(const patchable_node& node, std::uint32_t at, std::uintptr_t address) {
+  std::string text;
+  if (node.kind != node_kind::kernel) {
+    text = at == copy_source ? "source" : "destination";
+  } else {
+    for (std::size_t i = 0; i < node.offsets.size() && text.empty(); ++i) {
+      if (at >= node.offsets[i] && at < node.offsets[i] + node.sizes[i]) {
+        text = "arg " + std::to_string(i);
+        if (at != node.offsets[i]) {
+          text += " +" + std::to_string(at - node.offsets[i]);
+        }
+      }
+    }
+  }
+  char hex[2 + 2 * sizeof address + 1] = "0x";
+  const std::to_chars_result end = std::to_chars(hex + 2, hex + sizeof hex - 1, address, 16);
+  return text + " (input " + std::string(hex, end.ptr) + ")";
+}
+
 /// One place a registered input's address is held: a node (index into the patchable nodes) and
 /// where in it.
 struct site {
@@ -145,6 +167,21 @@ struct bound_input {
     return value >= address && value - address < bytes;
   }
 };
+
+/// What `node` holds of `inputs` (their sites index `nodes`), for rebinder::note().
+inline std::string node_note(cudaGraphNode_t node, const std::vector<bound_input>& inputs,
+                             const std::vector<patchable_node>& nodes) {
+  std::string text;
+  for (const bound_input& input : inputs) {
+    for (const site& place : input.sites) {
+      if (nodes[place.node].node == node) {
+        text += text.empty() ? "rebindable: " : ", ";
+        text += site_text(nodes[place.node], place.at, input.address);
+      }
+    }
+  }
+  return text;
+}
 
 /// A node of the template, a child graph or a body, with its type.
 struct listed_node {

@@ -232,20 +232,51 @@ int main() {
        bench::per_call_arm(kept_us, stream, calls, [&] {
          kept->replay_at_least(keys[(turn++ % 2) == 0 ? 62 : 63], stream);
        })});
-  for (double& sample : switch_us) {
-    sample /= static_cast<double>(nodes);
-  }
-  for (double& sample : raw_us) {
-    sample /= static_cast<double>(nodes);
-  }
-  for (double& sample : kept_us) {
-    sample /= static_cast<double>(nodes);
+  // The same switches with the device idle before each (the stream synchronized, untimed): the
+  // update's own cost. Back to back, as above, an update of an executable whose last launch is
+  // still queued waits for it, and the device's time for the step shows in the host's.
+  std::vector<double> raw_idle_us;
+  std::vector<double> switch_idle_us;
+  const auto idle_arm = [&](std::vector<double>& samples, auto call) {
+    return [&samples, call, &stream](bool record) {
+      double total = 0;
+      for (int i = 0; i < calls; ++i) {
+        bench::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+        const auto start = bench::steady::now();
+        call();
+        total += bench::micros(start, bench::steady::now());
+      }
+      if (record) {
+        samples.push_back(total / calls);
+      }
+    };
+  };
+  bench::interleave(
+      bench::scaled(10), 1,
+      {idle_arm(raw_idle_us,
+                [&] {
+                  cudaGraphExecUpdateResultInfo info{};
+                  bench::check(cudaGraphExecUpdate(raw_exec, templates[turn++ % 2], &info),
+                               "cudaGraphExecUpdate");
+                  bench::check(cudaGraphLaunch(raw_exec, stream), "cudaGraphLaunch");
+                }),
+       idle_arm(switch_idle_us,
+                [&] { single->replay_at_least(keys[(turn++ % 2) == 0 ? 62 : 63], stream); })});
+  for (std::vector<double>* samples :
+       {&switch_us, &raw_us, &kept_us, &raw_idle_us, &switch_idle_us}) {
+    for (double& sample : *samples) {
+      sample /= static_cast<double>(nodes);
+    }
   }
   report.add("switch per node", static_cast<long long>(nodes), "raw update + launch", "us", raw_us);
   report.add("switch per node", static_cast<long long>(nodes),
              "one executable (update from template)", "us", switch_us);
   report.add("switch per node", static_cast<long long>(nodes), "graph per key (replay)", "us",
              kept_us);
+  report.add("switch per node, device idle", static_cast<long long>(nodes), "raw update + launch",
+             "us", raw_idle_us);
+  report.add("switch per node, device idle", static_cast<long long>(nodes),
+             "one executable (update from template)", "us", switch_idle_us);
   report.note(
       "one executable: " + std::to_string(updated) + " of " + std::to_string(switches) +
       " switches updated in place; pool " +

@@ -400,15 +400,16 @@ def goal_lines(rows):
     lookup = value(rows, "bench_families", "lookup find_at_least", "64", "shape_family")
     if lookup is not None:
         add("families: lookup <= 50 ns for 64 keys", f"{lookup:.1f} ns", lookup <= 50)
-    switch = [r for r in rows if r["case"] == "bench_families" and r["metric"] == "switch per node"
-              and r["arm"] == "one executable (update from template)"]
-    if switch:
-        found = ratio(rows, "bench_families", "switch per node", switch[0]["param"],
-                      "one executable (update from template)", "raw update + launch")
-        add("families: one-executable switch <= 0.3 us per node",
-            f"{switch[0]['median']:.3f} us"
-            + (f" ({found[0]:.3f}x the raw update)" if found else ""),
-            switch[0]["median"] <= 0.3)
+    for metric in ("switch per node", "switch per node, device idle"):
+        switch = [r for r in rows if r["case"] == "bench_families" and r["metric"] == metric
+                  and r["arm"] == "one executable (update from template)"]
+        if switch:
+            found = ratio(rows, "bench_families", metric, switch[0]["param"],
+                          "one executable (update from template)", "raw update + launch")
+            add(f"families: one-executable {metric} <= 0.3 us",
+                f"{switch[0]['median']:.3f} us"
+                + (f" ({found[0]:.3f}x the raw update)" if found else ""),
+                switch[0]["median"] <= 0.3)
     single = value(rows, "bench_families", "device memory", "64", "one executable per topology")
     per_key = value(rows, "bench_families", "device memory", "64", "one executable per key")
     if single is not None and per_key:

@@ -121,7 +121,7 @@ TEST_CASE_METHOD(fill_fixture,
   CHECK(second.raw_exec() != shared);
 }
 
-TEST_CASE_METHOD(fill_fixture, "take_executable: a refused update changes nothing; misuse is "
+TEST_CASE_METHOD(fill_fixture, "take_executable: a refused update changes nothing, and misuse is "
                                "a state_error") {
   int calls = 0;
   gc::lean_graph first{gc::keep_graph};

@@ -613,7 +613,7 @@ TEST_CASE("a capture into a caller's graph that fails to end destroys that graph
   CHECK(cuda_double::live_graphs() == 0);
 }
 
-TEST_CASE("a graph whose body is being captured into can be destroyed; the capture is orphaned",
+TEST_CASE("a graph whose body is being captured into can be destroyed, and the capture is orphaned",
           "[conditional]") {
   Clean clean;
   cuda_double::expect_violations(); // provoked on purpose
@@ -634,7 +634,7 @@ TEST_CASE("a graph whose body is being captured into can be destroyed; the captu
   CHECK(cuda_double::violations().size() == 1);
 }
 
-TEST_CASE("instantiation snapshots bodies; cudaGraphExecUpdate reaches into them",
+TEST_CASE("instantiation snapshots bodies, and cudaGraphExecUpdate reaches into them",
           "[conditional][update]") {
   Clean clean;
   void* dev = device_alloc(2);

@@ -9,7 +9,6 @@
 #include <graphcap/core/policy.hpp>
 
 #include <cstddef>
-#include <memory>
 
 namespace graphcap::liveness {
 
@@ -17,8 +16,9 @@ namespace graphcap::liveness {
 struct off : policy_base<policy_kind::liveness> {
   /// Nothing is tracked.
   constexpr void add_input(const void* /*pointer*/) noexcept {}
-  /// Nothing is tracked.
-  void add_input(const void* /*pointer*/, const std::weak_ptr<const void>& /*token*/) noexcept {}
+  /// Nothing is tracked, whatever the token (liveness_with_tokens).
+  template <class Token>
+  constexpr void add_input(const void* /*pointer*/, const Token& /*token*/) noexcept {}
   /// Nothing is tracked.
   constexpr void exclude(const void* /*base*/, std::size_t /*bytes*/) noexcept {}
 };

@@ -68,6 +68,9 @@
 //   annotation_with_layout        layout() const -> detail::graph_layout no layout (plain DOT)
 //   annotation_with_records       annotations() const                    annotations() refused
 //   liveness_across_bodies        add_body(graph)                        bodies not scanned
+//   liveness_with_tokens<Token>   add_input(pointer, token): an input    scope::input(pointer,
+//                                 whose life `token` reports (liveness:: token) refused at
+//                                 check: a std::weak_ptr<const void>)    compile time
 //   liveness_that_rebinds         rebound(from, bytes, to): inputs in    nothing tracked, nothing
 //                                 [from, from + bytes) moved to `to`     to move
 //   policy_with_bodies            conditional_bodies() const: the last   no bodies known (a
@@ -84,7 +87,6 @@
 #include <concepts>
 #include <cstddef>
 #include <initializer_list>
-#include <memory>
 #include <span>
 #include <string_view>
 #include <type_traits>
@@ -194,12 +196,12 @@ concept annotation_policy = detail::policy_of<A, detail::annot_category> && life
 };
 
 /// A Liveness policy (graphcap::liveness): the hooks, `add_input` for inputs the graph reaches
-/// indirectly (with or without a liveness token), and `exclude` for internal memory (a slab).
+/// indirectly, and `exclude` for internal memory (a slab). Inputs with a liveness token are the
+/// optional capability liveness_with_tokens.
 template <class L>
 concept liveness_policy = detail::policy_of<L, detail::liveness_category> && lifecycle_hooks<L> &&
-    requires(L& live, const void* pointer, std::weak_ptr<const void> token, std::size_t bytes) {
+    requires(L& live, const void* pointer, std::size_t bytes) {
   live.add_input(pointer);
-  live.add_input(pointer, token);
   live.exclude(pointer, bytes);
 };
 
@@ -262,6 +264,15 @@ concept annotation_with_records = requires(const A& annot) {
 template <class L>
 concept liveness_across_bodies = requires(L& live, cudaGraph_t body) {
   live.add_body(body);
+};
+
+/// Liveness: add_input(pointer, token) declares an input whose life the allocator reports
+/// through `token` (liveness::check takes a std::weak_ptr<const void>; liveness::off any token).
+/// A template on the token's type, so that the contract names no std::weak_ptr: <memory> costs
+/// a .cu file more to parse than the rest of the lean core (docs/benchmarks.md, compile time).
+template <class L, class Token>
+concept liveness_with_tokens = requires(L& live, const void* pointer, Token token) {
+  live.add_input(pointer, static_cast<Token&&>(token));
 };
 
 /// Liveness: rebound(from, bytes, to) moves the inputs it tracks in [from, from + bytes) to the

@@ -31,7 +31,6 @@
 #include <concepts>
 #include <cstddef>
 #include <initializer_list>
-#include <memory>
 #include <string_view>
 #include <type_traits>
 #include <utility>
@@ -270,9 +269,15 @@ public:
   /// the liveness check (liveness::off: no-op).
   void input(const void* pointer) { policy(&lifecycle::liveness_).add_input(pointer); }
 
-  /// Declares an indirect input whose life the allocator reports through `token` (memory of a
-  /// sub-allocator, whose frees the driver cannot see; docs/liveness.md). liveness::off: no-op.
-  void input(const void* pointer, std::weak_ptr<const void> token) {
+  /// Declares an indirect input whose life the allocator reports through `token`, a
+  /// std::weak_ptr (memory of a sub-allocator, whose frees the driver cannot see;
+  /// docs/liveness.md). liveness::off: no-op.
+  template <class Token>
+  void input(const void* pointer, Token token) {
+    static_assert(liveness_with_tokens<typename Graph::liveness_type, Token>,
+                  "graphcap: scope::input(pointer, token) needs a Liveness policy that takes "
+                  "this token: liveness::check takes a std::weak_ptr<const void> (or a "
+                  "shared_ptr or weak_ptr that converts to one)");
     policy(&lifecycle::liveness_).add_input(pointer, std::move(token));
   }
 

@@ -193,7 +193,7 @@ public:
           detail::inspection::call_recorder::instance()); // made here, not in a callback
       on.cupti = detail::creation_callbacks::instance().listen_to_api_calls(
           &detail::inspection::call_recorder::on_api_call);
-      detail::installed_diagnosis.store(&detail::diagnostics_hooks, std::memory_order_release);
+      detail::install_diagnosis(&detail::diagnostics_hooks);
     }
   }
   capture_diagnostics(const capture_diagnostics&) = delete;            ///< a scope, not a value
@@ -205,7 +205,7 @@ public:
     detail::diagnostics_switch& on = detail::diagnostics_switch::instance();
     const std::lock_guard lock(on.mutex);
     if (--on.alive == 0) {
-      detail::installed_diagnosis.store(nullptr, std::memory_order_release);
+      detail::install_diagnosis(nullptr);
       if (on.cupti == CUPTI_SUCCESS) {
         detail::creation_callbacks::instance().stop_api_calls();
       }

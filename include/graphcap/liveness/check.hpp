@@ -272,7 +272,8 @@ private:
 
 // The optional hooks it offers (core/policy.hpp): conditional bodies are scanned too.
 static_assert(liveness_policy<check> && liveness_across_bodies<check> &&
-              liveness_that_rebinds<check> && policy_with_bodies<check>);
+              liveness_that_rebinds<check> && policy_with_bodies<check> &&
+              liveness_with_tokens<check, std::weak_ptr<const void>>);
 
 } // namespace liveness
 } // namespace graphcap

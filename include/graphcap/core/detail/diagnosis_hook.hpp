@@ -11,7 +11,6 @@
 
 #include <cuda_runtime_api.h>
 
-#include <atomic>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -33,13 +32,22 @@ struct diagnosis_hooks {
   void (*scope_closed)(cudaStream_t capture_stream, std::uint32_t index) noexcept;
 };
 
-/// The hooks of the capture diagnostics switched on now; null while none is alive.
-inline std::atomic<const diagnosis_hooks*> installed_diagnosis{nullptr};
+/// The hooks of the capture diagnostics switched on now; null while none is alive. Read and
+/// written only through diagnosis() and install_diagnosis(), atomically, with the compiler's
+/// builtins (GCC's, which Clang and nvcc's host compilers share) rather than std::atomic: every
+/// lean translation unit includes this header, and <atomic> costs a .cu file about a second of
+/// compile time (docs/benchmarks.md, compile time).
+inline const diagnosis_hooks* installed_diagnosis = nullptr;
 
 /// The installed hooks, or null (one acquire load, pairing with the release that published
 /// them: the hooks are immutable once published, and stay valid for the life of the process).
 [[nodiscard]] inline const diagnosis_hooks* diagnosis() noexcept {
-  return installed_diagnosis.load(std::memory_order_acquire);
+  return __atomic_load_n(&installed_diagnosis, __ATOMIC_ACQUIRE);
+}
+
+/// Publishes `hooks` (null: none) for diagnosis() to read.
+inline void install_diagnosis(const diagnosis_hooks* hooks) noexcept {
+  __atomic_store_n(&installed_diagnosis, hooks, __ATOMIC_RELEASE);
 }
 
 } // namespace graphcap::detail

@@ -1,5 +1,7 @@
 // Runtime tests of pool::sleepable (#31) on both backends: memory given back during sleep, the
 // same addresses and contents after wake, graphs that replay with no recapture, the state rules.
+#include <graphcap/family.hpp>
+#include <graphcap/graph_cache.hpp>
 #include <graphcap/graphcap.hpp>
 #include <graphcap/sleepable_pool.hpp>
 
@@ -212,4 +214,72 @@ TEST_CASE(
     CHECK(second_host == std::vector<unsigned char>(bytes, 2));
   }
   CHECK(pool.statistics().blocks_in_use == 0);
+}
+
+TEST_CASE("sleepable: liveness::check sees pool blocks alive across sleep, a freed input caught") {
+  using checked = gc::graph_with<gc::pool::sleepable, gc::liveness::check>;
+  gctest::stream stream;
+  void* source = nullptr;
+  CUDA_REQUIRE(cudaMalloc(&source, bytes));
+  CUDA_REQUIRE(cudaMemset(source, 0x11, bytes));
+  CUDA_REQUIRE(cudaDeviceSynchronize());
+  std::vector<unsigned char> host(bytes, 0);
+  checked graph;
+  graph.capture([&](checked::scope& cap) {
+    auto* block = cap.allocate<unsigned char>(bytes);
+    CUDA_REQUIRE(cudaMemcpyAsync(block, source, bytes, cudaMemcpyDeviceToDevice, cap.stream()));
+    CUDA_REQUIRE(cudaMemcpyAsync(host.data(), block, bytes, cudaMemcpyDeviceToHost, cap.stream()));
+  });
+  gc::sleepable_pool_handle pool = graph.pool();
+  pool.sleep();
+  pool.wake(); // new pages at the block's address: still the graph's own memory
+  graph.replay(stream);
+  stream.synchronize();
+  CHECK(host == std::vector<unsigned char>(bytes, 0x11));
+  pool.sleep();
+  CUDA_REQUIRE(cudaFree(source)); // an external input freed while the pool sleeps
+  pool.wake();
+  std::fill(host.begin(), host.end(), 0);
+  CHECK_THROWS_AS(graph.replay(stream), gc::liveness_error);
+  stream.synchronize();
+  CHECK(host == std::vector<unsigned char>(bytes, 0)); // nothing launched
+}
+
+TEST_CASE("sleepable: a graph_family and a graph_cache of sleepable graphs sleep as one pool") {
+  gctest::stream stream;
+  std::vector<unsigned char> host(bytes, 0);
+  auto work = [&](std::size_t key, sleepy_graph::scope& cap) {
+    auto* block = cap.allocate<unsigned char>(bytes * key);
+    CUDA_REQUIRE(cudaMemsetAsync(block, static_cast<int>(key), bytes, cap.stream()));
+    CUDA_REQUIRE(cudaMemcpyAsync(host.data(), block, bytes, cudaMemcpyDeviceToHost, cap.stream()));
+  };
+  SECTION("graph_family") {
+    gc::graph_family<std::size_t, sleepy_graph> family;
+    REQUIRE(family.capture_all({1, 2, 4}, stream, work).complete());
+    gc::sleepable_pool_handle pool{family.pool()};
+    pool.sleep(gc::pool::backup::host);
+    CHECK_THROWS_AS(family.replay_at_least(2, stream), gc::state_error);
+    pool.wake();
+    CHECK(family.replay_at_least(3, stream) == 4);
+    stream.synchronize();
+    CHECK(host == std::vector<unsigned char>(bytes, 4));
+  }
+  SECTION("graph_cache") {
+    gc::graph_cache<std::size_t, sleepy_graph> cache;
+    auto capture = [&](std::size_t key) {
+      return [&, key](sleepy_graph::scope& cap) { work(key, cap); };
+    };
+    cache.get(1, stream, capture(1)).replay(stream);
+    cache.get(2, stream, capture(2)).replay(stream);
+    stream.synchronize();
+    gc::sleepable_pool_handle pool{cache.pool()};
+    CHECK(pool.statistics().blocks_in_use == 2); // one pool for both keys
+    pool.sleep();
+    pool.wake();
+    cache.get(1, stream, capture(1)).replay(stream);
+    stream.synchronize();
+    CHECK(host == std::vector<unsigned char>(bytes, 1));
+  }
+  const gc::pool_handle plain = gc::graph_pool_handle();
+  CHECK_THROWS_AS(gc::sleepable_pool_handle{plain}, gc::error);
 }

@@ -59,6 +59,17 @@ struct pool_handle_access {
   }
 };
 
+/// A handle to a new pool of the kind `Graph`'s pool policy draws from: its handle_type where it
+/// names one (pool::sleepable: a pool that can sleep), else a plain pool.
+template <class Graph>
+[[nodiscard]] pool_handle new_pool_handle_for() {
+  if constexpr (requires { typename Graph::pool_type::handle_type; }) {
+    return typename Graph::pool_type::handle_type{};
+  } else {
+    return pool_handle{};
+  }
+}
+
 } // namespace detail
 
 } // namespace graphcap

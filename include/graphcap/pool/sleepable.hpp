@@ -54,6 +54,15 @@ public:
             detail::pool_handle_access::make(std::make_shared<detail::pool::pool_core>(
                 std::make_shared<detail::pool::vmm_chunks>()))) {}
 
+  /// A sleepable handle to the pool behind `pool` (a graph_family's or graph_cache's pool() of
+  /// pool::sleepable graphs); graphcap::error if that pool cannot sleep.
+  explicit sleepable_pool_handle(const pool_handle& pool) : pool_handle(pool) {
+    if (dynamic_cast<detail::pool::vmm_chunks*>(core().custom_source().get()) == nullptr) {
+      throw error("graphcap: sleepable_pool_handle was given the handle of a pool that cannot "
+                  "sleep: only pool::sleepable graphs (and their families and caches) have one");
+    }
+  }
+
   /// Releases every physical page of the pool, keeping its addresses; with backup::host, copies
   /// the pool's memory to pinned host memory first. Waits for the device first, so that no
   /// replay still uses the memory. state_error while a capture into the pool is open, or if it
@@ -96,7 +105,9 @@ public:
 
 private:
   friend struct detail::pool::sleepable_access;
-  explicit sleepable_pool_handle(pool_handle base) noexcept : pool_handle(std::move(base)) {}
+  struct trusted {};
+  sleepable_pool_handle(trusted /*tag*/, pool_handle base) noexcept
+      : pool_handle(std::move(base)) {}
 
   [[nodiscard]] detail::pool::pool_core& core() const noexcept {
     return *detail::pool_handle_access::core(*this);
@@ -112,7 +123,7 @@ namespace detail::pool {
 struct sleepable_access {
   /// A sleepable handle to the pool of `handle` (whose core must be sleepable).
   static sleepable_pool_handle make(pool_handle handle) noexcept {
-    return sleepable_pool_handle{std::move(handle)};
+    return sleepable_pool_handle{sleepable_pool_handle::trusted{}, std::move(handle)};
   }
   /// The chunks of the pool behind `handle`, or null if its pool cannot sleep.
   static vmm_chunks* chunks(const pool_handle& handle) noexcept {
@@ -129,6 +140,10 @@ namespace pool {
 /// Replays, captures and allocations while the pool sleeps throw state_error with nothing
 /// launched; after wake() the graphs replay as they are.
 struct sleepable : detail::slab_pool<false, detail::pool::vmm_chunks> {
+  /// What handle() gives, and what a graph_family or graph_cache of these graphs makes its pool
+  /// with.
+  using handle_type = sleepable_pool_handle;
+
   /// A pool of its own, made at the first allocation or pool().
   sleepable() noexcept = default;
   /// The pool behind `handle`, which must be a sleepable one (graphcap::error otherwise).

@@ -45,10 +45,14 @@ namespace graphcap::detail::pool {
 class vmm_chunks final : public slab_source {
 public:
   vmm_chunks() = default;
+  vmm_chunks(const vmm_chunks&) = delete;
+  vmm_chunks& operator=(const vmm_chunks&) = delete;
+  vmm_chunks(vmm_chunks&&) = delete;
+  vmm_chunks& operator=(vmm_chunks&&) = delete;
   /// Gives every chunk back (pool_core frees its slabs first: normally none is left).
   ~vmm_chunks() override {
     while (!chunks_.empty()) {
-      free(reinterpret_cast<void*>(static_cast<std::uintptr_t>(chunks_.begin()->first)));
+      free(vmm_pointer(chunks_.begin()->first));
     }
   }
 
@@ -183,7 +187,7 @@ inline cudaError_t vmm_chunks::allocate(void** slab, std::size_t size) {
     failed_call_ = failed;
     return static_cast<cudaError_t>(status);
   }
-  *slab = reinterpret_cast<void*>(static_cast<std::uintptr_t>(base));
+  *slab = vmm_pointer(base);
   return cudaSuccess;
 }
 
@@ -273,9 +277,8 @@ inline void vmm_chunks::make_backup() {
     std::size_t offset = 0;
     for (const auto& [base, entry] : chunks_) {
       if (entry.mapped) {
-        check(cudaMemcpyAsync(backup_.data() + offset,
-                              reinterpret_cast<const void*>(static_cast<std::uintptr_t>(base)),
-                              entry.bytes, cudaMemcpyDeviceToHost, stream),
+        check(cudaMemcpyAsync(backup_.data() + offset, vmm_pointer(base), entry.bytes,
+                              cudaMemcpyDeviceToHost, stream),
               "cudaMemcpyAsync");
         offset += entry.bytes;
       }
@@ -302,8 +305,7 @@ inline void vmm_chunks::restore_backup() {
   const cudaStream_t stream = copy_stream();
   for (const auto& [base, entry] : chunks_) {
     if (entry.backup_offset != no_backup) {
-      check(cudaMemcpyAsync(reinterpret_cast<void*>(static_cast<std::uintptr_t>(base)),
-                            backup_.data() + entry.backup_offset, entry.bytes,
+      check(cudaMemcpyAsync(vmm_pointer(base), backup_.data() + entry.backup_offset, entry.bytes,
                             cudaMemcpyHostToDevice, stream),
             "cudaMemcpyAsync");
     }

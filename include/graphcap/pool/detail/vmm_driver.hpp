@@ -13,6 +13,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
 
 namespace graphcap::detail::pool {
@@ -39,6 +40,12 @@ inline const vmm_driver& vmm() noexcept {
   return table;
 }
 
+/// The address a driver call gave, as a pointer.
+inline void* vmm_pointer(CUdeviceptr address) noexcept {
+  // NOLINTNEXTLINE(performance-no-int-to-ptr): the driver hands out addresses as integers
+  return reinterpret_cast<void*>(static_cast<std::uintptr_t>(address));
+}
+
 /// Throws cuda_error (Error) for a failed driver call, with `hint` (or the status's usual one).
 template <class Error = cuda_error>
 inline void vmm_check(CUresult status, const char* call, std::string_view hint = {}) {
@@ -53,6 +60,8 @@ public:
   host_backup() noexcept = default;
   host_backup(const host_backup&) = delete;
   host_backup& operator=(const host_backup&) = delete;
+  host_backup(host_backup&&) = delete;
+  host_backup& operator=(host_backup&&) = delete;
   ~host_backup() { reset(); }
 
   /// `bytes` of pinned host memory, replacing nothing (call on an empty backup).

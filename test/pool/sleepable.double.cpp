@@ -213,3 +213,64 @@ TEST_CASE("sleepable (double): a driver without a VMM function fails this pool o
   forget_vmm_functions();
   CHECK(cuda_double::live_allocations() == 0);
 }
+
+TEST_CASE("sleepable (double): after a wake, contiguous slabs are one physical allocation") {
+  cuda_double::reset();
+  forget_vmm_functions();
+  constexpr std::size_t large = std::size_t{3} << 20; // a slab of its own each (4 MiB)
+  sleepy_graph graph;
+  graph.capture([&](sleepy_graph::scope& cap) {
+    for (int i = 0; i < 3; ++i) {
+      auto* block = cap.allocate<unsigned char>(large);
+      CUDA_REQUIRE(cudaMemsetAsync(block, i + 1, large, cap.stream()));
+    }
+  });
+  gc::sleepable_pool_handle pool = graph.pool();
+  CHECK(pool.statistics().slabs == 3);
+  CHECK(cuda_double::calls("cuMemCreate") == 3);         // one per growth
+  CHECK(cuda_double::calls("cuMemAddressReserve") == 1); // one arena
+  pool.sleep(gc::pool::backup::host);
+  CHECK(cuda_double::calls("cuMemUnmap") == 3);
+  cuda_double::clear_call_counts();
+  pool.wake();
+  CHECK(cuda_double::calls("cuMemCreate") == 1); // the three slabs are contiguous: one run
+  CHECK(cuda_double::calls("cuMemMap") == 1);
+  CHECK(cuda_double::calls("cuMemSetAccess") == 1);
+  CHECK(cuda_double::calls("cudaMemcpyAsync") == 1); // and one copy back
+  pool.sleep();
+  CHECK(cuda_double::calls("cuMemUnmap") == 1);
+  CHECK(cuda_double::calls("cuMemRelease") == 1);
+  pool.wake();
+  gctest::stream stream;
+  graph.replay(stream);
+  stream.synchronize();
+  CHECK(pool.resident_bytes() == pool.statistics().reserved_bytes);
+}
+
+TEST_CASE("sleepable (double): a graph reset or destroyed while its pool sleeps leaks nothing") {
+  cuda_double::reset();
+  forget_vmm_functions();
+  std::vector<unsigned char> host(bytes, 0);
+  SECTION("reset while asleep, the pool held by a handle: woken, it captures again") {
+    sleepy_graph graph;
+    static_cast<void>(capture_fill(graph, host, 1));
+    gc::sleepable_pool_handle pool = graph.pool();
+    pool.sleep(gc::pool::backup::host);
+    graph.reset(); // the blocks go back to the pool, which keeps its slabs (the handle holds it)
+    CHECK(pool.statistics().blocks_in_use == 0);
+    pool.wake();
+    static_cast<void>(capture_fill(graph, host, 2));
+    gctest::stream stream;
+    graph.replay(stream);
+    stream.synchronize();
+    CHECK(host == std::vector<unsigned char>(bytes, 2));
+  }
+  SECTION("the last holder reset while asleep: the slabs go at once, the backup with the pool") {
+    sleepy_graph graph;
+    static_cast<void>(capture_fill(graph, host, 1));
+    graph.pool().sleep(gc::pool::backup::host); // the handle is gone again
+    graph.reset();
+    CHECK(graph.pool_statistics().slabs == 0);
+  }
+  CHECK(cuda_double::live_allocations() == 0);
+}

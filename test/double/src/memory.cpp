@@ -238,8 +238,18 @@ bool device_range(const void* ptr, std::size_t bytes, bool allow_reserved) {
     return false;
   if (!a->mapped && !(allow_reserved && a->kind == Allocation::Kind::graph))
     return false;
-  return reinterpret_cast<std::uintptr_t>(ptr) + bytes <=
-         reinterpret_cast<std::uintptr_t>(a->base) + a->size;
+  const std::uintptr_t end = reinterpret_cast<std::uintptr_t>(ptr) + bytes;
+  std::uintptr_t covered = reinterpret_cast<std::uintptr_t>(a->base) + a->size;
+  // VMM mappings side by side in one reserved range are one range of memory, as on a GPU.
+  while (end > covered && a->kind == Allocation::Kind::vmm) {
+    const auto next = state().allocations.find(covered);
+    if (next == state().allocations.end() || next->second.kind != Allocation::Kind::vmm ||
+        !next->second.mapped)
+      return false;
+    a = &next->second;
+    covered += a->size;
+  }
+  return end <= covered;
 }
 
 cudaError_t check_memcpy(void* dst, const void* src, std::size_t count, cudaMemcpyKind kind,

@@ -1,28 +1,28 @@
-// graphcap/pool/detail/vmm_chunks.hpp - the memory of pool::sleepable: slabs that are chunks of
-// CUDA virtual memory, whose physical pages can be given back and taken again at the same
-// addresses.
+// graphcap/pool/detail/vmm_chunks.hpp - the memory of pool::sleepable: slabs in CUDA virtual
+// memory, whose physical pages can be given back and taken again at the same addresses.
 //
-// Each chunk is an address range of its own (cuMemAddressReserve, rounded up to the allocation
-// granularity) with one physical allocation mapped into it (cuMemCreate, cuMemMap,
-// cuMemSetAccess for the pool's device). pool_core (pool/detail/pool_core.hpp) carves blocks from
-// the chunks as from any slab: a block taken from a free list makes no CUDA call.
+// The pool reserves an address range (an arena: cuMemAddressReserve of the device's memory size,
+// another when it is used up) and hands out its slabs one after the other from it; each growth
+// maps one physical allocation (a segment: cuMemCreate, cuMemMap, cuMemSetAccess) at the next
+// slab. pool_core carves blocks from the slabs as from any slab: a free-list hit makes no call.
 //
-// Sleep unmaps and releases every chunk's physical allocation and keeps the addresses reserved;
-// with a backup, what the chunks hold is first copied to pinned host memory. Wake creates and maps
-// new physical allocations at the same addresses and copies the backup back, so graphs captured
-// against the pool replay as they are: graph nodes hold virtual addresses.
+// Sleep unmaps and releases every segment and keeps the arenas; with a backup, the slabs are first
+// copied to pinned host memory (contiguous slabs in one copy). Wake maps one new physical
+// allocation over each run of contiguous slabs, so that after the first sleep a few driver calls
+// give the memory back and take it again, whatever the number of growths (H200: map + unmap cost
+// 32-37 ms per GiB in 2 MiB pieces, 0.4-0.5 ms in one), and copies the backup back. Graph nodes
+// hold virtual addresses: graphs replay as they are. A freed slab's segment goes once no live
+// slab shares it, an arena with its last slab.
 //
-// Failures leave a state that a retry finishes: a chunk records whether it is mapped and whether
-// it holds a physical allocation. A sleep that fails partway leaves the pool asleep (some chunks
-// still mapped; sleep() again releases the rest, wake() maps them all). A wake that fails gives
-// back what it took, stays asleep and keeps the backup. The driver functions come through the
-// lazy driver layer (cuda/detail/driver.hpp): where the driver lacks one, only this pool fails,
-// with a message naming it. Not internally synchronized, as pool_core.
+// Failures leave a state a retry finishes: a segment records whether it is mapped and holds a
+// physical allocation. A sleep failing partway leaves the pool asleep (sleep() again releases the
+// rest, wake() maps what is missing); a failed wake gives back what it took, stays asleep and
+// keeps the backup. Driver functions come through the lazy driver layer: where the driver lacks
+// one, only this pool fails, naming it. Not internally synchronized, as pool_core.
 #pragma once
 
 #include <graphcap/cuda/detail/capture_mode_guard.hpp>
 #include <graphcap/cuda/detail/cuda_check.hpp>
-#include <graphcap/cuda/detail/driver.hpp>
 #include <graphcap/cuda/detail/unique_handle.hpp>
 #include <graphcap/error.hpp>
 #include <graphcap/pool/detail/slab_memory.hpp>
@@ -32,16 +32,16 @@
 #include <cudaTypedefs.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <map>
-#include <string>
-#include <string_view>
 #include <vector>
 
 namespace graphcap::detail::pool {
 
-/// The chunks of one sleepable pool, and its sleep and wake (see the top of this file).
+/// The slabs of one sleepable pool, and its sleep and wake (see the top of this file).
 class vmm_chunks final : public slab_source {
 public:
   vmm_chunks() = default;
@@ -49,43 +49,35 @@ public:
   vmm_chunks& operator=(const vmm_chunks&) = delete;
   vmm_chunks(vmm_chunks&&) = delete;
   vmm_chunks& operator=(vmm_chunks&&) = delete;
-  /// Gives every chunk back (pool_core frees its slabs first: normally none is left).
+  /// Gives every slab back (pool_core frees its slabs first: normally none is left).
   ~vmm_chunks() override {
-    while (!chunks_.empty()) {
-      free(vmm_pointer(chunks_.begin()->first));
+    while (!slabs_.empty()) {
+      free(vmm_pointer(slabs_.begin()->first));
     }
   }
 
-  /// A new chunk of at least `size` bytes at `*slab` (see slab_source).
+  /// A new slab of at least `size` bytes at `*slab` (see slab_source).
   [[nodiscard]] cudaError_t allocate(void** slab, std::size_t size) override;
-  /// Unmaps, releases and unreserves a chunk; errors are ignored (nothing is left to undo).
+  /// Forgets a slab; its segment and arena go once no live slab is in them (errors ignored).
   void free(void* slab) noexcept override;
   /// The VMM call that failed last.
   [[nodiscard]] const char* allocating_call() const noexcept override { return failed_call_; }
 
-  /// Backs up the chunks (`keep_contents`), then releases their physical memory (see the top of
-  /// this file for failures). The caller has checked the state and waited for the device.
+  /// Backs up the slabs (`keep_contents`), then releases every segment; the caller waited.
   void sleep(bool keep_contents);
-  /// Maps new physical memory at every chunk's address and restores the backup.
+  /// Maps new physical memory over every slab and restores the backup.
   void wake();
 
   /// True from a sleep (even a failed one) until a wake succeeds.
   [[nodiscard]] bool asleep() const noexcept { return asleep_; }
-  /// True when some chunk still holds physical memory: a sleep has something left to do.
-  [[nodiscard]] bool holds_memory() const noexcept {
-    for (const auto& [base, entry] : chunks_) {
-      if (entry.mapped || entry.has_physical) {
-        return true;
-      }
-    }
-    return false;
-  }
+  /// True when some segment still holds physical memory: a sleep has something left to do.
+  [[nodiscard]] bool holds_memory() const noexcept { return !segments_.empty(); }
   /// Bytes of physical memory mapped now.
   [[nodiscard]] std::size_t resident_bytes() const noexcept { return resident_; }
   /// Bytes of the host backup (0: none).
   [[nodiscard]] std::size_t backup_bytes() const noexcept { return backup_.bytes(); }
-  /// Chunks held (mapped or not).
-  [[nodiscard]] std::size_t chunks() const noexcept { return chunks_.size(); }
+  /// Physical allocations held now (one per growth, one per run of contiguous slabs after wake).
+  [[nodiscard]] std::size_t segments() const noexcept { return segments_.size(); }
 
   /// Captures into the pool in progress: sleep refuses while any is.
   [[nodiscard]] std::size_t open_captures() const noexcept { return captures_; }
@@ -95,44 +87,73 @@ public:
   void capture_closed() noexcept { --captures_; }
 
 private:
-  struct chunk {
+  struct arena {
+    CUdeviceptr base = 0; // 0: freed
     std::size_t bytes = 0;
-    CUmemGenericAllocationHandle physical = 0;
-    bool has_physical = false;
-    bool mapped = false;
+    std::size_t used = 0;  // the next slab is at base + used
+    std::size_t slabs = 0; // live slabs in it
+  };
+  struct slab_record {
+    std::size_t bytes = 0;
+    std::size_t arena = 0; // index in arenas_
     std::size_t backup_offset = no_backup;
   };
   static constexpr std::size_t no_backup = static_cast<std::size_t>(-1);
 
-  [[nodiscard]] CUmemAllocationProp properties() const noexcept {
-    CUmemAllocationProp prop{};
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = device_;
-    return prop;
+  /// The segment holding `address`, or segments_.end().
+  [[nodiscard]] std::map<CUdeviceptr, vmm_segment>::iterator segment_at(CUdeviceptr address) {
+    auto found = segments_.upper_bound(address);
+    if (found == segments_.begin()) {
+      return segments_.end();
+    }
+    --found;
+    return address < found->first + found->second.bytes ? found : segments_.end();
   }
-  [[nodiscard]] CUmemAccessDesc access() const noexcept {
-    CUmemAccessDesc desc{};
-    desc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    desc.location.id = device_;
-    desc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    return desc;
+  /// Unbacks the segment at `at` and forgets it; false if a call failed (it stays then).
+  bool drop_segment(std::map<CUdeviceptr, vmm_segment>::iterator at, CUresult& status) noexcept {
+    const bool was_mapped = at->second.mapped;
+    status = vmm_unback(at->first, at->second, failed_call_);
+    if (was_mapped && !at->second.mapped) {
+      resident_ -= at->second.bytes;
+    }
+    if (status != CUDA_SUCCESS) {
+      return false;
+    }
+    segments_.erase(at);
+    return true;
   }
-
-  /// Creates (where it has none), maps and opens a chunk's physical memory; the status of the
-  /// call that failed (failed_call_ names it), leaving what it did for the caller to undo.
-  CUresult back(CUdeviceptr base, chunk& entry);
-  /// Unmaps and releases what a chunk holds; false (and failed_call_) if a call failed.
-  bool unback(CUdeviceptr base, chunk& entry, CUresult& status) noexcept;
-  /// The stream the backup copies run on, made at the first use.
-  cudaStream_t copy_stream();
+  /// Backs a new segment of `bytes` at `base` (resident_ counts it); its status.
+  CUresult add_segment(CUdeviceptr base, std::size_t bytes) {
+    vmm_segment& segment = segments_[base];
+    segment.bytes = bytes;
+    const CUresult status = vmm_back(base, segment, device_, failed_call_);
+    if (segment.mapped) {
+      resident_ += bytes;
+    }
+    return status;
+  }
+  /// Gives back arena `index` if it holds no slab (errors ignored).
+  void free_arena(std::size_t index) noexcept;
+  /// Undoes a growth that failed at `base` in arena `index`.
+  void undo_growth(CUdeviceptr base, std::size_t index) noexcept {
+    if (const auto segment = segments_.find(base); segment != segments_.end()) {
+      CUresult ignored = CUDA_SUCCESS;
+      static_cast<void>(drop_segment(segment, ignored));
+    }
+    free_arena(index);
+  }
+  /// Calls f(device address, host offset, bytes) for each run of contiguous backed-up slabs.
+  template <class F>
+  void for_each_backup_run(F&& f) const;
   void make_backup();
   void restore_backup();
 
-  std::map<CUdeviceptr, chunk> chunks_;
+  std::vector<arena> arenas_;
+  std::map<CUdeviceptr, slab_record> slabs_;
+  std::map<CUdeviceptr, vmm_segment> segments_;
   host_backup backup_;
-  stream_handle stream_; // backup copies; never captures
   std::size_t granularity_ = 0;
+  std::size_t arena_bytes_ = 0;
   std::size_t resident_ = 0;
   std::size_t captures_ = 0;
   int device_ = 0;
@@ -145,155 +166,155 @@ inline cudaError_t vmm_chunks::allocate(void** slab, std::size_t size) {
     throw state_error("graphcap: a sleepable pool cannot grow while it is asleep: call wake() "
                       "first");
   }
-  const vmm_driver& driver = vmm();
   if (granularity_ == 0) {
     check(cudaGetDevice(&device_), "cudaGetDevice");
-    const CUmemAllocationProp prop = properties();
+    CUmemAllocationProp prop{};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = device_;
     std::size_t granularity = 0;
-    if (const CUresult status = driver.granularity.require(sleepable_needs)(
+    if (const CUresult status = vmm().granularity.require(sleepable_needs)(
             &granularity, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);
         status != CUDA_SUCCESS) {
       failed_call_ = "cuMemGetAllocationGranularity";
       return static_cast<cudaError_t>(status);
     }
+    std::size_t free = 0;
+    std::size_t total = 0;
+    check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
     granularity_ = granularity;
+    arena_bytes_ = (total + granularity - 1) / granularity * granularity; // all it could map
   }
-  chunk entry;
-  entry.bytes = (size + granularity_ - 1) / granularity_ * granularity_;
-  CUdeviceptr base = 0;
-  if (const CUresult status =
-          driver.address_reserve.require(sleepable_needs)(&base, entry.bytes, 0, 0, 0);
-      status != CUDA_SUCCESS) {
-    failed_call_ = "cuMemAddressReserve";
-    return static_cast<cudaError_t>(status);
+  const std::size_t bytes = (size + granularity_ - 1) / granularity_ * granularity_;
+  if (arenas_.empty() || arenas_.back().base == 0 ||
+      arenas_.back().bytes - arenas_.back().used < bytes) {
+    arenas_.reserve(arenas_.size() + 1); // so that push_back cannot throw once reserved
+    arena fresh;
+    fresh.bytes = std::max(arena_bytes_, bytes);
+    if (const CUresult status =
+            vmm().address_reserve.require(sleepable_needs)(&fresh.base, fresh.bytes, 0, 0, 0);
+        status != CUDA_SUCCESS) {
+      failed_call_ = "cuMemAddressReserve";
+      return static_cast<cudaError_t>(status);
+    }
+    arenas_.push_back(fresh);
   }
+  const std::size_t index = arenas_.size() - 1;
+  const CUdeviceptr base = arenas_[index].base + arenas_[index].used;
   CUresult status = CUDA_SUCCESS;
   try {
-    status = back(base, entry);
+    status = add_segment(base, bytes);
     if (status == CUDA_SUCCESS) {
-      chunks_.emplace(base, entry);
+      slabs_.emplace(base, slab_record{bytes, index});
     }
   } catch (...) { // a missing driver function, or no memory for the record
-    CUresult ignored = CUDA_SUCCESS;
-    static_cast<void>(unback(base, entry, ignored));
-    static_cast<void>(driver.address_free.find()(base, entry.bytes));
+    undo_growth(base, index);
     throw;
   }
   if (status != CUDA_SUCCESS) {
     const char* const failed = failed_call_;
-    CUresult ignored = CUDA_SUCCESS;
-    static_cast<void>(unback(base, entry, ignored));
-    static_cast<void>(driver.address_free.find()(base, entry.bytes));
+    undo_growth(base, index);
     failed_call_ = failed;
     return static_cast<cudaError_t>(status);
   }
+  arenas_[index].used += bytes;
+  ++arenas_[index].slabs;
   *slab = vmm_pointer(base);
   return cudaSuccess;
 }
 
-inline void vmm_chunks::free(void* slab) noexcept {
-  const auto found = chunks_.find(static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(slab)));
-  if (found == chunks_.end()) {
+inline void vmm_chunks::free_arena(std::size_t index) noexcept {
+  arena& entry = arenas_[index];
+  if (entry.base == 0 || entry.slabs > 0) {
     return;
   }
-  CUresult ignored = CUDA_SUCCESS;
-  static_cast<void>(unback(found->first, found->second, ignored));
-  if (const auto address_free = vmm().address_free.find()) {
-    static_cast<void>(address_free(found->first, found->second.bytes));
+  if (const auto address_free = vmm().address_free.find(); address_free != nullptr) {
+    static_cast<void>(address_free(entry.base, entry.bytes));
   }
-  chunks_.erase(found);
+  entry = arena{};
+  while (!arenas_.empty() && arenas_.back().base == 0) {
+    arenas_.pop_back();
+  }
 }
 
-inline CUresult vmm_chunks::back(CUdeviceptr base, chunk& entry) {
-  const vmm_driver& driver = vmm();
-  const CUmemAllocationProp prop = properties();
-  if (!entry.has_physical) {
-    failed_call_ = "cuMemCreate";
-    const CUresult status =
-        driver.create.require(sleepable_needs)(&entry.physical, entry.bytes, &prop, 0);
-    if (status != CUDA_SUCCESS) {
-      return status;
+inline void vmm_chunks::free(void* slab) noexcept {
+  const auto found = slabs_.find(static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(slab)));
+  if (found == slabs_.end()) {
+    return;
+  }
+  const CUdeviceptr base = found->first;
+  const std::size_t index = found->second.arena;
+  slabs_.erase(found);
+  --arenas_[index].slabs;
+  if (const auto segment = segment_at(base); segment != segments_.end()) {
+    const CUdeviceptr end = segment->first + segment->second.bytes;
+    const auto live = slabs_.lower_bound(segment->first);
+    if (live == slabs_.end() || live->first >= end) { // no live slab shares it
+      CUresult ignored = CUDA_SUCCESS;
+      static_cast<void>(drop_segment(segment, ignored));
     }
-    entry.has_physical = true;
   }
-  failed_call_ = "cuMemMap";
-  if (const CUresult status =
-          driver.map.require(sleepable_needs)(base, entry.bytes, 0, entry.physical, 0);
-      status != CUDA_SUCCESS) {
-    return status;
-  }
-  entry.mapped = true;
-  resident_ += entry.bytes;
-  failed_call_ = "cuMemSetAccess";
-  const CUmemAccessDesc desc = access();
-  return driver.set_access.require(sleepable_needs)(base, entry.bytes, &desc, 1);
+  free_arena(index);
 }
 
-inline bool vmm_chunks::unback(CUdeviceptr base, chunk& entry, CUresult& status) noexcept {
-  const vmm_driver& driver = vmm();
-  if (entry.mapped) {
-    const auto unmap = driver.unmap.find();
-    status = unmap != nullptr ? unmap(base, entry.bytes) : CUDA_ERROR_NOT_FOUND;
-    if (status != CUDA_SUCCESS) {
-      failed_call_ = "cuMemUnmap";
-      return false;
+template <class F>
+void vmm_chunks::for_each_backup_run(F&& f) const {
+  CUdeviceptr start = 0;
+  std::size_t offset = 0;
+  std::size_t bytes = 0;
+  for (const auto& [base, slab] : slabs_) {
+    if (slab.backup_offset == no_backup) {
+      continue;
     }
-    entry.mapped = false;
-    resident_ -= entry.bytes;
-  }
-  if (entry.has_physical) {
-    const auto release = driver.release.find();
-    status = release != nullptr ? release(entry.physical) : CUDA_ERROR_NOT_FOUND;
-    if (status != CUDA_SUCCESS) {
-      failed_call_ = "cuMemRelease";
-      return false;
+    if (bytes > 0 && base == start + bytes && slab.backup_offset == offset + bytes) {
+      bytes += slab.bytes; // contiguous here and in the backup: one copy
+      continue;
     }
-    entry.has_physical = false;
+    if (bytes > 0) {
+      f(start, offset, bytes);
+    }
+    start = base;
+    offset = slab.backup_offset;
+    bytes = slab.bytes;
   }
-  return true;
-}
-
-inline cudaStream_t vmm_chunks::copy_stream() {
-  if (!stream_) {
-    cudaStream_t stream = nullptr;
-    check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
-    stream_.reset(stream);
+  if (bytes > 0) {
+    f(start, offset, bytes);
   }
-  return stream_.get();
 }
 
 inline void vmm_chunks::make_backup() {
   std::size_t bytes = 0;
-  for (const auto& [base, entry] : chunks_) {
-    bytes += entry.mapped ? entry.bytes : 0;
+  for (const auto& [base, slab] : slabs_) { // what is still mapped: a failed sleep may have
+    const auto segment = segment_at(base);  // released the rest already
+    bytes += segment != segments_.end() && segment->second.mapped ? slab.bytes : 0;
   }
   if (bytes == 0) {
     return;
   }
   const relaxed_capture_mode_guard relaxed;
-  const cudaStream_t stream = copy_stream();
+  const cudaStream_t stream = backup_.stream();
   backup_.allocate(bytes);
-  try {
-    std::size_t offset = 0;
-    for (const auto& [base, entry] : chunks_) {
-      if (entry.mapped) {
-        check(cudaMemcpyAsync(backup_.data() + offset, vmm_pointer(base), entry.bytes,
-                              cudaMemcpyDeviceToHost, stream),
-              "cudaMemcpyAsync");
-        offset += entry.bytes;
-      }
+  std::size_t offset = 0; // nothing can throw while the offsets go in
+  for (auto& [base, slab] : slabs_) {
+    const auto segment = segment_at(base);
+    if (segment != segments_.end() && segment->second.mapped) {
+      slab.backup_offset = offset;
+      offset += slab.bytes;
     }
+  }
+  try {
+    for_each_backup_run([&](CUdeviceptr from, std::size_t to, std::size_t size) {
+      check(cudaMemcpyAsync(backup_.data() + to, vmm_pointer(from), size, cudaMemcpyDeviceToHost,
+                            stream),
+            "cudaMemcpyAsync");
+    });
     check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
   } catch (...) {
     backup_.reset();
-    throw;
-  }
-  std::size_t offset = 0; // nothing can fail from here: the offsets go in
-  for (auto& [base, entry] : chunks_) {
-    if (entry.mapped) {
-      entry.backup_offset = offset;
-      offset += entry.bytes;
+    for (auto& [base, slab] : slabs_) {
+      slab.backup_offset = no_backup;
     }
+    throw;
   }
 }
 
@@ -302,14 +323,12 @@ inline void vmm_chunks::restore_backup() {
     return;
   }
   const relaxed_capture_mode_guard relaxed;
-  const cudaStream_t stream = copy_stream();
-  for (const auto& [base, entry] : chunks_) {
-    if (entry.backup_offset != no_backup) {
-      check(cudaMemcpyAsync(vmm_pointer(base), backup_.data() + entry.backup_offset, entry.bytes,
-                            cudaMemcpyHostToDevice, stream),
-            "cudaMemcpyAsync");
-    }
-  }
+  const cudaStream_t stream = backup_.stream();
+  for_each_backup_run([&](CUdeviceptr to, std::size_t from, std::size_t size) {
+    check(cudaMemcpyAsync(vmm_pointer(to), backup_.data() + from, size, cudaMemcpyHostToDevice,
+                          stream),
+          "cudaMemcpyAsync");
+  });
   check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
 }
 
@@ -318,47 +337,62 @@ inline void vmm_chunks::sleep(bool keep_contents) {
     make_backup(); // throws with nothing changed
   }
   asleep_ = true; // from here on, replays, captures and allocations are refused
-  for (auto& [base, entry] : chunks_) {
+  for (auto segment = segments_.begin(); segment != segments_.end();) {
+    const auto next = std::next(segment);
     CUresult status = CUDA_SUCCESS;
-    if (!unback(base, entry, status)) {
+    if (!drop_segment(segment, status)) {
       throw_error(static_cast<cudaError_t>(status), failed_call_,
                   "the sleepable pool is asleep with some of its memory still held: call "
                   "sleep() again to release the rest, or wake()");
     }
+    segment = next;
   }
 }
 
 inline void vmm_chunks::wake() {
-  std::vector<CUdeviceptr> taken; // chunks this wake backed: given back if it fails
-  taken.reserve(chunks_.size());
+  std::vector<CUdeviceptr> taken; // segments this wake made: given back if it fails
   try {
-    for (auto& [base, entry] : chunks_) {
-      if (entry.mapped) {
+    // A segment a failed sleep could not release, but unmapped: release it now.
+    for (auto segment = segments_.begin(); segment != segments_.end();) {
+      const auto next = std::next(segment);
+      CUresult status = CUDA_SUCCESS;
+      if (!segment->second.mapped && !drop_segment(segment, status)) {
+        vmm_check_wake(status, failed_call_);
+      }
+      segment = next;
+    }
+    // One new physical allocation over each run of contiguous slabs that no segment maps.
+    auto slab = slabs_.begin();
+    while (slab != slabs_.end()) {
+      if (segment_at(slab->first) != segments_.end()) {
+        ++slab;
         continue;
       }
-      taken.push_back(base);
-      if (const CUresult status = back(base, entry); status != CUDA_SUCCESS) {
-        if (status == CUDA_ERROR_OUT_OF_MEMORY) {
-          vmm_check<out_of_memory_error>(status, failed_call_,
-                                         "a sleepable pool's wake could not get its memory back: "
-                                         "it stays asleep and keeps its backup; free memory and "
-                                         "call wake() again");
-        }
-        vmm_check(status, failed_call_,
-                  "the sleepable pool stays asleep and keeps its backup: call wake() again");
+      const CUdeviceptr start = slab->first;
+      std::size_t bytes = 0;
+      for (const std::size_t arena = slab->second.arena;
+           slab != slabs_.end() && slab->first == start + bytes && slab->second.arena == arena &&
+           segment_at(slab->first) == segments_.end();
+           ++slab) {
+        bytes += slab->second.bytes;
       }
+      taken.reserve(taken.size() + 1);
+      taken.push_back(start); // before the segment exists: the rollback finds it or nothing
+      vmm_check_wake(add_segment(start, bytes), failed_call_);
     }
     restore_backup();
   } catch (...) {
-    for (const CUdeviceptr base : taken) {
-      CUresult ignored = CUDA_SUCCESS;
-      static_cast<void>(unback(base, chunks_.at(base), ignored));
+    for (const CUdeviceptr start : taken) {
+      if (const auto segment = segments_.find(start); segment != segments_.end()) {
+        CUresult ignored = CUDA_SUCCESS;
+        static_cast<void>(drop_segment(segment, ignored));
+      }
     }
     throw;
   }
   backup_.reset();
-  for (auto& [base, entry] : chunks_) {
-    entry.backup_offset = no_backup;
+  for (auto& [base, slab] : slabs_) {
+    slab.backup_offset = no_backup;
   }
   asleep_ = false;
 }

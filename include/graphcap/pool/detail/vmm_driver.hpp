@@ -1,11 +1,13 @@
 // graphcap/pool/detail/vmm_driver.hpp - what pool::sleepable's chunks (pool/detail/vmm_chunks.hpp)
 // call: the CUDA driver's virtual memory functions, each resolved at its first use through the
-// lazy driver layer (cuda/detail/driver.hpp), and pinned host memory for a backup.
+// lazy driver layer (cuda/detail/driver.hpp), what backs one segment of a pool's address range
+// and gives it back, and pinned host memory for a backup.
 #pragma once
 
 #include <graphcap/cuda/detail/capture_mode_guard.hpp>
 #include <graphcap/cuda/detail/cuda_check.hpp>
 #include <graphcap/cuda/detail/driver.hpp>
+#include <graphcap/cuda/detail/unique_handle.hpp>
 #include <graphcap/error.hpp>
 
 #include <cuda.h>
@@ -54,7 +56,20 @@ inline void vmm_check(CUresult status, const char* call, std::string_view hint =
   }
 }
 
-/// Pinned host memory for a sleeping pool's contents.
+/// Throws for a call of a wake that failed: out_of_memory_error where the driver had no memory,
+/// else cuda_error; the pool stays asleep.
+inline void vmm_check_wake(CUresult status, const char* call) {
+  if (status == CUDA_ERROR_OUT_OF_MEMORY) {
+    vmm_check<out_of_memory_error>(status, call,
+                                   "a sleepable pool's wake could not get its memory back: it "
+                                   "stays asleep and keeps its backup; free memory and call "
+                                   "wake() again");
+  }
+  vmm_check(status, call,
+            "the sleepable pool stays asleep and keeps its backup: call wake() again");
+}
+
+/// Pinned host memory for a sleeping pool's contents, and the stream its copies run on.
 class host_backup {
 public:
   host_backup() noexcept = default;
@@ -84,10 +99,88 @@ public:
   [[nodiscard]] std::byte* data() const noexcept { return data_; }
   /// Its size.
   [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }
+  /// The stream the copies run on (never capturing), made at the first use.
+  [[nodiscard]] cudaStream_t stream() {
+    if (!stream_) {
+      cudaStream_t stream = nullptr;
+      check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+      stream_.reset(stream);
+    }
+    return stream_.get();
+  }
 
 private:
   std::byte* data_ = nullptr;
   std::size_t bytes_ = 0;
+  stream_handle stream_;
 };
+
+/// One physical allocation mapped at one address range of a sleepable pool.
+struct vmm_segment {
+  std::size_t bytes = 0;                     ///< its size (a multiple of the granularity)
+  CUmemGenericAllocationHandle physical = 0; ///< valid while has_physical
+  bool has_physical = false;                 ///< created and not released yet
+  bool mapped = false;                       ///< mapped at its address
+};
+
+/// Creates (where it has none), maps and opens for `device` the physical memory of the segment
+/// at `base`; the status of the call that failed (`failed` names it), leaving what it did for
+/// vmm_unback to undo. A missing driver function throws cuda_error naming it.
+inline CUresult vmm_back(CUdeviceptr base, vmm_segment& segment, int device, const char*& failed) {
+  const vmm_driver& driver = vmm();
+  if (!segment.has_physical) {
+    CUmemAllocationProp prop{};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = device;
+    failed = "cuMemCreate";
+    if (const CUresult status =
+            driver.create.require(sleepable_needs)(&segment.physical, segment.bytes, &prop, 0);
+        status != CUDA_SUCCESS) {
+      return status;
+    }
+    segment.has_physical = true;
+  }
+  failed = "cuMemMap";
+  if (const CUresult status =
+          driver.map.require(sleepable_needs)(base, segment.bytes, 0, segment.physical, 0);
+      status != CUDA_SUCCESS) {
+    return status;
+  }
+  segment.mapped = true;
+  CUmemAccessDesc desc{};
+  desc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  desc.location.id = device;
+  desc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  failed = "cuMemSetAccess";
+  return driver.set_access.require(sleepable_needs)(base, segment.bytes, &desc, 1);
+}
+
+/// Unmaps and releases what the segment at `base` holds; the status of the call that failed
+/// (`failed` names it), or CUDA_SUCCESS. Never throws (a missing function: CUDA_ERROR_NOT_FOUND).
+inline CUresult vmm_unback(CUdeviceptr base, vmm_segment& segment, const char*& failed) noexcept {
+  const vmm_driver& driver = vmm();
+  if (segment.mapped) {
+    const auto unmap = driver.unmap.find();
+    failed = "cuMemUnmap";
+    if (const CUresult status =
+            unmap != nullptr ? unmap(base, segment.bytes) : CUDA_ERROR_NOT_FOUND;
+        status != CUDA_SUCCESS) {
+      return status;
+    }
+    segment.mapped = false;
+  }
+  if (segment.has_physical) {
+    const auto release = driver.release.find();
+    failed = "cuMemRelease";
+    if (const CUresult status =
+            release != nullptr ? release(segment.physical) : CUDA_ERROR_NOT_FOUND;
+        status != CUDA_SUCCESS) {
+      return status;
+    }
+    segment.has_physical = false;
+  }
+  return CUDA_SUCCESS;
+}
 
 } // namespace graphcap::detail::pool

@@ -228,6 +228,8 @@ public:
 protected:
   /// The pool's core (null until the first allocation or handle()).
   [[nodiscard]] const std::shared_ptr<pool::pool_core>& core() const noexcept { return core_; }
+  /// The completion marker of the graph's captures.
+  [[nodiscard]] const pool::completion_marker& marker() const noexcept { return marker_; }
 
   void ensure_core() {
     if (core_) {

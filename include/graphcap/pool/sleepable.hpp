@@ -64,10 +64,11 @@ public:
   }
 
   /// Releases every physical page of the pool, keeping its addresses; with backup::host, copies
-  /// the pool's memory to pinned host memory first. Waits for the device first, so that no
-  /// replay still uses the memory. state_error while a capture into the pool is open, or if it
-  /// sleeps already; cuda_error if a call fails: before any page went, the pool is as it was;
-  /// after, it is asleep and sleep() again releases the rest.
+  /// the pool's memory to pinned host memory first. First waits for the last replay of every graph
+  /// captured into the pool (their completion markers), so that none still uses the memory.
+  /// state_error while a capture into the pool is open, or if it sleeps already; cuda_error if a
+  /// call fails: before any page went, the pool is as it was; after, it is asleep and sleep()
+  /// again releases the rest.
   void sleep(graphcap::pool::backup how = graphcap::pool::backup::none) {
     detail::pool::vmm_chunks& memory = chunks();
     if (memory.open_captures() > 0) {
@@ -79,7 +80,9 @@ public:
                         "it first");
     }
     const detail::relaxed_capture_mode_guard relaxed; // another thread may capture (global)
-    core().wait_for_device(); // as cudaFree: every replay using the pool has finished
+    if (!memory.markers().wait()) { // every replay of the pool's graphs has finished
+      core().wait_for_device();     // or, where a marker is missing, as cudaFree waits
+    }
     memory.sleep(how == graphcap::pool::backup::host);
   }
 
@@ -173,10 +176,13 @@ struct sleepable : detail::slab_pool<false, detail::pool::vmm_chunks> {
     memory_->capture_opened();
     capturing_ = true;
   }
-  /// The capture ended: sleep may come.
+  /// The capture ended: sleep may come, and will wait for this graph's replays.
   void after_capture_end(cudaGraph_t graph) noexcept {
     close_capture();
     slab_pool::after_capture_end(graph);
+    if (marker().in_graph()) {
+      memory_->markers().watch(marker().event());
+    }
   }
   /// The capture failed: sleep may come; every block goes back.
   void on_capture_abort() noexcept {

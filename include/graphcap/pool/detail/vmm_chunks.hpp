@@ -76,15 +76,13 @@ public:
   [[nodiscard]] std::size_t resident_bytes() const noexcept { return resident_; }
   /// Bytes of the host backup (0: none).
   [[nodiscard]] std::size_t backup_bytes() const noexcept { return backup_.bytes(); }
-  /// Physical allocations held now (one per growth, one per run of contiguous slabs after wake).
-  [[nodiscard]] std::size_t segments() const noexcept { return segments_.size(); }
 
-  /// Captures into the pool in progress: sleep refuses while any is.
+  /// Captures into the pool in progress (begun, not ended or failed): sleep refuses while any is.
   [[nodiscard]] std::size_t open_captures() const noexcept { return captures_; }
-  /// A capture into the pool begins.
   void capture_opened() noexcept { ++captures_; }
-  /// A capture into the pool ended (or failed).
   void capture_closed() noexcept { --captures_; }
+  /// The replays sleep waits for (the graphs' completion markers).
+  [[nodiscard]] replay_markers& markers() noexcept { return markers_; }
 
 private:
   struct arena {
@@ -152,6 +150,7 @@ private:
   std::map<CUdeviceptr, slab_record> slabs_;
   std::map<CUdeviceptr, vmm_segment> segments_;
   host_backup backup_;
+  replay_markers markers_;
   std::size_t granularity_ = 0;
   std::size_t arena_bytes_ = 0;
   std::size_t resident_ = 0;

@@ -127,6 +127,7 @@ public:
     if (!marker) {
       return;
     }
+    const relaxed_capture_mode_guard relaxed; // another thread may capture (global mode)
     std::erase_if(markers_, [&](const ready_event& kept) {
       return kept.use_count() == 1 && cudaEventQuery(kept->get()) == cudaSuccess;
     });

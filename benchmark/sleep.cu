@@ -8,8 +8,9 @@
 //   graphcap sleep + wake   sleep(backup::none) and wake(), after a first cycle (the pool's
 //                           memory is then one allocation per run of contiguous slabs)
 // Metric "sleep + wake, backup::host" (ms per GiB): a pinned cudaMemcpy of the size to the host
-// and back (the baseline: what the backup's copies cost at best), and graphcap's sleep(host) +
-// wake(), pinned allocation of the backup included.
+// and back (the baseline: what the backup's copies cost at best), graphcap's sleep(host) +
+// wake(), pinned allocation of the backup included, and the same with keep_backup_memory(true)
+// (the pinned memory kept from one sleep to the next).
 // Metric "replay" (us per replay, synchronized): a sleepable graph never slept (the baseline) and
 // one slept and woken before each round.
 #include <graphcap/graphcap.hpp>
@@ -140,6 +141,10 @@ int main() {
   pool.wake();
   sleepy_graph control; // never slept
   capture(control, stream, blocks);
+  sleepy_graph kept;
+  capture(kept, stream, blocks);
+  graphcap::sleepable_pool_handle kept_pool = kept.pool();
+  kept_pool.keep_backup_memory(true);
   sleepy_graph replayed;
   capture(replayed, stream, blocks);
   graphcap::sleepable_pool_handle replayed_pool = replayed.pool();
@@ -155,6 +160,7 @@ int main() {
   std::vector<double> plain;
   std::vector<double> copies;
   std::vector<double> backed_up;
+  std::vector<double> backed_up_kept;
   std::vector<double> replay_control;
   std::vector<double> replay_woken;
   const double per_gib = static_cast<double>(bytes) / (1 << 30);
@@ -183,6 +189,12 @@ int main() {
          });
        },
        [&](bool record) {
+         timed_ms(backed_up_kept, record, per_gib, [&] {
+           kept_pool.sleep(graphcap::pool::backup::host);
+           kept_pool.wake();
+         });
+       },
+       [&](bool record) {
          bench::synchronized_steps(stream, 20, replay_control, record,
                                    [&] { control.replay(stream); });
        },
@@ -202,6 +214,8 @@ int main() {
              copies);
   report.add("sleep + wake, backup::host (MiB)", size, "graphcap sleep(host) + wake", "ms/GiB",
              backed_up);
+  report.add("sleep + wake, backup::host (MiB)", size, "the same, backup memory kept", "ms/GiB",
+             backed_up_kept);
   report.add("replay (kernels)", kernels, "never slept", "us", replay_control);
   report.add("replay (kernels)", kernels, "slept and woken", "us", replay_woken);
   report.note("targets (#31): sleep + wake without backup <= 1 ms/GiB; backup::host >= 80% of the "

@@ -298,3 +298,29 @@ TEST_CASE("sleepable (double): sleep waits for each graph's last replay, a reset
   stream.synchronize();
   CHECK(host == std::vector<unsigned char>(bytes, 2));
 }
+
+TEST_CASE("sleepable (double): keep_backup_memory keeps the pinned memory for the next sleep") {
+  cuda_double::reset();
+  forget_vmm_functions();
+  std::vector<unsigned char> host(bytes, 0);
+  sleepy_graph graph;
+  unsigned char* block = capture_fill(graph, host, 1);
+  gc::sleepable_pool_handle pool = graph.pool();
+  pool.sleep(gc::pool::backup::host);
+  pool.wake();
+  CHECK(pool.backup_memory() == 0); // by default, wake frees it
+  pool.keep_backup_memory(true);
+  cuda_double::clear_call_counts();
+  pool.sleep(gc::pool::backup::host);
+  pool.wake();
+  CHECK(pool.backup_bytes() == 0);
+  CHECK(pool.backup_memory() == pool.resident_bytes()); // kept
+  CUDA_REQUIRE(cudaMemset(block, 0x77, bytes));
+  pool.sleep(gc::pool::backup::host);
+  CHECK(cuda_double::calls("cudaMallocHost") == 1); // the first of the two sleeps only
+  pool.wake();
+  CHECK(read_back(block) == std::vector<unsigned char>(bytes, 0x77));
+  pool.keep_backup_memory(false); // frees what is kept
+  CHECK(pool.backup_memory() == 0);
+  CHECK(cuda_double::calls("cudaFreeHost") == 1);
+}

@@ -99,12 +99,19 @@ public:
     memory.wake();
   }
 
+  /// With `keep`, wake() keeps the pinned host memory of a backup, and the next
+  /// sleep(backup::host) copies into it with no allocation: faster cycles, for host memory held
+  /// while the pool is awake (backup_memory()). Off by default: wake() frees it.
+  void keep_backup_memory(bool keep) noexcept { chunks().keep_backup_memory(keep); }
+
   /// True from sleep() (a failed one too) until wake() succeeds.
   [[nodiscard]] bool asleep() const noexcept { return chunks().asleep(); }
   /// Bytes of physical device memory the pool holds now (0 while it sleeps).
   [[nodiscard]] std::size_t resident_bytes() const noexcept { return chunks().resident_bytes(); }
   /// Bytes of pinned host memory holding the backup of a sleeping pool (0: none).
   [[nodiscard]] std::size_t backup_bytes() const noexcept { return chunks().backup_bytes(); }
+  /// Bytes of pinned host memory the pool holds for backups (a backup, or kept for the next).
+  [[nodiscard]] std::size_t backup_memory() const noexcept { return chunks().backup_memory(); }
 
 private:
   friend struct detail::pool::sleepable_access;

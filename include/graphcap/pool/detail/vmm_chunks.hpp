@@ -76,6 +76,15 @@ public:
   [[nodiscard]] std::size_t resident_bytes() const noexcept { return resident_; }
   /// Bytes of the host backup (0: none).
   [[nodiscard]] std::size_t backup_bytes() const noexcept { return backup_.bytes(); }
+  /// Pinned host memory held for backups (kept after wake with keep_backup_memory()).
+  [[nodiscard]] std::size_t backup_memory() const noexcept { return backup_.capacity(); }
+  /// Whether wake keeps the backup's pinned memory for the next sleep.
+  void keep_backup_memory(bool keep) noexcept {
+    keep_backup_memory_ = keep;
+    if (!keep && backup_.bytes() == 0) {
+      backup_.reset();
+    }
+  }
 
   /// Captures into the pool in progress (begun, not ended or failed): sleep refuses while any is.
   [[nodiscard]] std::size_t open_captures() const noexcept { return captures_; }
@@ -94,9 +103,7 @@ private:
   struct slab_record {
     std::size_t bytes = 0;
     std::size_t arena = 0; // index in arenas_
-    std::size_t backup_offset = no_backup;
   };
-  static constexpr std::size_t no_backup = static_cast<std::size_t>(-1);
 
   /// The segment holding `address`, or segments_.end().
   [[nodiscard]] std::map<CUdeviceptr, vmm_segment>::iterator segment_at(CUdeviceptr address) {
@@ -140,11 +147,7 @@ private:
     }
     free_arena(index);
   }
-  /// Calls f(device address, host offset, bytes) for each run of contiguous backed-up slabs.
-  template <class F>
-  void for_each_backup_run(F&& f) const;
   void make_backup();
-  void restore_backup();
 
   std::vector<arena> arenas_;
   std::map<CUdeviceptr, slab_record> slabs_;
@@ -157,6 +160,7 @@ private:
   std::size_t captures_ = 0;
   int device_ = 0;
   bool asleep_ = false;
+  bool keep_backup_memory_ = false;
   const char* failed_call_ = "cuMemCreate";
 };
 
@@ -244,6 +248,7 @@ inline void vmm_chunks::free(void* slab) noexcept {
   const CUdeviceptr base = found->first;
   const std::size_t index = found->second.arena;
   slabs_.erase(found);
+  backup_.forget(base); // not restored into memory that is no slab any more
   --arenas_[index].slabs;
   if (const auto segment = segment_at(base); segment != segments_.end()) {
     const CUdeviceptr end = segment->first + segment->second.bytes;
@@ -256,79 +261,17 @@ inline void vmm_chunks::free(void* slab) noexcept {
   free_arena(index);
 }
 
-template <class F>
-void vmm_chunks::for_each_backup_run(F&& f) const {
-  CUdeviceptr start = 0;
-  std::size_t offset = 0;
-  std::size_t bytes = 0;
-  for (const auto& [base, slab] : slabs_) {
-    if (slab.backup_offset == no_backup) {
-      continue;
-    }
-    if (bytes > 0 && base == start + bytes && slab.backup_offset == offset + bytes) {
-      bytes += slab.bytes; // contiguous here and in the backup: one copy
-      continue;
-    }
-    if (bytes > 0) {
-      f(start, offset, bytes);
-    }
-    start = base;
-    offset = slab.backup_offset;
-    bytes = slab.bytes;
-  }
-  if (bytes > 0) {
-    f(start, offset, bytes);
-  }
-}
-
 inline void vmm_chunks::make_backup() {
-  std::size_t bytes = 0;
-  for (const auto& [base, slab] : slabs_) { // what is still mapped: a failed sleep may have
-    const auto segment = segment_at(base);  // released the rest already
-    bytes += segment != segments_.end() && segment->second.mapped ? slab.bytes : 0;
-  }
-  if (bytes == 0) {
-    return;
-  }
-  const relaxed_capture_mode_guard relaxed;
-  const cudaStream_t stream = backup_.stream();
-  backup_.allocate(bytes);
-  std::size_t offset = 0; // nothing can throw while the offsets go in
-  for (auto& [base, slab] : slabs_) {
+  std::vector<std::pair<CUdeviceptr, std::size_t>> mapped; // a failed sleep may have released
+  for (const auto& [base, slab] : slabs_) {                // some already
     const auto segment = segment_at(base);
     if (segment != segments_.end() && segment->second.mapped) {
-      slab.backup_offset = offset;
-      offset += slab.bytes;
+      mapped.emplace_back(base, slab.bytes);
     }
   }
-  try {
-    for_each_backup_run([&](CUdeviceptr from, std::size_t to, std::size_t size) {
-      check(cudaMemcpyAsync(backup_.data() + to, vmm_pointer(from), size, cudaMemcpyDeviceToHost,
-                            stream),
-            "cudaMemcpyAsync");
-    });
-    check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-  } catch (...) {
-    backup_.reset();
-    for (auto& [base, slab] : slabs_) {
-      slab.backup_offset = no_backup;
-    }
-    throw;
+  if (!mapped.empty()) {
+    backup_.save(mapped);
   }
-}
-
-inline void vmm_chunks::restore_backup() {
-  if (backup_.data() == nullptr) {
-    return;
-  }
-  const relaxed_capture_mode_guard relaxed;
-  const cudaStream_t stream = backup_.stream();
-  for_each_backup_run([&](CUdeviceptr to, std::size_t from, std::size_t size) {
-    check(cudaMemcpyAsync(vmm_pointer(to), backup_.data() + from, size, cudaMemcpyHostToDevice,
-                          stream),
-          "cudaMemcpyAsync");
-  });
-  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
 }
 
 inline void vmm_chunks::sleep(bool keep_contents) {
@@ -379,7 +322,7 @@ inline void vmm_chunks::wake() {
       taken.push_back(start); // before the segment exists: the rollback finds it or nothing
       vmm_check_wake(add_segment(start, bytes), failed_call_);
     }
-    restore_backup();
+    backup_.restore();
   } catch (...) {
     for (const CUdeviceptr start : taken) {
       if (const auto segment = segments_.find(start); segment != segments_.end()) {
@@ -389,9 +332,10 @@ inline void vmm_chunks::wake() {
     }
     throw;
   }
-  backup_.reset();
-  for (auto& [base, slab] : slabs_) {
-    slab.backup_offset = no_backup;
+  if (keep_backup_memory_) {
+    backup_.clear();
+  } else {
+    backup_.reset();
   }
   asleep_ = false;
 }

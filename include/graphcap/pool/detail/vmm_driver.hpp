@@ -17,7 +17,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace graphcap::detail::pool {
@@ -71,7 +73,7 @@ inline void vmm_check_wake(CUresult status, const char* call) {
             "the sleepable pool stays asleep and keeps its backup: call wake() again");
 }
 
-/// Pinned host memory for a sleeping pool's contents, and the stream its copies run on.
+/// A sleeping pool's contents in pinned host memory, slab by slab, and the stream of its copies.
 class host_backup {
 public:
   host_backup() noexcept = default;
@@ -81,26 +83,71 @@ public:
   host_backup& operator=(host_backup&&) = delete;
   ~host_backup() { reset(); }
 
-  /// `bytes` of pinned host memory, replacing nothing (call on an empty backup).
-  void allocate(std::size_t bytes) {
-    const relaxed_capture_mode_guard relaxed;
-    void* memory = nullptr;
-    check(cudaMallocHost(&memory, bytes), "cudaMallocHost");
-    data_ = static_cast<std::byte*>(memory);
-    bytes_ = bytes;
+  /// Copies each of `slabs` (address and bytes, ascending) to pinned host memory, contiguous
+  /// slabs in one copy, and waits for the copies; the memory kept from an earlier backup if it is
+  /// large enough, else new (cudaMallocHost). On failure there is no backup, and it throws.
+  void save(const std::vector<std::pair<CUdeviceptr, std::size_t>>& slabs) {
+    const relaxed_capture_mode_guard relaxed; // another thread may capture (global mode)
+    std::size_t bytes = 0;
+    for (const auto& [base, size] : slabs) {
+      bytes += size;
+    }
+    if (capacity_ < bytes) {
+      reset();
+      void* memory = nullptr;
+      check(cudaMallocHost(&memory, bytes), "cudaMallocHost");
+      data_ = static_cast<std::byte*>(memory);
+      capacity_ = bytes;
+    }
+    try {
+      std::size_t offset = 0;
+      for (const auto& [base, size] : slabs) {
+        entries_.emplace(base, std::pair{offset, size});
+        offset += size;
+      }
+      bytes_ = bytes;
+      for_each_run([&](CUdeviceptr from, std::size_t to, std::size_t size) {
+        check(
+            cudaMemcpyAsync(data_ + to, vmm_pointer(from), size, cudaMemcpyDeviceToHost, stream()),
+            "cudaMemcpyAsync");
+      });
+      check(cudaStreamSynchronize(stream()), "cudaStreamSynchronize");
+    } catch (...) {
+      clear(); // a retry finds the memory
+      throw;
+    }
   }
-  /// Frees the memory.
+  /// Copies the backup back to the slabs it still has, and waits for the copies.
+  void restore() {
+    const relaxed_capture_mode_guard relaxed;
+    for_each_run([&](CUdeviceptr to, std::size_t from, std::size_t size) {
+      check(cudaMemcpyAsync(vmm_pointer(to), data_ + from, size, cudaMemcpyHostToDevice, stream()),
+            "cudaMemcpyAsync");
+    });
+    check(cudaStreamSynchronize(stream()), "cudaStreamSynchronize");
+  }
+  /// A slab the pool freed: nothing is restored there.
+  void forget(CUdeviceptr slab) noexcept { entries_.erase(slab); }
+  /// No backup any more; the memory is kept for the next one.
+  void clear() noexcept {
+    bytes_ = 0;
+    entries_.clear();
+  }
+  /// No backup, and the memory freed.
   void reset() noexcept {
     if (data_ != nullptr) {
       ignore(cudaFreeHost(data_));
-      data_ = nullptr;
-      bytes_ = 0;
     }
+    data_ = nullptr;
+    capacity_ = 0;
+    clear();
   }
-  /// The memory (null when there is no backup).
-  [[nodiscard]] std::byte* data() const noexcept { return data_; }
-  /// Its size.
+  /// The backup (null when there is none).
+  [[nodiscard]] std::byte* data() const noexcept { return bytes_ > 0 ? data_ : nullptr; }
+  /// The backup's size (0: none).
   [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }
+  /// The pinned host memory held, backup or not.
+  [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
   /// The stream the copies run on (never capturing), made at the first use.
   [[nodiscard]] cudaStream_t stream() {
     if (!stream_) {
@@ -112,8 +159,33 @@ public:
   }
 
 private:
+  /// Calls f(device address, host offset, bytes) for each run of contiguous slabs.
+  template <class F>
+  void for_each_run(F&& f) const {
+    CUdeviceptr start = 0;
+    std::size_t offset = 0;
+    std::size_t bytes = 0;
+    for (const auto& [base, entry] : entries_) {
+      if (bytes > 0 && base == start + bytes && entry.first == offset + bytes) {
+        bytes += entry.second; // contiguous on the device and in the backup: one copy
+        continue;
+      }
+      if (bytes > 0) {
+        f(start, offset, bytes);
+      }
+      start = base;
+      offset = entry.first;
+      bytes = entry.second;
+    }
+    if (bytes > 0) {
+      f(start, offset, bytes);
+    }
+  }
+
+  std::map<CUdeviceptr, std::pair<std::size_t, std::size_t>> entries_; // slab -> offset, bytes
   std::byte* data_ = nullptr;
-  std::size_t bytes_ = 0;
+  std::size_t capacity_ = 0; // pinned bytes held
+  std::size_t bytes_ = 0;    // the backup's (0: none)
   stream_handle stream_;
 };
 

@@ -19,7 +19,7 @@ mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 export PATH="/usr/local/cuda/bin:$PATH"
 # bench_annotations exists where CUPTI was found (graphcap::annotations); it is run when built.
-cases="${CASES:-bench_replay bench_build bench_device bench_features bench_annotations bench_update bench_step bench_pools bench_loops bench_verify bench_families bench_piecewise bench_rebind}"
+cases="${CASES:-bench_replay bench_build bench_device bench_features bench_annotations bench_update bench_step bench_pools bench_loops bench_verify bench_families bench_piecewise bench_rebind bench_sleep}"
 status=0
 started=$SECONDS
 

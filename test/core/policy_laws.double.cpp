@@ -4,6 +4,7 @@
 // destruction) on the CUDA test double, which can count what is left alive and inject failures.
 // After every step: no stream capturing, the state the step promises, and nothing leaked.
 #include <graphcap/annotations.hpp>
+#include <graphcap/sleepable_pool.hpp>
 
 #include "catch.hpp"
 #include "cuda_helpers.hpp"
@@ -92,6 +93,7 @@ using relaxed_mode = gc::graph_with<gc::mode::relaxed>;
 using private_pool = gc::graph_with<gc::pool::private_pool>;
 using shared_pool = gc::graph_with<gc::pool::shared>;
 using user_pool = gc::graph_with<gc::pool::user>;
+using sleepable_pool = gc::graph_with<gc::pool::sleepable>;
 using memory_nodes = gc::graph_with<gc::pool::graph_memory_nodes>;
 using annotated = gc::graph_with<gc::annot::on>;
 using checked = gc::graph_with<gc::liveness::check>;
@@ -122,7 +124,7 @@ using user_written =
 
 TEMPLATE_TEST_CASE("every shipped policy keeps the lifecycle laws", "[laws]", gc::lean_graph,
                    thread_local_mode, relaxed_mode, private_pool, shared_pool, user_pool,
-                   memory_nodes, annotated, checked, everything_on, user_written) {
+                   sleepable_pool, memory_nodes, annotated, checked, everything_on, user_written) {
   using graph_type = TestType;
   using scope_type = typename graph_type::scope;
   cuda_double::reset();

@@ -12,6 +12,7 @@
 // graph wrote into the held replay's block), the second block == 7 (the held replay, released,
 // wrote over the second graph's data), and the release came from the test, not the timer.
 #include <graphcap/graphcap.hpp>
+#include <graphcap/sleepable_pool.hpp>
 
 #include "catch.hpp"
 #include "cuda_helpers.hpp"
@@ -331,4 +332,35 @@ TEST_CASE("pool::graph_memory_nodes: memory freed while a replay runs waits for 
   std::optional<nodes_graph> first;
   first.emplace();
   check_handover(first, how, reuse::up_to_cuda, give_up_waits::yes, [] { return nodes_graph{}; });
+}
+
+TEST_CASE("pool::sleepable: sleep while a replay runs waits for it, and the backup holds its end",
+          "[gpu-evidence]") {
+  // The replay is held on the device between its two writes (8, then 7 after the hold). sleep()
+  // must wait for its completion marker before it copies and unmaps: it holds the test's thread
+  // until the timer releases the replay, and the backup holds the 7. A sleep that did not wait
+  // would unmap under the held replay (an illegal address when it resumes) or back up the 8.
+  using sleepy_graph = gc::graph_with<gc::pool::sleepable>;
+  hold held;
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> seen(bytes);
+  CUDA_REQUIRE(cudaMemset(seen.get(), 0, bytes));
+  CUDA_REQUIRE(cudaDeviceSynchronize());
+  sleepy_graph graph;
+  unsigned char* const block = capture_holding(graph, held, seen.get());
+  gc::sleepable_pool_handle pool = graph.pool();
+  held.arm();
+  graph.replay(stream);
+  REQUIRE(held.wait_until_started());
+  releaser release(held);
+  pool.sleep(gc::pool::backup::host);
+  release.release_now(); // a sleep that did not wait got here with the replay still held
+  const bool by_timer = release.released_by_timer();
+  CHECK(by_timer);
+  CHECK_FALSE(held.timed_out());
+  pool.wake();
+  stream.synchronize();
+  CHECK(read_back(seen.get()) == filled(8));
+  CHECK(read_back(block) == filled(7));
+  gctest::require_no_last_error();
 }

@@ -75,8 +75,10 @@ class graph_cache {
   static_assert(std::is_invocable_r_v<std::size_t, const Hash&, const Key&>,
                 "graphcap: graph_cache<Key> needs a hashable key: give it a Hash type");
 
-  static constexpr bool shares_pool = std::constructible_from<Graph, const pool_handle&> &&
-                                      std::is_same_v<typename Graph::pool_type, pool::shared>;
+  static constexpr bool shares_pool =
+      std::constructible_from<Graph, const pool_handle&> &&
+      (std::is_same_v<typename Graph::pool_type, pool::shared> ||
+       requires { typename Graph::pool_type::handle_type; }); // pool::sleepable
 
 public:
   using key_type = Key;     ///< what a graph is looked up by
@@ -88,7 +90,7 @@ public:
       throw error("graphcap: a graph_cache needs a capacity of at least 1");
     }
     if constexpr (shares_pool) {
-      pool_.emplace();
+      pool_.emplace(detail::new_pool_handle_for<Graph>());
     }
   }
 
@@ -157,10 +159,11 @@ public:
   /// Hits, misses and evictions so far.
   [[nodiscard]] const graph_cache_statistics& statistics() const noexcept { return statistics_; }
 
-  /// The pool the cache's graphs share (pool::shared graphs only).
+  /// The pool the cache's graphs share (pool::shared and pool::sleepable graphs only).
   template <bool Shares = shares_pool>
   [[nodiscard]] const pool_handle& pool() const noexcept {
-    static_assert(Shares, "graphcap: pool() needs a graph_cache whose graphs use pool::shared");
+    static_assert(Shares, "graphcap: pool() needs a graph_cache whose graphs use pool::shared or "
+                          "pool::sleepable");
     return *pool_;
   }
 
@@ -200,7 +203,7 @@ private:
   }
 
   graph_cache_options options_;
-  std::optional<pool_handle> pool_; // the graphs' shared pool (pool::shared only)
+  std::optional<pool_handle> pool_; // the graphs' shared pool (pool::shared, pool::sleepable)
   std::list<entry> entries_;        // most recently used first
   std::unordered_map<Key, typename std::list<entry>::iterator, Hash, KeyEqual> index_;
   graph_cache_statistics statistics_{};

@@ -352,7 +352,7 @@ private:
 
   options_type options_;
   detail::stream_handle stream_; // the capture stream; destroyed after every graph
-  pool_handle pool_;
+  pool_handle pool_ = detail::new_pool_handle_for<Graph>();
   std::vector<Key> keys_;                             // smallest first, for the binary search
   std::vector<std::unique_ptr<entry>> entries_;       // in the order of keys_
   detail::families::executable_groups<Graph> groups_; // one-executable mode

@@ -33,6 +33,23 @@ public:
   /// Whether both handles refer to the same pool.
   friend bool operator==(const pool_handle&, const pool_handle&) = default;
 
+  /// Only a pool that can sleep sleeps (sleepable_pool_handle::sleep): refused at compile time.
+  template <class... Args>
+  void sleep(Args&&... /*how*/) const {
+    static_assert(sizeof...(Args) > 1000, // never true: the message is the point
+                  "graphcap: sleep() needs a sleepable pool: use graph_with<pool::sleepable> "
+                  "(#include <graphcap/sleepable_pool.hpp>), whose pool() is a "
+                  "sleepable_pool_handle");
+  }
+  /// Only a pool that can sleep wakes (sleepable_pool_handle::wake): refused at compile time.
+  template <class... Args>
+  void wake(Args&&... /*none*/) const {
+    static_assert(sizeof...(Args) > 1000, // never true: the message is the point
+                  "graphcap: wake() needs a sleepable pool: use graph_with<pool::sleepable> "
+                  "(#include <graphcap/sleepable_pool.hpp>), whose pool() is a "
+                  "sleepable_pool_handle");
+  }
+
 private:
   friend struct detail::pool_handle_access;
   explicit pool_handle(std::shared_ptr<detail::pool::pool_core> core) noexcept
@@ -58,6 +75,17 @@ struct pool_handle_access {
     return pool_handle{std::move(core)};
   }
 };
+
+/// A handle to a new pool of the kind `Graph`'s pool policy draws from: its handle_type where it
+/// names one (pool::sleepable: a pool that can sleep), else a plain pool.
+template <class Graph>
+[[nodiscard]] pool_handle new_pool_handle_for() {
+  if constexpr (requires { typename Graph::pool_type::handle_type; }) {
+    return typename Graph::pool_type::handle_type{};
+  } else {
+    return pool_handle{};
+  }
+}
 
 } // namespace detail
 

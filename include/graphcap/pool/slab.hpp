@@ -25,6 +25,7 @@
 #include <cstddef>
 #include <map>
 #include <memory>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -33,8 +34,10 @@ namespace graphcap {
 namespace detail {
 
 /// What the private, shared and user pools have in common: blocks from a pool_core, a record of
-/// the blocks this graph holds, and reuse of blocks freed during the capture.
-template <bool Shared>
+/// the blocks this graph holds, and reuse of blocks freed during the capture. `Source`: where a
+/// pool of its own takes its slabs (void: the runtime's allocators; else a pool::slab_source
+/// made at the first allocation, as pool::sleepable's VMM chunks).
+template <bool Shared, class Source = void>
 class slab_pool : public policy_base<policy_kind::pool> {
 public:
   /// scope::allocate() and make_buffer() exist.
@@ -222,6 +225,26 @@ public:
     return core_ ? core_->statistics() : pool_statistics{};
   }
 
+protected:
+  /// The pool's core (null until the first allocation or handle()).
+  [[nodiscard]] const std::shared_ptr<pool::pool_core>& core() const noexcept { return core_; }
+  /// The completion marker of the graph's captures.
+  [[nodiscard]] const pool::completion_marker& marker() const noexcept { return marker_; }
+
+  void ensure_core() {
+    if (core_) {
+      return;
+    }
+    if constexpr (std::is_void_v<Source>) {
+      // A pool of its own: slabs that wait for the device when freed (no marker).
+      core_ =
+          std::make_shared<pool::pool_core>(nullptr, Shared ? pool::slab_release::after_markers
+                                                            : pool::slab_release::waits_for_device);
+    } else {
+      core_ = std::make_shared<pool::pool_core>(std::make_shared<Source>());
+    }
+  }
+
 private:
   void give_back_all(bool may_release) noexcept {
     freed_.clear();
@@ -267,14 +290,6 @@ private:
   /// freeing a slab does not wait for the device (a user's memory pool).
   [[nodiscard]] bool needs_marker() const noexcept {
     return Shared || shared_with_others() || (core_ && !core_->frees_wait_for_device());
-  }
-
-  void ensure_core() {
-    if (!core_) { // a pool of its own: slabs that wait for the device when freed (no marker)
-      core_ =
-          std::make_shared<pool::pool_core>(nullptr, Shared ? pool::slab_release::after_markers
-                                                            : pool::slab_release::waits_for_device);
-    }
   }
 
   /// The position in held_ of a block for `bytes` on `stream`: the block this capture freed

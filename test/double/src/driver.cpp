@@ -12,22 +12,6 @@ using namespace cuda_double::detail;
 
 namespace {
 
-// Like api(), for driver functions: counted, fault-injectable, locked.
-template <class Body>
-CUresult driver_api(const char* name, Body&& body) {
-  if (thread_state().in_callback)
-    return CUDA_ERROR_NOT_PERMITTED;
-  State& st = state();
-  std::lock_guard<std::recursive_mutex> lock(st.mu);
-  ++st.calls[name];
-  if (st.no_driver)
-    return CUDA_ERROR_NOT_INITIALIZED;
-  cudaError_t injected = cudaSuccess;
-  if (take_fault(name, injected))
-    return static_cast<CUresult>(injected);
-  return body();
-}
-
 CUresult CUDAAPI pointer_get_attribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr) {
   return driver_api("cuPointerGetAttribute", [&] {
     if (!data)
@@ -260,6 +244,17 @@ cudaError_t entry_point(const char* symbol, void** funcPtr, unsigned version,
     return cudaSuccess;
   }
   cudaDriverEntryPointQueryResult result = cudaDriverEntryPointSymbolNotFound;
+  for (const VmmEntryPoint& e : kVmmEntryPoints) { // vmm.cpp: all of CUDA 10.2
+    if (std::strcmp(e.symbol, symbol) == 0) {
+      const bool recent_enough = version >= 10020;
+      *funcPtr = recent_enough ? e.function : nullptr;
+      result =
+          recent_enough ? cudaDriverEntryPointSuccess : cudaDriverEntryPointVersionNotSufficent;
+      if (status)
+        *status = result;
+      return cudaSuccess;
+    }
+  }
   for (const EntryPoint& e : kEntryPoints) {
     if (std::strcmp(e.symbol, symbol) != 0)
       continue;

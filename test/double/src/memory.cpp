@@ -23,6 +23,10 @@ void* raw_alloc(std::size_t capacity) {
   return std::aligned_alloc(kAlignment, capacity);
 }
 
+} // namespace
+
+namespace cuda_double::detail {
+
 Allocation& register_allocation(void* base, std::size_t size, std::size_t capacity,
                                 Allocation::Kind kind, int device) {
   Allocation a;
@@ -34,6 +38,10 @@ Allocation& register_allocation(void* base, std::size_t size, std::size_t capaci
   a.buffer_id = state().next_buffer_id++;
   return state().allocations[reinterpret_cast<std::uintptr_t>(base)] = a;
 }
+
+} // namespace cuda_double::detail
+
+namespace {
 
 Allocation* exact_allocation(const void* ptr) {
   auto it = state().allocations.find(reinterpret_cast<std::uintptr_t>(ptr));
@@ -72,25 +80,6 @@ bool live_pool(cudaMemPool_t pool) {
     return it != state().default_pools.end() && it->second.get() == pool;
   }
   return state().pools.count(pool) && !pool->destroyed;
-}
-
-std::size_t device_bytes_in_use() {
-  std::size_t n = 0;
-  for (const auto& [base, a] : state().allocations) {
-    if (a.kind != Allocation::Kind::pinned)
-      n += a.capacity;
-  }
-  auto cached = [](const CUmemPoolHandle_st& p) {
-    std::size_t c = 0;
-    for (const auto& [cap, ptr] : p.cache)
-      c += cap;
-    return c;
-  };
-  for (const auto& [d, p] : state().default_pools)
-    n += cached(*p);
-  for (cudaMemPool_t p : state().pools)
-    n += cached(*p);
-  return n;
 }
 
 void trim(CUmemPoolHandle_st& pool, unsigned long long keep) {
@@ -139,7 +128,7 @@ cudaError_t pool_alloc(void** out, std::size_t size, cudaMemPool_t pool) {
 // pool memory (back to its pool) and backed graph allocations.
 cudaError_t free_device(void* ptr) {
   Allocation* a = exact_allocation(ptr);
-  if (!a || a->kind == Allocation::Kind::pinned)
+  if (!a || a->kind == Allocation::Kind::pinned || a->kind == Allocation::Kind::vmm)
     return cudaErrorInvalidValue;
   if (a->kind == Allocation::Kind::graph) {
     if (!a->mapped)
@@ -214,6 +203,25 @@ cudaError_t alloc_pinned(void** ptr, std::size_t size, unsigned flags) {
 
 namespace cuda_double::detail {
 
+std::size_t device_bytes_in_use() {
+  std::size_t n = 0;
+  for (const auto& [base, a] : state().allocations) {
+    if (a.kind != Allocation::Kind::pinned)
+      n += a.capacity;
+  }
+  auto cached = [](const CUmemPoolHandle_st& p) {
+    std::size_t c = 0;
+    for (const auto& [cap, ptr] : p.cache)
+      c += cap;
+    return c;
+  };
+  for (const auto& [d, p] : state().default_pools)
+    n += cached(*p);
+  for (cudaMemPool_t p : state().pools)
+    n += cached(*p);
+  return n + vmm_physical_bytes();
+}
+
 Allocation* find_allocation(const void* ptr) {
   auto& m = state().allocations;
   auto it = m.upper_bound(reinterpret_cast<std::uintptr_t>(ptr));
@@ -230,8 +238,18 @@ bool device_range(const void* ptr, std::size_t bytes, bool allow_reserved) {
     return false;
   if (!a->mapped && !(allow_reserved && a->kind == Allocation::Kind::graph))
     return false;
-  return reinterpret_cast<std::uintptr_t>(ptr) + bytes <=
-         reinterpret_cast<std::uintptr_t>(a->base) + a->size;
+  const std::uintptr_t end = reinterpret_cast<std::uintptr_t>(ptr) + bytes;
+  std::uintptr_t covered = reinterpret_cast<std::uintptr_t>(a->base) + a->size;
+  // VMM mappings side by side in one reserved range are one range of memory, as on a GPU.
+  while (end > covered && a->kind == Allocation::Kind::vmm) {
+    const auto next = state().allocations.find(covered);
+    if (next == state().allocations.end() || next->second.kind != Allocation::Kind::vmm ||
+        !next->second.mapped)
+      return false;
+    a = &next->second;
+    covered += a->size;
+  }
+  return end <= covered;
 }
 
 cudaError_t check_memcpy(void* dst, const void* src, std::size_t count, cudaMemcpyKind kind,
@@ -352,9 +370,12 @@ void release_pools_on_sync() {
 
 void free_all_memory() {
   State& st = state();
-  for (auto& [base, a] : st.allocations)
-    std::free(a.base);
+  for (auto& [base, a] : st.allocations) {
+    if (a.kind != Allocation::Kind::vmm) // a mapping's memory is its reservation's
+      std::free(a.base);
+  }
   st.allocations.clear();
+  free_all_vmm();
   for (auto& [capacity, block] : st.freed_device_blocks)
     std::free(block);
   st.freed_device_blocks.clear();

@@ -192,7 +192,7 @@ std::size_t live_allocations() {
   std::size_t n = 0;
   for (const auto& [base, a] : state().allocations)
     n += a.mapped ? 1 : 0;
-  return n;
+  return n + live_vmm_objects();
 }
 
 std::size_t calls(const char* function_name) {

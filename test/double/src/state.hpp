@@ -208,7 +208,9 @@ struct ConditionalHandle {
 };
 
 struct Allocation {
-  enum class Kind { device, pinned, graph };
+  // vmm: a mapping of a physical allocation into a reserved range (vmm.cpp); its memory is the
+  // physical allocation's, counted there.
+  enum class Kind { device, pinned, graph, vmm };
   void* base = nullptr;
   std::size_t size = 0;     // requested size
   std::size_t capacity = 0; // rounded size of the host block backing it
@@ -220,6 +222,26 @@ struct Allocation {
   // to it and is backed ("mapped") between its alloc and free.
   bool mapped = true;
   int graph_refs = 0;
+};
+
+// Virtual memory management (vmm.cpp). A reservation is host address space (mmap, no access);
+// a physical allocation (cuMemCreate) holds its contents while unmapped; a mapping makes a
+// physical allocation's pages the reservation's, accessible once cuMemSetAccess allows it.
+struct VmmReservation {
+  std::size_t size = 0;
+};
+struct VmmPhysical {
+  std::size_t size = 0;
+  int device = 0;
+  std::vector<unsigned char> contents; // while unmapped; empty: never written (undefined)
+  int mappings = 0;
+  bool released = false; // cuMemRelease called: gone with its last mapping
+};
+struct VmmMapping {
+  std::size_t size = 0;
+  std::size_t offset = 0; // into the physical allocation
+  unsigned long long handle = 0;
+  bool accessible = false;
 };
 
 struct Fault {
@@ -251,6 +273,10 @@ struct State {
   // first): like CUDA's driver, the double hands a freed address out again, so that tests can
   // rely on address reuse (with a new buffer id). Not counted as memory in use.
   std::multimap<std::size_t, void*> freed_device_blocks;
+  std::map<std::uintptr_t, VmmReservation> vmm_reservations; // by base
+  std::map<unsigned long long, VmmPhysical> vmm_physical;    // by handle
+  std::map<std::uintptr_t, VmmMapping> vmm_mappings;         // by address
+  unsigned long long next_vmm_handle = 1;
   std::map<int, std::unique_ptr<CUmemPoolHandle_st>> default_pools;
   std::map<int, cudaMemPool_t> current_pools;
   std::unordered_set<cudaMemPool_t> pools;                      // user-created, not yet freed
@@ -351,6 +377,22 @@ cudaError_t api(const char* name, Body&& body, bool needs_driver = true,
     deliver_cupti_callbacks();
   exit_api_callback(callback, err);
   return err;
+}
+
+// Like api(), for driver functions: counted, fault-injectable, locked.
+template <class Body>
+CUresult driver_api(const char* name, Body&& body) {
+  if (thread_state().in_callback)
+    return CUDA_ERROR_NOT_PERMITTED;
+  State& st = state();
+  std::lock_guard<std::recursive_mutex> lock(st.mu);
+  ++st.calls[name];
+  if (st.no_driver)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  cudaError_t injected = cudaSuccess;
+  if (take_fault(name, injected))
+    return static_cast<CUresult>(injected);
+  return body();
 }
 
 // api() for a call whose parameter struct CUPTI's API callbacks hand over.
@@ -459,6 +501,11 @@ bool is_live_exec(cudaGraphExec_t exec);
 
 // --- memory --------------------------------------------------------------
 Allocation* find_allocation(const void* ptr);
+// Device memory in use: allocations, memory pools' caches, VMM physical allocations.
+std::size_t device_bytes_in_use();
+// Enters an allocation in the registry (a new buffer id).
+Allocation& register_allocation(void* base, std::size_t size, std::size_t capacity,
+                                Allocation::Kind kind, int device);
 // True when [ptr, ptr+bytes) lies in device-accessible memory. Reserved but
 // unbacked graph allocations count only if `allow_reserved`.
 bool device_range(const void* ptr, std::size_t bytes, bool allow_reserved);
@@ -479,6 +526,17 @@ void map_graph_allocation(Allocation& a);
 void unmap_graph_allocation(Allocation& a);
 void release_pools_on_sync();
 void free_all_memory();
+// VMM (vmm.cpp): bytes of physical allocations alive; forget everything (reset).
+std::size_t vmm_physical_bytes();
+// Reservations and physical allocations alive (live_allocations() counts them).
+std::size_t live_vmm_objects();
+void free_all_vmm();
+// The double's driver functions for VMM, for the entry-point table (driver.cpp).
+struct VmmEntryPoint {
+  const char* symbol;
+  void* function;
+};
+extern const VmmEntryPoint kVmmEntryPoints[8];
 
 // --- bookkeeping -----------------------------------------------------------
 void record_event_now(CUevent_st* event);

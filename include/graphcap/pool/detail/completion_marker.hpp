@@ -60,6 +60,8 @@ public:
   [[nodiscard]] bool recorded() const noexcept { return recorded_; }
   /// True when the graph captured last ends with the marker.
   [[nodiscard]] bool in_graph() const noexcept { return in_graph_; }
+  /// The event the replays record (null before prepare()).
+  [[nodiscard]] const ready_event& event() const noexcept { return done_; }
 
   /// The capture ended: the graph has the marker if it was recorded. `next_capture_anew`: the
   /// next capture records it again (a shared pool's; a private pool keeps it for an update).

@@ -78,6 +78,9 @@ public:
   explicit pool_core(cudaMemPool_t source = nullptr,
                      slab_release how = slab_release::after_markers) noexcept
       : memory_(source, how) {}
+  /// A core whose slabs come from `custom` (pool::sleepable's VMM chunks), freed after the
+  /// completion markers.
+  explicit pool_core(std::shared_ptr<slab_source> custom) noexcept : memory_(std::move(custom)) {}
   /// Not copyable, not movable: shared through std::shared_ptr.
   pool_core(const pool_core&) = delete;
   pool_core& operator=(const pool_core&) = delete;
@@ -243,6 +246,10 @@ public:
   void reuse_larger_blocks(bool on) noexcept { free_.reuse_larger(on); }
   /// Whether takes may get larger blocks (reuse_larger_blocks()).
   [[nodiscard]] bool reuses_larger_blocks() const noexcept { return free_.reuses_larger(); }
+  /// The policy's own slab source (null: the runtime's allocators).
+  [[nodiscard]] const std::shared_ptr<slab_source>& custom_source() const noexcept {
+    return memory_.custom();
+  }
   /// The user's memory pool the slabs come from (nullptr: the device's current pool).
   [[nodiscard]] cudaMemPool_t source() const noexcept { return memory_.source(); }
 

@@ -9,7 +9,9 @@
 //    (cudaMallocFromPoolAsync), freed with cudaFreeAsync on the slabs' own stream, which first
 //    waits for the graphs' completion markers (order_after);
 //  - with GRAPHCAP_NVTX_REGIONS, cudaMalloc for memory checkers, freed once the own stream has
-//    passed the markers.
+//    passed the markers;
+//  - a slab_source of the policy's own (pool::sleepable's VMM chunks), freed once the own stream
+//    has passed the markers.
 #pragma once
 
 #include <graphcap/cuda/detail/capture_mode_guard.hpp>
@@ -20,8 +22,29 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <memory>
+#include <utility>
 
 namespace graphcap::detail::pool {
+
+/// Slabs from somewhere else than the runtime's allocators (pool::sleepable's VMM chunks): what
+/// slab_memory asks of it. Growth only: a block taken from a free list never reaches it.
+class slab_source {
+public:
+  slab_source() = default;
+  slab_source(const slab_source&) = delete;
+  slab_source& operator=(const slab_source&) = delete;
+  slab_source(slab_source&&) = delete;
+  slab_source& operator=(slab_source&&) = delete;
+  virtual ~slab_source() = default;
+  /// `size` bytes at `*slab`, or the status of the call that failed (allocating_call() names it
+  /// then); may throw a graphcap::error of its own (a missing driver function, a state).
+  [[nodiscard]] virtual cudaError_t allocate(void** slab, std::size_t size) = 0;
+  /// Gives a slab back, once nothing on the device uses it any more.
+  virtual void free(void* slab) noexcept = 0;
+  /// The call that failed last in allocate(), for error messages.
+  [[nodiscard]] virtual const char* allocating_call() const noexcept = 0;
+};
 
 /// How slabs go back, which decides what must order them after the last replay.
 enum class slab_release : unsigned char {
@@ -38,6 +61,11 @@ public:
   /// (a user's pool is always after_markers: its frees do not wait).
   explicit slab_memory(cudaMemPool_t source, slab_release how) noexcept
       : source_(source), waits_(how == slab_release::waits_for_device && source == nullptr) {}
+  /// Slabs from `custom`, freed after the markers.
+  explicit slab_memory(std::shared_ptr<slab_source> custom) noexcept : custom_(std::move(custom)) {}
+
+  /// The policy's own source (null: the runtime's allocators).
+  [[nodiscard]] const std::shared_ptr<slab_source>& custom() const noexcept { return custom_; }
 
   /// The user's memory pool (nullptr: the device's current pool).
   [[nodiscard]] cudaMemPool_t source() const noexcept { return source_; }
@@ -46,13 +74,14 @@ public:
   /// True where slabs are registered for memory checkers (GRAPHCAP_NVTX_REGIONS): a
   /// compile-time false otherwise.
   [[nodiscard]] bool registers_slabs() const noexcept {
-    return nvtx_regions::enabled && source_ == nullptr;
+    return nvtx_regions::enabled && source_ == nullptr && !custom_;
   }
   /// The call that takes a slab, for error messages.
   [[nodiscard]] const char* allocating_call() const noexcept {
-    return source_ != nullptr ? "cudaMallocFromPoolAsync"
-           : malloced()       ? "cudaMalloc"
-                              : "cudaMallocAsync";
+    return custom_              ? custom_->allocating_call()
+           : source_ != nullptr ? "cudaMallocFromPoolAsync"
+           : malloced()         ? "cudaMalloc"
+                                : "cudaMallocAsync";
   }
 
   /// `size` bytes, or the failed call's status (the stream or synchronize failing throws).
@@ -63,6 +92,9 @@ public:
       ignore(cudaGetDevice(&device_)); // for wait_for_device(); a failure fails the next call
       check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
       stream_.reset(stream);
+    }
+    if (custom_) {
+      return custom_->allocate(slab, size);
     }
     const cudaError_t status = source_ != nullptr
                                    ? cudaMallocFromPoolAsync(slab, size, source_, stream_.get())
@@ -83,6 +115,13 @@ public:
   /// Frees a slab after the last replay of the graphs that used it (see the top of this file).
   void free(void* slab) const noexcept {
     const relaxed_capture_mode_guard relaxed;
+    if (custom_) { // once our stream has passed the markers
+      if (stream_) {
+        ignore(cudaStreamSynchronize(stream_.get()));
+      }
+      custom_->free(slab);
+      return;
+    }
     if (waits_) { // no marker to wait for: cudaFree waits for the device itself
       ignore(cudaFree(slab));
       return;
@@ -139,6 +178,7 @@ public:
 private:
   [[nodiscard]] bool malloced() const noexcept { return waits_ || registers_slabs(); }
 
+  std::shared_ptr<slab_source> custom_; // the policy's own source, if any
   cudaMemPool_t source_ = nullptr;
   bool waits_ = false;   // slab_release::waits_for_device
   stream_handle stream_; // never captures: slabs are taken on it

@@ -49,7 +49,9 @@ std::size_t live_streams(); // created by the user, not destroyed
 std::size_t live_events();
 std::size_t live_graphs(); // includes graphs of ongoing captures
 std::size_t live_execs();
-std::size_t live_allocations(); // device, pinned host and backed graph memory
+// Device, pinned host and backed graph memory; VMM reservations, physical allocations
+// (cuMemCreate'd, not yet released and unmapped) and mappings with access.
+std::size_t live_allocations();
 
 // How many times a function of the double was called since the last reset
 // or clear_call_counts().

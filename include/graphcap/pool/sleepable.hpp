@@ -1,0 +1,247 @@
+// graphcap/pool/sleepable.hpp - pool::sleepable: a slab pool whose memory can sleep.
+//
+//   graphcap::graph_with<graphcap::pool::sleepable> g;
+//   g.capture(stream, work);
+//   auto pool = g.pool();                      // a sleepable_pool_handle
+//   pool.sleep(graphcap::pool::backup::host);  // the GPU memory goes back to the driver
+//   ...                                        // something else uses the GPU
+//   pool.wake();                               // the same addresses, the same contents
+//   g.replay(stream);                          // no recapture, no update
+//
+// Its slabs are chunks of CUDA virtual memory (pool/detail/vmm_chunks.hpp), carved into blocks by
+// the slab pools' bookkeeping (pool/detail/pool_core.hpp): a block from a free list costs what a
+// slab pool's does. sleep() releases every physical page and keeps the addresses reserved;
+// wake() maps new pages at the same addresses. Graphs given the same handle share the pool, as
+// pool::shared's do. docs/pools.md, "A pool that can sleep", says what goes stale (NCCL and IPC
+// registrations) and what to do.
+#pragma once
+
+#include <graphcap/config.hpp>
+
+#include <graphcap/error.hpp>
+#include <graphcap/pool/buffer.hpp>
+#include <graphcap/pool/detail/pool_core.hpp>
+#include <graphcap/pool/detail/vmm_chunks.hpp>
+#include <graphcap/pool/pool_handle.hpp>
+#include <graphcap/pool/slab.hpp>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <utility>
+
+namespace graphcap {
+
+namespace pool {
+/// What sleep() does with the contents of the pool's memory.
+enum class backup : unsigned char {
+  none, ///< dropped: after wake() the pool's memory holds garbage until written again
+  host, ///< copied to pinned host memory first, and back by wake(): replays are bit-identical
+};
+} // namespace pool
+
+namespace detail::pool {
+struct sleepable_access;
+} // namespace detail::pool
+
+/// A handle to a sleepable pool (pool::sleepable): shares it between graphs, as pool_handle
+/// does, and puts its memory to sleep and wakes it. Copies refer to the same pool.
+class sleepable_pool_handle : public pool_handle {
+public:
+  /// A handle to a new, empty sleepable pool (no CUDA call until its first allocation).
+  sleepable_pool_handle()
+      : sleepable_pool_handle(
+            detail::pool_handle_access::make(std::make_shared<detail::pool::pool_core>(
+                std::make_shared<detail::pool::vmm_chunks>()))) {}
+
+  /// A sleepable handle to the pool behind `pool` (a graph_family's or graph_cache's pool() of
+  /// pool::sleepable graphs); graphcap::error if that pool cannot sleep.
+  explicit sleepable_pool_handle(const pool_handle& pool) : pool_handle(pool) {
+    if (dynamic_cast<detail::pool::vmm_chunks*>(core().custom_source().get()) == nullptr) {
+      throw error("graphcap: sleepable_pool_handle was given the handle of a pool that cannot "
+                  "sleep: only pool::sleepable graphs (and their families and caches) have one");
+    }
+  }
+
+  /// Releases every physical page of the pool, keeping its addresses; with backup::host, copies
+  /// the pool's memory to pinned host memory first. First waits for the last replay of every graph
+  /// captured into the pool (their completion markers), so that none still uses the memory.
+  /// state_error while a capture into the pool is open, or if it sleeps already; cuda_error if a
+  /// call fails: before any page went, the pool is as it was; after, it is asleep and sleep()
+  /// again releases the rest.
+  void sleep(graphcap::pool::backup how = graphcap::pool::backup::none) {
+    detail::pool::vmm_chunks& memory = chunks();
+    if (memory.open_captures() > 0) {
+      throw state_error("graphcap: sleep() on a sleepable pool while a capture into it is open: "
+                        "end (or abandon) the capture first");
+    }
+    if (memory.asleep() && !memory.holds_memory()) {
+      throw state_error("graphcap: sleep() on a sleepable pool that is asleep already: wake() "
+                        "it first");
+    }
+    const detail::relaxed_capture_mode_guard relaxed; // another thread may capture (global)
+    if (!memory.markers().wait()) { // every replay of the pool's graphs has finished
+      core().wait_for_device();     // or, where a marker is missing, as cudaFree waits
+    }
+    memory.sleep(how == graphcap::pool::backup::host);
+  }
+
+  /// Maps new physical pages at the pool's addresses and copies the backup (if any) back.
+  /// state_error if the pool is awake; out_of_memory_error (or cuda_error) if a call fails: the
+  /// pool then stays asleep, gives back what this wake took and keeps its backup, and wake()
+  /// can be called again.
+  void wake() {
+    detail::pool::vmm_chunks& memory = chunks();
+    if (!memory.asleep()) {
+      throw state_error("graphcap: wake() on a sleepable pool that is awake");
+    }
+    const detail::relaxed_capture_mode_guard relaxed;
+    memory.wake();
+  }
+
+  /// With `keep`, wake() keeps the pinned host memory of a backup, and the next
+  /// sleep(backup::host) copies into it with no allocation: faster cycles, for host memory held
+  /// while the pool is awake (backup_memory()). Off by default: wake() frees it.
+  void keep_backup_memory(bool keep) noexcept { chunks().keep_backup_memory(keep); }
+
+  /// True from sleep() (a failed one too) until wake() succeeds.
+  [[nodiscard]] bool asleep() const noexcept { return chunks().asleep(); }
+  /// Bytes of physical device memory the pool holds now (0 while it sleeps).
+  [[nodiscard]] std::size_t resident_bytes() const noexcept { return chunks().resident_bytes(); }
+  /// Bytes of pinned host memory holding the backup of a sleeping pool (0: none).
+  [[nodiscard]] std::size_t backup_bytes() const noexcept { return chunks().backup_bytes(); }
+  /// Bytes of pinned host memory the pool holds for backups (a backup, or kept for the next).
+  [[nodiscard]] std::size_t backup_memory() const noexcept { return chunks().backup_memory(); }
+
+private:
+  friend struct detail::pool::sleepable_access;
+  struct trusted {};
+  sleepable_pool_handle(trusted /*tag*/, pool_handle base) noexcept
+      : pool_handle(std::move(base)) {}
+
+  [[nodiscard]] detail::pool::pool_core& core() const noexcept {
+    return *detail::pool_handle_access::core(*this);
+  }
+  [[nodiscard]] detail::pool::vmm_chunks& chunks() const noexcept {
+    return static_cast<detail::pool::vmm_chunks&>(*core().custom_source());
+  }
+};
+
+namespace detail::pool {
+
+/// For pool::sleepable: a handle for a sleepable core, and the chunks behind a handle.
+struct sleepable_access {
+  /// A sleepable handle to the pool of `handle` (whose core must be sleepable).
+  static sleepable_pool_handle make(pool_handle handle) noexcept {
+    return sleepable_pool_handle{sleepable_pool_handle::trusted{}, std::move(handle)};
+  }
+  /// The chunks of the pool behind `handle`, or null if its pool cannot sleep.
+  static vmm_chunks* chunks(const pool_handle& handle) noexcept {
+    return dynamic_cast<vmm_chunks*>(pool_handle_access::core(handle)->custom_source().get());
+  }
+};
+
+} // namespace detail::pool
+
+namespace pool {
+
+/// A slab pool on CUDA virtual memory that can sleep: the graph's own pool (as private_pool), or
+/// one shared by the graphs given a sleepable_pool_handle (another sleepable graph's pool()).
+/// Replays, captures and allocations while the pool sleeps throw state_error with nothing
+/// launched; after wake() the graphs replay as they are.
+struct sleepable : detail::slab_pool<false, detail::pool::vmm_chunks> {
+  /// What handle() gives, and what a graph_family or graph_cache of these graphs makes its pool
+  /// with.
+  using handle_type = sleepable_pool_handle;
+
+  /// A pool of its own, made at the first allocation or pool().
+  sleepable() noexcept = default;
+  /// The pool behind `handle`, which must be a sleepable one (graphcap::error otherwise).
+  explicit sleepable(const pool_handle& handle) : slab_pool(checked(handle)) {
+    memory_ = detail::pool::sleepable_access::chunks(handle);
+  }
+
+  /// Like the slab pools' allocate(); state_error while the pool sleeps.
+  template <class T>
+  [[nodiscard]] T* allocate(std::size_t count, cudaStream_t stream) {
+    refuse_asleep("allocate during a capture");
+    return slab_pool::allocate<T>(count, stream);
+  }
+  /// Like the slab pools' make_buffer(); state_error while the pool sleeps.
+  template <class T>
+  [[nodiscard]] buffer<T> make_buffer(std::size_t count, cudaStream_t stream) {
+    refuse_asleep("make a buffer during a capture");
+    return slab_pool::make_buffer<T>(count, stream);
+  }
+
+  /// state_error while the pool sleeps; else the capture counts as open (sleep refuses).
+  void before_capture(cudaStream_t stream) {
+    ensure_core();
+    memory_ = &static_cast<detail::pool::vmm_chunks&>(*core()->custom_source());
+    refuse_asleep("capture");
+    slab_pool::before_capture(stream);
+    memory_->capture_opened();
+    capturing_ = true;
+  }
+  /// The capture ended: sleep may come, and will wait for this graph's replays.
+  void after_capture_end(cudaGraph_t graph) noexcept {
+    close_capture();
+    slab_pool::after_capture_end(graph);
+    if (marker().in_graph()) {
+      memory_->markers().watch(marker().event());
+    }
+  }
+  /// The capture failed: sleep may come; every block goes back.
+  void on_capture_abort() noexcept {
+    close_capture();
+    slab_pool::on_capture_abort();
+  }
+  /// state_error while the pool sleeps: nothing is launched.
+  void before_replay(cudaStream_t /*stream*/) const {
+    if (memory_ != nullptr && memory_->asleep()) [[unlikely]] {
+      throw_asleep("replay");
+    }
+  }
+
+  /// A handle to this graph's pool, to share it and to put it to sleep.
+  [[nodiscard]] sleepable_pool_handle handle() {
+    sleepable_pool_handle shared = detail::pool::sleepable_access::make(slab_pool::handle());
+    memory_ = &static_cast<detail::pool::vmm_chunks&>(*core()->custom_source());
+    return shared;
+  }
+
+private:
+  static const pool_handle& checked(const pool_handle& handle) {
+    if (detail::pool::sleepable_access::chunks(handle) == nullptr) {
+      throw error("graphcap: pool::sleepable was given the handle of a pool that cannot sleep: "
+                  "give it a sleepable_pool_handle (sleepable_pool_handle{}, or another "
+                  "pool::sleepable graph's pool())");
+    }
+    return handle;
+  }
+  void refuse_asleep(const char* what) const {
+    if (memory_ != nullptr && memory_->asleep()) [[unlikely]] {
+      throw_asleep(what);
+    }
+  }
+  GRAPHCAP_COLD [[noreturn]] static void throw_asleep(const char* what) {
+    throw state_error(std::string{"graphcap: cannot "} + what +
+                      " while the graph's sleepable pool is asleep: call wake() on its "
+                      "sleepable_pool_handle first");
+  }
+  void close_capture() noexcept {
+    if (capturing_) {
+      memory_->capture_closed();
+      capturing_ = false;
+    }
+  }
+
+  detail::pool::vmm_chunks* memory_ = nullptr; // the pool's chunks, once it has a core
+  bool capturing_ = false;                     // a capture counted in memory_ is open
+};
+
+static_assert(pool_that_recaptures<sleepable> && pool_with_slabs<sleepable> &&
+              pool_with_own_nodes<sleepable> && pool_across_streams<sleepable>);
+
+} // namespace pool
+} // namespace graphcap

@@ -1,0 +1,285 @@
+// Runtime tests of pool::sleepable (#31) on both backends: memory given back during sleep, the
+// same addresses and contents after wake, graphs that replay with no recapture, the state rules.
+#include <graphcap/family.hpp>
+#include <graphcap/graph_cache.hpp>
+#include <graphcap/graphcap.hpp>
+#include <graphcap/sleepable_pool.hpp>
+
+#include "catch.hpp"
+#include "cuda_helpers.hpp"
+
+#include <cstddef>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace gc = graphcap;
+
+namespace {
+
+using sleepy_graph = gc::graph_with<gc::pool::sleepable>;
+
+constexpr std::size_t bytes = 4096;
+
+/// Captures: a block from the pool set to `value`, copied to `host`. Returns the block.
+template <class Graph>
+unsigned char* capture_fill(Graph& graph, std::vector<unsigned char>& host, int value) {
+  return graph.capture([&](typename Graph::scope& cap) {
+    auto* block = cap.template allocate<unsigned char>(bytes);
+    CUDA_REQUIRE(cudaMemsetAsync(block, value, bytes, cap.stream()));
+    CUDA_REQUIRE(cudaMemcpyAsync(host.data(), block, bytes, cudaMemcpyDeviceToHost, cap.stream()));
+    return block;
+  });
+}
+
+/// Captures: `host` copied from a block that the capture allocates and nothing writes, so that a
+/// replay shows what the block held.
+template <class Graph>
+unsigned char* capture_read(Graph& graph, std::vector<unsigned char>& host) {
+  return graph.capture([&](typename Graph::scope& cap) {
+    auto* block = cap.template allocate<unsigned char>(bytes);
+    CUDA_REQUIRE(cudaMemcpyAsync(host.data(), block, bytes, cudaMemcpyDeviceToHost, cap.stream()));
+    return block;
+  });
+}
+
+std::size_t free_device_memory() {
+  std::size_t free = 0;
+  std::size_t total = 0;
+  CUDA_REQUIRE(cudaMemGetInfo(&free, &total));
+  return free;
+}
+
+std::vector<unsigned char> read_back(const unsigned char* block) {
+  std::vector<unsigned char> host(bytes, 0);
+  CUDA_REQUIRE(cudaMemcpy(host.data(), block, bytes, cudaMemcpyDeviceToHost));
+  return host;
+}
+
+} // namespace
+
+TEST_CASE("sleepable: a sleepable pool is a slab pool with a handle") {
+  STATIC_REQUIRE(gc::pool_strategy<gc::pool::sleepable>);
+  STATIC_REQUIRE(gc::pool::sleepable::can_allocate);
+  STATIC_REQUIRE(
+      std::is_same_v<decltype(std::declval<sleepy_graph&>().pool()), gc::sleepable_pool_handle>);
+}
+
+TEST_CASE(
+    "sleepable: backup::host keeps contents and addresses, and memory goes back while asleep") {
+  gctest::stream stream;
+  std::vector<unsigned char> host(bytes, 0);
+  sleepy_graph graph;
+  unsigned char* block = capture_fill(graph, host, 7);
+  graph.replay(stream);
+  stream.synchronize();
+  REQUIRE(host == std::vector<unsigned char>(bytes, 7));
+  // Something the graph does not write, to see it survive.
+  sleepy_graph reader{graph.pool()};
+  std::vector<unsigned char> seen(bytes, 0);
+  unsigned char* kept = capture_read(reader, seen);
+  CUDA_REQUIRE(cudaMemset(kept, 0x3C, bytes));
+  CUDA_REQUIRE(cudaDeviceSynchronize());
+
+  gc::sleepable_pool_handle pool = graph.pool();
+  const gc::pool_statistics before = pool.statistics();
+  const std::size_t resident = pool.resident_bytes();
+  CHECK(resident >= before.reserved_bytes);
+  const std::size_t free_awake = free_device_memory();
+  pool.sleep(gc::pool::backup::host);
+  CHECK(pool.asleep());
+  CHECK(pool.resident_bytes() == 0);
+  CHECK(pool.backup_bytes() == resident);
+  CHECK(free_device_memory() >= free_awake + resident);             // the pages really went back
+  CHECK(pool.statistics().reserved_bytes == before.reserved_bytes); // the addresses stay
+
+  pool.wake();
+  CHECK_FALSE(pool.asleep());
+  CHECK(pool.resident_bytes() == resident);
+  CHECK(pool.backup_bytes() == 0);
+  CHECK(read_back(kept) == std::vector<unsigned char>(bytes, 0x3C));
+  CHECK(read_back(block) == std::vector<unsigned char>(bytes, 7));
+  // The same executables replay at the same addresses, with no recapture.
+  std::fill(host.begin(), host.end(), 0);
+  graph.replay(stream);
+  reader.replay(stream);
+  stream.synchronize();
+  CHECK(host == std::vector<unsigned char>(bytes, 7));
+  CHECK(seen == std::vector<unsigned char>(bytes, 0x3C));
+  CHECK(pool.statistics().blocks_in_use == before.blocks_in_use);
+}
+
+TEST_CASE("sleepable: backup::none drops contents, and graphs that write their memory replay") {
+  gctest::stream stream;
+  std::vector<unsigned char> host(bytes, 0);
+  sleepy_graph graph;
+  unsigned char* block = capture_fill(graph, host, 9);
+  graph.replay(stream);
+  stream.synchronize();
+  gc::sleepable_pool_handle pool = graph.pool();
+  pool.sleep();
+  CHECK(pool.backup_bytes() == 0);
+  pool.wake();
+  std::fill(host.begin(), host.end(), 0);
+  graph.replay(stream);
+  stream.synchronize();
+  CHECK(host == std::vector<unsigned char>(bytes, 9));
+  CHECK(read_back(block) == std::vector<unsigned char>(bytes, 9));
+}
+
+TEST_CASE("sleepable: replay, capture and recapture while asleep are refused, nothing launched") {
+  gctest::stream stream;
+  std::vector<unsigned char> host(bytes, 0);
+  sleepy_graph graph;
+  static_cast<void>(capture_fill(graph, host, 5));
+  gc::sleepable_pool_handle pool = graph.pool();
+  pool.sleep(gc::pool::backup::host);
+  CHECK_THROWS_AS(graph.replay(stream), gc::state_error);
+  stream.synchronize();
+  CHECK(host == std::vector<unsigned char>(bytes, 0)); // not launched
+  sleepy_graph other{pool};
+  std::vector<unsigned char> other_host(bytes, 0);
+  CHECK_THROWS_AS(capture_fill(other, other_host, 1), gc::state_error);
+  CHECK_FALSE(gctest::capturing(stream));
+  CHECK_THROWS_WITH(pool.sleep(), gctest::contains("asleep already"));
+  pool.wake();
+  CHECK_THROWS_WITH(pool.wake(), gctest::contains("awake"));
+  graph.replay(stream);
+  stream.synchronize();
+  CHECK(host == std::vector<unsigned char>(bytes, 5));
+  // The refused capture left the pool usable.
+  static_cast<void>(capture_fill(other, other_host, 2));
+  other.replay(stream);
+  stream.synchronize();
+  CHECK(other_host == std::vector<unsigned char>(bytes, 2));
+}
+
+TEST_CASE("sleepable: sleep while a capture into the pool is open is refused") {
+  gctest::stream stream;
+  sleepy_graph graph;
+  gc::sleepable_pool_handle pool = graph.pool();
+  std::vector<unsigned char> host(bytes, 0);
+  graph.capture([&](sleepy_graph::scope& cap) {
+    auto* block = cap.allocate<unsigned char>(bytes);
+    CHECK_THROWS_AS(pool.sleep(), gc::state_error);
+    CHECK_FALSE(pool.asleep());
+    CUDA_REQUIRE(cudaMemsetAsync(block, 4, bytes, cap.stream()));
+    CUDA_REQUIRE(cudaMemcpyAsync(host.data(), block, bytes, cudaMemcpyDeviceToHost, cap.stream()));
+  });
+  pool.sleep(); // the capture ended
+  pool.wake();
+  graph.replay(stream);
+  stream.synchronize();
+  CHECK(host == std::vector<unsigned char>(bytes, 4));
+}
+
+TEST_CASE("sleepable: an abandoned capture does not keep the pool from sleeping") {
+  sleepy_graph graph;
+  gc::sleepable_pool_handle pool = graph.pool();
+  struct thrown {};
+  CHECK_THROWS_AS(graph.capture([&](sleepy_graph::scope& cap) {
+    static_cast<void>(cap.allocate<unsigned char>(bytes));
+    throw thrown{};
+  }),
+                  thrown);
+  pool.sleep();
+  CHECK(pool.asleep());
+  pool.wake();
+}
+
+TEST_CASE("sleepable: pool::sleepable refuses the handle of a pool that cannot sleep") {
+  const gc::pool_handle plain = gc::graph_pool_handle();
+  CHECK_THROWS_WITH(sleepy_graph{plain}, gctest::contains("sleepable_pool_handle"));
+}
+
+TEST_CASE(
+    "sleepable: graphs sharing a handle draw from one pool, and a reset one frees its chunks") {
+  gctest::stream stream;
+  gc::sleepable_pool_handle pool;
+  std::vector<unsigned char> first_host(bytes, 0);
+  std::vector<unsigned char> second_host(bytes, 0);
+  {
+    sleepy_graph first{pool};
+    sleepy_graph second{pool};
+    static_cast<void>(capture_fill(first, first_host, 1));
+    static_cast<void>(capture_fill(second, second_host, 2));
+    CHECK(pool.statistics().blocks_in_use == 2);
+    CHECK(pool.statistics().slabs == 1); // one chunk holds both blocks
+    pool.sleep(gc::pool::backup::host);
+    pool.wake();
+    first.replay(stream);
+    second.replay(stream);
+    stream.synchronize();
+    CHECK(first_host == std::vector<unsigned char>(bytes, 1));
+    CHECK(second_host == std::vector<unsigned char>(bytes, 2));
+  }
+  CHECK(pool.statistics().blocks_in_use == 0);
+}
+
+TEST_CASE("sleepable: liveness::check sees pool blocks alive across sleep, a freed input caught") {
+  using checked = gc::graph_with<gc::pool::sleepable, gc::liveness::check>;
+  gctest::stream stream;
+  void* source = nullptr;
+  CUDA_REQUIRE(cudaMalloc(&source, bytes));
+  CUDA_REQUIRE(cudaMemset(source, 0x11, bytes));
+  CUDA_REQUIRE(cudaDeviceSynchronize());
+  std::vector<unsigned char> host(bytes, 0);
+  checked graph;
+  graph.capture([&](checked::scope& cap) {
+    auto* block = cap.allocate<unsigned char>(bytes);
+    CUDA_REQUIRE(cudaMemcpyAsync(block, source, bytes, cudaMemcpyDeviceToDevice, cap.stream()));
+    CUDA_REQUIRE(cudaMemcpyAsync(host.data(), block, bytes, cudaMemcpyDeviceToHost, cap.stream()));
+  });
+  gc::sleepable_pool_handle pool = graph.pool();
+  pool.sleep();
+  pool.wake(); // new pages at the block's address: still the graph's own memory
+  graph.replay(stream);
+  stream.synchronize();
+  CHECK(host == std::vector<unsigned char>(bytes, 0x11));
+  pool.sleep();
+  CUDA_REQUIRE(cudaFree(source)); // an external input freed while the pool sleeps
+  pool.wake();
+  std::fill(host.begin(), host.end(), 0);
+  CHECK_THROWS_AS(graph.replay(stream), gc::liveness_error);
+  stream.synchronize();
+  CHECK(host == std::vector<unsigned char>(bytes, 0)); // nothing launched
+}
+
+TEST_CASE("sleepable: a graph_family and a graph_cache of sleepable graphs sleep as one pool") {
+  gctest::stream stream;
+  std::vector<unsigned char> host(bytes, 0);
+  auto work = [&](std::size_t key, sleepy_graph::scope& cap) {
+    auto* block = cap.allocate<unsigned char>(bytes * key);
+    CUDA_REQUIRE(cudaMemsetAsync(block, static_cast<int>(key), bytes, cap.stream()));
+    CUDA_REQUIRE(cudaMemcpyAsync(host.data(), block, bytes, cudaMemcpyDeviceToHost, cap.stream()));
+  };
+  SECTION("graph_family") {
+    gc::graph_family<std::size_t, sleepy_graph> family;
+    REQUIRE(family.capture_all({1, 2, 4}, stream, work).complete());
+    gc::sleepable_pool_handle pool{family.pool()};
+    pool.sleep(gc::pool::backup::host);
+    CHECK_THROWS_AS(family.replay_at_least(2, stream), gc::state_error);
+    pool.wake();
+    CHECK(family.replay_at_least(3, stream) == 4);
+    stream.synchronize();
+    CHECK(host == std::vector<unsigned char>(bytes, 4));
+  }
+  SECTION("graph_cache") {
+    gc::graph_cache<std::size_t, sleepy_graph> cache;
+    auto capture = [&](std::size_t key) {
+      return [&, key](sleepy_graph::scope& cap) { work(key, cap); };
+    };
+    cache.get(1, stream, capture(1)).replay(stream);
+    cache.get(2, stream, capture(2)).replay(stream);
+    stream.synchronize();
+    gc::sleepable_pool_handle pool{cache.pool()};
+    CHECK(pool.statistics().blocks_in_use == 2); // one pool for both keys
+    pool.sleep();
+    pool.wake();
+    cache.get(1, stream, capture(1)).replay(stream);
+    stream.synchronize();
+    CHECK(host == std::vector<unsigned char>(bytes, 1));
+  }
+  const gc::pool_handle plain = gc::graph_pool_handle();
+  CHECK_THROWS_AS(gc::sleepable_pool_handle{plain}, gc::error);
+}

@@ -1,0 +1,326 @@
+// pool::sleepable on the CUDA test double (#31): contents really dropped without a backup, each
+// VMM call (and each copy of a backup) failing once in growth, sleep and wake, leaving the pool
+// consistent and retryable, and a driver without the VMM functions.
+#include <graphcap/graphcap.hpp>
+#include <graphcap/sleepable_pool.hpp>
+
+#include "catch.hpp"
+#include "cuda_helpers.hpp"
+#include "double_helpers.hpp"
+#include "driver_testing.hpp"
+
+#include <cuda_double/control.hpp>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace gc = graphcap;
+
+namespace {
+
+using sleepy_graph = gc::graph_with<gc::pool::sleepable>;
+
+constexpr std::size_t bytes = 4096;
+
+/// Every VMM function the pool looks up again at its next use (after a hidden one is shown).
+void forget_vmm_functions() noexcept {
+  const auto& table = gc::detail::pool::vmm();
+  using testing = gc::detail::driver_testing;
+  testing::forget(table.granularity);
+  testing::forget(table.address_reserve);
+  testing::forget(table.address_free);
+  testing::forget(table.create);
+  testing::forget(table.release);
+  testing::forget(table.map);
+  testing::forget(table.unmap);
+  testing::forget(table.set_access);
+}
+
+/// A graph whose pool block is set to `value` and copied to `host` by every replay.
+unsigned char* capture_fill(sleepy_graph& graph, std::vector<unsigned char>& host, int value) {
+  return graph.capture([&](sleepy_graph::scope& cap) {
+    auto* block = cap.allocate<unsigned char>(bytes);
+    CUDA_REQUIRE(cudaMemsetAsync(block, value, bytes, cap.stream()));
+    CUDA_REQUIRE(cudaMemcpyAsync(host.data(), block, bytes, cudaMemcpyDeviceToHost, cap.stream()));
+    return block;
+  });
+}
+
+std::vector<unsigned char> read_back(const unsigned char* block) {
+  std::vector<unsigned char> host(bytes, 0);
+  CUDA_REQUIRE(cudaMemcpy(host.data(), block, bytes, cudaMemcpyDeviceToHost));
+  return host;
+}
+
+const char* const vmm_calls[] = {"cuMemGetAllocationGranularity", "cuMemAddressReserve",
+                                 "cuMemCreate", "cuMemMap", "cuMemSetAccess"};
+
+} // namespace
+
+TEST_CASE("sleepable (double): without a backup the contents are gone after wake") {
+  cuda_double::reset();
+  std::vector<unsigned char> host(bytes, 0);
+  sleepy_graph graph;
+  unsigned char* block = capture_fill(graph, host, 9);
+  gctest::stream stream;
+  graph.replay(stream);
+  stream.synchronize();
+  gc::sleepable_pool_handle pool = graph.pool();
+  pool.sleep();
+  // Nothing is mapped at the block's address while the pool sleeps.
+  std::vector<unsigned char> probe(16, 0);
+  CHECK(cudaMemcpy(probe.data(), block, probe.size(), cudaMemcpyDeviceToHost) ==
+        cudaErrorInvalidValue);
+  static_cast<void>(cudaGetLastError());
+  pool.wake();
+  CHECK(read_back(block) != std::vector<unsigned char>(bytes, 9)); // new pages
+  graph.replay(stream);
+  stream.synchronize();
+  CHECK(read_back(block) == std::vector<unsigned char>(bytes, 9));
+}
+
+TEST_CASE("sleepable (double): a VMM call failing as the pool grows fails the capture only") {
+  for (const char* call : vmm_calls) {
+    INFO(call);
+    cuda_double::reset();
+    forget_vmm_functions();
+    const gctest::live_objects before;
+    cuda_double::fail_call(call, cudaErrorMemoryAllocation);
+    std::vector<unsigned char> host(bytes, 0);
+    {
+      sleepy_graph graph;
+      try {
+        static_cast<void>(capture_fill(graph, host, 3));
+        FAIL("the capture succeeded");
+      } catch (const gc::out_of_memory_error& failure) {
+        CHECK_THAT(std::string{failure.what()}, gctest::contains(call));
+      }
+      CHECK(cuda_double::live_allocations() == before.allocations);
+      // Retried, it works.
+      static_cast<void>(capture_fill(graph, host, 3));
+      gctest::stream stream;
+      graph.replay(stream);
+      stream.synchronize();
+      CHECK(host == std::vector<unsigned char>(bytes, 3));
+    }
+    CHECK(cuda_double::live_allocations() == before.allocations);
+  }
+}
+
+TEST_CASE("sleepable (double): a failed sleep or wake leaves the pool consistent and retryable") {
+  // Where each call falls: sleep releases (cuMemUnmap, cuMemRelease) after the backup
+  // (cudaMallocHost, cudaMemcpyAsync, cudaStreamSynchronize); wake takes (cuMemCreate, cuMemMap,
+  // cuMemSetAccess), then copies back (cudaMemcpyAsync, cudaStreamSynchronize).
+  struct injection {
+    const char* call;
+    bool in_sleep;
+    int nth;
+  };
+  const injection injections[] = {{"cudaMallocHost", true, 1},  {"cudaMemcpyAsync", true, 1},
+                                  {"cuMemUnmap", true, 1},      {"cuMemRelease", true, 1},
+                                  {"cuMemCreate", false, 1},    {"cuMemMap", false, 1},
+                                  {"cuMemSetAccess", false, 1}, {"cudaMemcpyAsync", false, 1}};
+  for (const injection& fault : injections) {
+    INFO(fault.call << (fault.in_sleep ? " in sleep" : " in wake"));
+    cuda_double::reset();
+    forget_vmm_functions();
+    const gctest::live_objects before;
+    {
+      std::vector<unsigned char> host(bytes, 0);
+      sleepy_graph graph;
+      unsigned char* block = capture_fill(graph, host, 6);
+      gctest::stream stream;
+      graph.replay(stream);
+      stream.synchronize();
+      CUDA_REQUIRE(cudaMemset(block, 0x42, bytes)); // what the backup must bring back
+      gc::sleepable_pool_handle pool = graph.pool();
+      const std::size_t resident = pool.resident_bytes();
+      const gc::pool_statistics stats = pool.statistics();
+
+      if (fault.in_sleep) {
+        cuda_double::fail_call(fault.call, cudaErrorMemoryAllocation, fault.nth);
+        CHECK_THROWS_AS(pool.sleep(gc::pool::backup::host), gc::cuda_error);
+        if (pool.asleep()) { // the release failed: sleep again finishes it
+          CHECK_THROWS_AS(graph.replay(stream), gc::state_error);
+          pool.sleep(gc::pool::backup::host);
+        } else { // the backup failed: nothing changed
+          CHECK(pool.resident_bytes() == resident);
+          CHECK(pool.backup_bytes() == 0);
+          CHECK(read_back(block) == std::vector<unsigned char>(bytes, 0x42));
+          pool.sleep(gc::pool::backup::host);
+        }
+        CHECK(pool.resident_bytes() == 0);
+        pool.wake();
+      } else {
+        pool.sleep(gc::pool::backup::host);
+        const std::size_t backup = pool.backup_bytes();
+        cuda_double::fail_call(fault.call, cudaErrorMemoryAllocation, fault.nth);
+        CHECK_THROWS_AS(pool.wake(), gc::cuda_error);
+        CHECK(pool.asleep()); // stays asleep, took nothing, kept its backup
+        CHECK(pool.resident_bytes() == 0);
+        CHECK(pool.backup_bytes() == backup);
+        CHECK_THROWS_AS(graph.replay(stream), gc::state_error);
+        pool.wake();
+      }
+      CHECK_FALSE(pool.asleep());
+      CHECK(pool.resident_bytes() == resident);
+      CHECK(pool.statistics().reserved_bytes == stats.reserved_bytes);
+      CHECK(read_back(block) == std::vector<unsigned char>(bytes, 0x42));
+      graph.replay(stream);
+      stream.synchronize();
+      CHECK(host == std::vector<unsigned char>(bytes, 6));
+    }
+    CHECK(cuda_double::live_allocations() == before.allocations);
+  }
+}
+
+TEST_CASE("sleepable (double): a wake that cannot get memory is an out_of_memory_error") {
+  cuda_double::reset();
+  forget_vmm_functions();
+  std::vector<unsigned char> host(bytes, 0);
+  sleepy_graph graph;
+  static_cast<void>(capture_fill(graph, host, 1));
+  gc::sleepable_pool_handle pool = graph.pool();
+  pool.sleep(gc::pool::backup::host);
+  cuda_double::fail_call("cuMemCreate", cudaErrorMemoryAllocation);
+  CHECK_THROWS_AS(pool.wake(), gc::out_of_memory_error);
+  CHECK(pool.asleep());
+  pool.wake();
+  CHECK_FALSE(pool.asleep());
+}
+
+TEST_CASE("sleepable (double): a driver without a VMM function fails this pool only, naming it") {
+  cuda_double::reset();
+  cuda_double::hide_driver_function("cuMemCreate");
+  forget_vmm_functions();
+  std::vector<unsigned char> host(bytes, 0);
+  {
+    sleepy_graph graph;
+    try {
+      static_cast<void>(capture_fill(graph, host, 1));
+      FAIL("the capture succeeded");
+    } catch (const gc::cuda_error& failure) {
+      CHECK_THAT(std::string{failure.what()},
+                 gctest::contains("pool::sleepable needs cuMemCreate"));
+    }
+    gc::graph plain; // the slab pools need no VMM function
+    gctest::stream stream;
+    plain.capture(stream,
+                  [&](cudaStream_t s) { CUDA_REQUIRE(cudaMemsetAsync(host.data(), 0, 0, s)); });
+  }
+  cuda_double::show_driver_functions();
+  forget_vmm_functions();
+  CHECK(cuda_double::live_allocations() == 0);
+}
+
+TEST_CASE("sleepable (double): after a wake, contiguous slabs are one physical allocation") {
+  cuda_double::reset();
+  forget_vmm_functions();
+  constexpr std::size_t large = std::size_t{3} << 20; // a slab of its own each (4 MiB)
+  sleepy_graph graph;
+  graph.capture([&](sleepy_graph::scope& cap) {
+    for (int i = 0; i < 3; ++i) {
+      auto* block = cap.allocate<unsigned char>(large);
+      CUDA_REQUIRE(cudaMemsetAsync(block, i + 1, large, cap.stream()));
+    }
+  });
+  gc::sleepable_pool_handle pool = graph.pool();
+  CHECK(pool.statistics().slabs == 3);
+  CHECK(cuda_double::calls("cuMemCreate") == 3);         // one per growth
+  CHECK(cuda_double::calls("cuMemAddressReserve") == 1); // one arena
+  pool.sleep(gc::pool::backup::host);
+  CHECK(cuda_double::calls("cuMemUnmap") == 3);
+  cuda_double::clear_call_counts();
+  pool.wake();
+  CHECK(cuda_double::calls("cuMemCreate") == 1); // the three slabs are contiguous: one run
+  CHECK(cuda_double::calls("cuMemMap") == 1);
+  CHECK(cuda_double::calls("cuMemSetAccess") == 1);
+  CHECK(cuda_double::calls("cudaMemcpyAsync") == 1); // and one copy back
+  pool.sleep();
+  CHECK(cuda_double::calls("cuMemUnmap") == 1);
+  CHECK(cuda_double::calls("cuMemRelease") == 1);
+  pool.wake();
+  gctest::stream stream;
+  graph.replay(stream);
+  stream.synchronize();
+  CHECK(pool.resident_bytes() == pool.statistics().reserved_bytes);
+}
+
+TEST_CASE("sleepable (double): a graph reset or destroyed while its pool sleeps leaks nothing") {
+  cuda_double::reset();
+  forget_vmm_functions();
+  std::vector<unsigned char> host(bytes, 0);
+  SECTION("reset while asleep, the pool held by a handle: woken, it captures again") {
+    sleepy_graph graph;
+    static_cast<void>(capture_fill(graph, host, 1));
+    gc::sleepable_pool_handle pool = graph.pool();
+    pool.sleep(gc::pool::backup::host);
+    graph.reset(); // the blocks go back to the pool, which keeps its slabs (the handle holds it)
+    CHECK(pool.statistics().blocks_in_use == 0);
+    pool.wake();
+    static_cast<void>(capture_fill(graph, host, 2));
+    gctest::stream stream;
+    graph.replay(stream);
+    stream.synchronize();
+    CHECK(host == std::vector<unsigned char>(bytes, 2));
+  }
+  SECTION("the last holder reset while asleep: the slabs go at once, the backup with the pool") {
+    sleepy_graph graph;
+    static_cast<void>(capture_fill(graph, host, 1));
+    graph.pool().sleep(gc::pool::backup::host); // the handle is gone again
+    graph.reset();
+    CHECK(graph.pool_statistics().slabs == 0);
+  }
+  CHECK(cuda_double::live_allocations() == 0);
+}
+
+TEST_CASE("sleepable (double): sleep waits for each graph's last replay, a reset graph's too") {
+  cuda_double::reset();
+  forget_vmm_functions();
+  std::vector<unsigned char> host(bytes, 0);
+  gc::sleepable_pool_handle pool;
+  sleepy_graph first{pool};
+  sleepy_graph second{pool};
+  static_cast<void>(capture_fill(first, host, 1));
+  static_cast<void>(capture_fill(second, host, 2));
+  REQUIRE(first.pool_policy().has_completion_marker());
+  gctest::stream stream;
+  first.replay(stream);
+  second.replay(stream);
+  first.reset(); // its last replay may still run: sleep waits for it all the same
+  cuda_double::clear_call_counts();
+  pool.sleep();
+  CHECK(cuda_double::calls("cudaEventSynchronize") == 2); // each marker, no device-wide wait
+  CHECK(cuda_double::calls("cudaMalloc") == 0);           // (the probe cudaFree would wait)
+  pool.wake();
+  second.replay(stream);
+  stream.synchronize();
+  CHECK(host == std::vector<unsigned char>(bytes, 2));
+}
+
+TEST_CASE("sleepable (double): keep_backup_memory keeps the pinned memory for the next sleep") {
+  cuda_double::reset();
+  forget_vmm_functions();
+  std::vector<unsigned char> host(bytes, 0);
+  sleepy_graph graph;
+  unsigned char* block = capture_fill(graph, host, 1);
+  gc::sleepable_pool_handle pool = graph.pool();
+  pool.sleep(gc::pool::backup::host);
+  pool.wake();
+  CHECK(pool.backup_memory() == 0); // by default, wake frees it
+  pool.keep_backup_memory(true);
+  cuda_double::clear_call_counts();
+  pool.sleep(gc::pool::backup::host);
+  pool.wake();
+  CHECK(pool.backup_bytes() == 0);
+  CHECK(pool.backup_memory() == pool.resident_bytes()); // kept
+  CUDA_REQUIRE(cudaMemset(block, 0x77, bytes));
+  pool.sleep(gc::pool::backup::host);
+  CHECK(cuda_double::calls("cudaMallocHost") == 1); // the first of the two sleeps only
+  pool.wake();
+  CHECK(read_back(block) == std::vector<unsigned char>(bytes, 0x77));
+  pool.keep_backup_memory(false); // frees what is kept
+  CHECK(pool.backup_memory() == 0);
+  CHECK(cuda_double::calls("cudaFreeHost") == 1);
+}

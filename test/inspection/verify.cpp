@@ -7,7 +7,9 @@
 #include "cuda_helpers.hpp"
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
+#include <limits>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -315,4 +317,197 @@ TEST_CASE("verify's comparison: identical runs skipped whole, differences and po
   CHECK(compared.first_mismatch == 1500);
   CHECK(compared.eager_poison == 2);
   CHECK(compared.max_abs_diff == 1.0);
+}
+
+TEST_CASE("verify: host copies kept between calls never stand in for a later call's values") {
+  // 5000 floats (four memcmp runs, the last partial): the eager source differs from the one the
+  // graph baked in at index 2048 (a NaN that is not the poison) and at the last element only.
+  constexpr std::size_t count = 5000;
+  gctest::device_buffer<float> baked(count);
+  gctest::device_buffer<float> changed(count);
+  gctest::device_buffer<float> out(count);
+  std::vector<float> values(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    values[i] = static_cast<float>(i) * 0.5F;
+  }
+  write(baked.get(), values);
+  const std::uint32_t quiet_nan = 0x7fc00001U;
+  std::memcpy(&values[2048], &quiet_nan, sizeof(float));
+  values[count - 1] += 1.0F; // 2499.5 -> 2500.5
+  write(changed.get(), values);
+  const float* source = baked.get();
+  const auto copy = [&](cudaStream_t s) {
+    CUDA_REQUIRE(cudaMemcpyAsync(out.get(), source, out.bytes(), cudaMemcpyDeviceToDevice, s));
+  };
+  gc::lean_graph graph;
+  graph.capture(copy);
+  // The first check matches: the kept copies now hold equal eager and replay values.
+  const gc::verify_report equal = gc::verify(graph, copy, gc::output(out.get(), count, "out"));
+  INFO(equal.text());
+  CHECK(equal.ok());
+  CHECK(equal[0].bit_identical());
+
+  source = changed.get();
+  const gc::verify_report kept = gc::verify(graph, copy, gc::output(out.get(), count, "out"));
+  INFO(kept.text());
+  CHECK(kept[0].mismatches() == 2);
+  CHECK(kept[0].result.not_identical == 2);
+  CHECK(kept[0].first_mismatch() == 2048);
+  CHECK(kept[0].eager_value() == "nan (0x7fc00001)");
+  CHECK(kept[0].replay_value() == "1024");
+  CHECK(kept[0].max_abs_diff() == std::numeric_limits<double>::infinity());
+  CHECK(kept[0].poisoned() == 0);
+  CHECK(kept[0].eager_poison() == 0);
+
+  gc::verify_options fresh;
+  fresh.keep_host_copies = false; // buffers of its own: the same report
+  const gc::verify_report own = gc::verify(graph, copy, fresh, gc::output(out.get(), count, "out"));
+  CHECK(own.text() == kept.text());
+
+  gc::verify_options tolerant;
+  tolerant.rtol = 1e-3; // accepts 2499.5 for 2500.5, never a NaN
+  const gc::verify_report within =
+      gc::verify(graph, copy, tolerant, gc::output(out.get(), count, "out"));
+  INFO(within.text());
+  CHECK(within[0].mismatches() == 1);
+  CHECK(within[0].result.not_identical == 2);
+  CHECK(within[0].first_mismatch() == 2048);
+
+  // A smaller check after the larger ones: kept buffers larger than needed, the same results.
+  source = baked.get();
+  CHECK(gc::verify(graph, copy, gc::output(out.get(), count, "out")).ok());
+  source = changed.get();
+  const gc::verify_report last = gc::verify(graph, copy, gc::output(out.get() + 4990, 10));
+  INFO(last.text());
+  CHECK(last[0].mismatches() == 1);
+  CHECK(last[0].first_mismatch() == 9);
+  CHECK(last[0].eager_value() == "2500.5");
+  CHECK(last[0].replay_value() == "2499.5");
+  gctest::require_no_last_error();
+}
+
+TEST_CASE("verify: outputs of several types and odd sizes, each compared at its own place") {
+  gctest::device_buffer<unsigned char> bytes(3);
+  gctest::device_buffer<double> baked(5);
+  gctest::device_buffer<double> changed(5);
+  gctest::device_buffer<double> doubles(5);
+  gctest::device_buffer<short> shorts(7);
+  write(baked.get(), std::vector<double>{1.0, 2.0, 3.0, 4.0, 5.0});
+  write(changed.get(), std::vector<double>{1.0, 2.0, 3.0, 4.0, -5.0});
+  const double* source = baked.get();
+  const auto work = [&](cudaStream_t s) {
+    CUDA_REQUIRE(cudaMemsetAsync(bytes.get(), 7, bytes.bytes(), s));
+    CUDA_REQUIRE(
+        cudaMemcpyAsync(doubles.get(), source, doubles.bytes(), cudaMemcpyDeviceToDevice, s));
+    CUDA_REQUIRE(cudaMemsetAsync(shorts.get(), 0xFF, shorts.bytes(), s)); // -1: the poison
+  };
+  gc::lean_graph graph;
+  graph.capture(work);
+  source = changed.get();
+  for (const bool keep : {true, false}) {
+    gc::verify_options options;
+    options.keep_host_copies = keep;
+    const gc::verify_report report =
+        gc::verify(graph, work, options, gc::output(bytes.get(), 3, "bytes"),
+                   gc::output(doubles.get(), 5, "doubles"), gc::output(shorts.get(), 7, "shorts"));
+    INFO(report.text());
+    CHECK(report[0].ok());
+    CHECK(report[0].eager_poison() == 0);
+    CHECK(report[1].mismatches() == 1);
+    CHECK(report[1].first_mismatch() == 4);
+    CHECK(report[1].eager_value() == "-5");
+    CHECK(report[1].replay_value() == "5");
+    CHECK(report[1].max_abs_diff() == 10.0);
+    CHECK(report[1].max_rel_diff() == 2.0);
+    CHECK(report[2].ok());
+    CHECK(report[2].eager_poison() == 7);
+  }
+  gctest::require_no_last_error();
+}
+
+namespace {
+
+/// A 3-byte element: counted for the poison byte by byte, not as a word.
+struct three_bytes {
+  unsigned char bytes[3];
+};
+
+/// Compares `eager` with an identical copy and checks the eager poison count against a count
+/// made element by element.
+template <class T>
+void check_poison_count(const std::vector<T>& eager, unsigned char poison) {
+  std::vector<unsigned char> pattern(sizeof(T), poison);
+  std::size_t expected = 0;
+  for (const T& element : eager) {
+    expected += std::memcmp(&element, pattern.data(), sizeof(T)) == 0 ? 1U : 0U;
+  }
+  const std::vector<T> replay = eager;
+  gc::detail::inspection::compare_settings settings;
+  settings.poison = poison;
+  gc::detail::inspection::comparison compared;
+  gc::detail::inspection::compare_elements<T>(reinterpret_cast<const std::byte*>(eager.data()),
+                                              reinterpret_cast<const std::byte*>(replay.data()),
+                                              eager.size(), settings, compared);
+  CHECK(compared.mismatches == 0);
+  CHECK(compared.not_identical == 0);
+  CHECK(compared.eager_poison == expected);
+  CHECK(expected > 0);
+}
+
+} // namespace
+
+TEST_CASE("verify's comparison: the poison counted in identical runs for every element size") {
+  constexpr std::size_t count = 2100; // three runs, the last partial
+  // Every 7th element the poison; some others hold the poison byte in part of their bytes only.
+  const auto fill = [](auto& elements, unsigned char poison) {
+    for (std::size_t i = 0; i < elements.size(); ++i) {
+      auto* bytes = reinterpret_cast<unsigned char*>(&elements[i]);
+      const std::size_t size = sizeof(elements[i]);
+      for (std::size_t b = 0; b < size; ++b) {
+        bytes[b] =
+            i % 7 == 0 || (i % 5 == 0 && b + 1 < size) ? poison : static_cast<unsigned char>(i + b);
+      }
+    }
+  };
+  for (const unsigned char poison : {0xFF, 0xAB, 0x00}) {
+    std::vector<unsigned char> ones(count);
+    std::vector<std::uint16_t> twos(count);
+    std::vector<float> fours(count);
+    std::vector<double> eights(count);
+    std::vector<three_bytes> threes(count);
+    fill(ones, poison);
+    fill(twos, poison);
+    fill(fours, poison);
+    fill(eights, poison);
+    fill(threes, poison);
+    check_poison_count(ones, poison);
+    check_poison_count(twos, poison);
+    check_poison_count(fours, poison);
+    check_poison_count(eights, poison);
+    check_poison_count(threes, poison);
+  }
+}
+
+TEST_CASE("verify's comparison: a difference in the last element of a partial run is found") {
+  constexpr std::size_t count = 2049;
+  std::vector<double> eager(count, 3.0);
+  std::vector<double> replay(count, 3.0);
+  replay[count - 1] = 3.0 + 3e-9; // within rtol 1e-6, not bit-identical
+  gc::detail::inspection::compare_settings settings;
+  gc::detail::inspection::comparison exact;
+  gc::detail::inspection::compare_elements<double>(
+      reinterpret_cast<const std::byte*>(eager.data()),
+      reinterpret_cast<const std::byte*>(replay.data()), count, settings, exact);
+  CHECK(exact.mismatches == 1);
+  CHECK(exact.first_mismatch == count - 1);
+  CHECK(exact.max_rel_diff > 0.9e-9);
+  CHECK(exact.max_rel_diff < 1.1e-9);
+  settings.rtol = 1e-6;
+  gc::detail::inspection::comparison tolerant;
+  gc::detail::inspection::compare_elements<double>(
+      reinterpret_cast<const std::byte*>(eager.data()),
+      reinterpret_cast<const std::byte*>(replay.data()), count, settings, tolerant);
+  CHECK(tolerant.mismatches == 0);
+  CHECK(tolerant.not_identical == 1);
+  CHECK(tolerant.max_abs_diff == exact.max_abs_diff);
 }

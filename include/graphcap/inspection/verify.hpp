@@ -7,12 +7,14 @@
 //                    graphcap::output(y, "y")).require();         // throws verify_error if not
 //
 // verify() runs `work` eagerly (outside any capture) on the options' stream, synchronizes, keeps
-// a host copy of every output, poisons the outputs (0xFF bytes by default: NaN for floats, -1 for
-// signed integers), replays the graph on the same stream, synchronizes and compares. The report
-// says per output whether the replay matched (bit-equal, or for floating-point elements within
-// |replay - eager| <= atol + rtol * |eager|), the first differing index with both values, and the
-// largest absolute and relative differences. A stale pointer baked into the graph, an output the
-// graph does not write (it keeps the poison) and non-reproducible arithmetic all show up here.
+// a host copy of every output (in host memory kept per thread for the next call, unless
+// verify_options::keep_host_copies is false: fresh pages cost more than the copies), poisons the
+// outputs (0xFF bytes by default: NaN for floats, -1 for signed integers), replays the graph on
+// the same stream, synchronizes and compares. The report says per output whether the replay
+// matched (bit-equal, or for floating-point elements within |replay - eager| <= atol + rtol *
+// |eager|), the first differing index with both values, and the largest absolute and relative
+// differences. A stale pointer baked into the graph, an output the graph does not write (it keeps
+// the poison) and non-reproducible arithmetic all show up here.
 // The graph itself is never changed (a keep_graph graph not yet instantiated is instantiated by
 // the replay, as by any replay); every output is left as the replay wrote it.
 // The lean core never includes this header.
@@ -24,6 +26,7 @@
 #include <graphcap/cuda/detail/cuda_check.hpp>
 #include <graphcap/error.hpp>
 #include <graphcap/fwd.hpp>
+#include <graphcap/inspection/detail/verify_buffers.hpp>
 #include <graphcap/inspection/detail/verify_compare.hpp>
 #include <graphcap/inspection/verify_report.hpp>
 #include <graphcap/pool/buffer.hpp>
@@ -32,7 +35,6 @@
 
 #include <array>
 #include <cstddef>
-#include <memory>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -53,6 +55,12 @@ struct verify_options {
   unsigned char poison = 0xFF;
   /// Where the eager work, the poisoning and the replay run (default: the legacy stream).
   stream_ref stream{};
+  /// Keep the two host copies of the outputs for the next verify() on this thread (the default):
+  /// a later check copies into memory already mapped instead of faulting in fresh pages, which
+  /// at 1 Mi floats cost more than the copies and the compare together. They grow to twice the
+  /// output bytes of the largest check made on the thread and are freed when it exits. false:
+  /// this call's copies are freed on return, and so are those earlier calls kept.
+  bool keep_host_copies = true;
 };
 
 /// One output of a verify(): `count` objects of T at `data`, in device memory, and a name for
@@ -190,16 +198,27 @@ void run_eagerly(Work&& work, cudaStream_t stream) {
   }
 }
 
-/// Copies every output into `copies` (one host buffer per output) and waits.
+/// Where each output's copy starts in a host buffer (64-byte aligned), and the bytes they take.
+inline std::size_t copy_offsets(const std::vector<verify_slot>& slots,
+                                std::vector<std::size_t>& offsets) {
+  constexpr std::size_t alignment = 64;
+  std::size_t total = 0;
+  offsets.clear();
+  for (const verify_slot& slot : slots) {
+    offsets.push_back(total);
+    total += (slot.bytes + alignment - 1) / alignment * alignment;
+  }
+  return total;
+}
+
+/// Copies every output into `host` at its offset and waits.
 inline void copy_outputs(const std::vector<verify_slot>& slots,
-                         std::vector<std::unique_ptr<std::byte[]>>& copies, cudaStream_t stream) {
-  copies.resize(slots.size());
+                         const std::vector<std::size_t>& offsets, std::byte* host,
+                         cudaStream_t stream) {
   for (std::size_t i = 0; i < slots.size(); ++i) {
-    // Uninitialized: the copy writes every byte (zeroing megabytes first would double the cost).
-    copies[i] = std::make_unique_for_overwrite<std::byte[]>(slots[i].bytes);
     if (slots[i].bytes != 0) {
-      check(cudaMemcpyAsync(copies[i].get(), slots[i].data, slots[i].bytes, cudaMemcpyDeviceToHost,
-                            stream),
+      check(cudaMemcpyAsync(host + offsets[i], slots[i].data, slots[i].bytes,
+                            cudaMemcpyDeviceToHost, stream),
             "cudaMemcpyAsync (verify: copying an output)");
     }
   }
@@ -225,8 +244,13 @@ verify_report verify_slots(Graph& graph, Work&& work, const verify_options& opti
     require_device_memory(slots[i], i);
   }
   run_eagerly(std::forward<Work>(work), stream);
-  std::vector<std::unique_ptr<std::byte[]>> eager;
-  copy_outputs(slots, eager, stream);
+  // Taken after the eager work (a verify() inside `work` has given the kept copies back by now):
+  // no user code runs while this call holds them.
+  inspection::copies_lease lease(options.keep_host_copies);
+  std::vector<std::size_t> offsets;
+  inspection::host_copies& copies = lease.get();
+  copies.reserve(copy_offsets(slots, offsets));
+  copy_outputs(slots, offsets, copies.eager(), stream);
   for (const verify_slot& slot : slots) {
     if (slot.bytes != 0) {
       check(cudaMemsetAsync(slot.data, options.poison, slot.bytes, stream),
@@ -234,14 +258,14 @@ verify_report verify_slots(Graph& graph, Work&& work, const verify_options& opti
     }
   }
   graph.replay(stream);
-  std::vector<std::unique_ptr<std::byte[]>> replayed;
-  copy_outputs(slots, replayed, stream);
+  copy_outputs(slots, offsets, copies.replay(), stream);
   const inspection::compare_settings settings{options.atol, options.rtol, options.poison};
   verify_report report{options.atol, options.rtol, options.poison};
   for (std::size_t i = 0; i < slots.size(); ++i) {
     const verify_slot& slot = slots[i];
     inspection::comparison compared;
-    slot.compare(eager[i].get(), replayed[i].get(), slot.count, settings, compared);
+    slot.compare(copies.eager() + offsets[i], copies.replay() + offsets[i], slot.count, settings,
+                 compared);
     report.add(output_report{i, slot.name, slot.type, slot.count, slot.floating, compared});
   }
   return report;

@@ -421,6 +421,26 @@ def goal_lines(rows):
                 f"{switch[0]['median']:.3f} us"
                 + (f" ({found[0]:.3f}x the raw update)" if found else ""),
                 switch[0]["median"] <= 0.3)
+    for r in rows:  # bench_sleep, at each size it ran (BENCH_SLEEP_GIB)
+        if r["case"] != "bench_sleep":
+            continue
+        if r["metric"] == "sleep + wake, no backup (MiB)" and r["arm"] == "graphcap sleep + wake":
+            add(f"sleep: sleep + wake without backup <= 1 ms/GiB ({r['param']} MiB)",
+                f"{r['median']:.2f} ms/GiB", r["median"] <= 1.0)
+        if r["metric"] == "sleep + wake, backup::host (MiB)" and r["arm"] != (
+                "pinned cudaMemcpy there and back"):
+            found = ratio(rows, "bench_sleep", r["metric"], r["param"], r["arm"],
+                          "pinned cudaMemcpy there and back")
+            if found:
+                add(f"sleep: {r['arm']} >= 80% of pinned copies ({r['param']} MiB)",
+                    f"{100 / found[0]:.0f}% ({found[0]:.3f}x the copies' time)", found[0] <= 1.25)
+    woken = ratio(rows, "bench_sleep", "replay (kernels)", "200", "slept and woken", "never slept")
+    if woken:
+        add("sleep: replay after wake <= 1.02x never slept", f"{woken[0]:.3f}x", woken[0] <= 1.02)
+    hits = [r for r in rows if r["case"] == "bench_sleep" and r["arm"] == "pool::sleepable"
+            and r["metric"].startswith("allocate, free-list hit")]
+    if hits:
+        add("sleep: a free-list hit <= 50 ns", f"{hits[0]['median']:.1f} ns", hits[0]["median"] <= 50)
     single = value(rows, "bench_families", "device memory", "64", "one executable per topology")
     per_key = value(rows, "bench_families", "device memory", "64", "one executable per key")
     if single is not None and per_key:

@@ -12,9 +12,15 @@ Configurations (each compiled RUNS times, interleaved; the minimum wall time cou
 
   python3 scripts/compile-time.py             # prints a table and the ratios
   RUNS=5 NVCC=/usr/local/cuda/bin/nvcc python3 scripts/compile-time.py
+  python3 scripts/compile-time.py --check benchmark/compile-time.json   # CI's gate
 
-A measurement tool for now: CI does not run it, and no figure gates anything yet.
+With --check FILE (what .ci/run does), it fails when a configuration's ratio is more than 20%
+over the ratio FILE records for it ({"ratios": {"lean": 2.2, ...}}, measured on the CI machine's
+kind and written into docs/benchmarks.md too): the compile time a header change adds is caught
+when it lands, not sessions later. Ratios, not seconds: both sides of one ratio are compiled on
+the same machine, interleaved, so a slower or busier machine moves them less than the seconds.
 """
+import json
 import os
 import subprocess
 import sys
@@ -74,6 +80,12 @@ def compile_once(path):
 
 
 def main():
+    check = None
+    if len(sys.argv) == 3 and sys.argv[1] == "--check":
+        with open(sys.argv[2], encoding="utf-8") as recorded:
+            check = json.load(recorded)["ratios"]
+    elif len(sys.argv) != 1:
+        sys.exit("usage: compile-time.py [--check recorded.json]")
     with tempfile.TemporaryDirectory() as folder:
         paths = {}
         for name, text in sources().items():
@@ -87,8 +99,21 @@ def main():
     base = min(times["cuda_runtime"])
     print(f"compile time of one .cu TU, nvcc -std=c++20 -arch=sm_90, minimum of {RUNS} runs")
     print(f"{'configuration':<14}{'seconds':>9}{'ratio':>8}")
+    over = []
     for name, samples in times.items():
-        print(f"{name:<14}{min(samples):>9.2f}{min(samples) / base:>8.2f}")
+        ratio = min(samples) / base
+        line = f"{name:<14}{min(samples):>9.2f}{ratio:>8.2f}"
+        if check is not None and name in check:
+            limit = check[name] * 1.2
+            line += f"   recorded {check[name]:.2f}, limit {limit:.2f}"
+            if ratio > limit:
+                over.append(name)
+                line += "  OVER"
+        print(line)
+    if over:
+        sys.exit(f"compile-time.py: {', '.join(over)} compile more than 20% slower, relative to "
+                 "cuda_runtime.h alone, than recorded: find the include that grew (g++ -H), or "
+                 "record the new figure in the --check file and docs/benchmarks.md with the reason")
 
 
 if __name__ == "__main__":

@@ -85,12 +85,10 @@ TEST_CASE(
   const gc::pool_statistics before = pool.statistics();
   const std::size_t resident = pool.resident_bytes();
   CHECK(resident >= before.reserved_bytes);
-  const std::size_t free_awake = free_device_memory();
   pool.sleep(gc::pool::backup::host);
   CHECK(pool.asleep());
   CHECK(pool.resident_bytes() == 0);
   CHECK(pool.backup_bytes() == resident);
-  CHECK(free_device_memory() >= free_awake + resident);             // the pages really went back
   CHECK(pool.statistics().reserved_bytes == before.reserved_bytes); // the addresses stay
 
   pool.wake();
@@ -107,6 +105,18 @@ TEST_CASE(
   CHECK(host == std::vector<unsigned char>(bytes, 7));
   CHECK(seen == std::vector<unsigned char>(bytes, 0x3C));
   CHECK(pool.statistics().blocks_in_use == before.blocks_in_use);
+
+  // The pages really go back. Measured on a second cycle whose backup's pinned memory the first
+  // kept: allocating pinned host memory takes device memory of its own (2 MiB less came back on
+  // the H200 when the sleep allocated it), so the first cycle's free memory says less.
+  pool.keep_backup_memory(true);
+  pool.sleep(gc::pool::backup::host);
+  pool.wake();
+  const std::size_t free_again = free_device_memory();
+  pool.sleep(gc::pool::backup::host);
+  CHECK(free_device_memory() >= free_again + resident);
+  pool.wake();
+  CHECK(read_back(kept) == std::vector<unsigned char>(bytes, 0x3C));
 }
 
 TEST_CASE("sleepable: backup::none drops contents, and graphs that write their memory replay") {

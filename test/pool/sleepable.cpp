@@ -21,16 +21,7 @@ using sleepy_graph = gc::graph_with<gc::pool::sleepable>;
 
 constexpr std::size_t bytes = 4096;
 
-/// Captures: a block from the pool set to `value`, copied to `host`. Returns the block.
-template <class Graph>
-unsigned char* capture_fill(Graph& graph, std::vector<unsigned char>& host, int value) {
-  return graph.capture([&](typename Graph::scope& cap) {
-    auto* block = cap.template allocate<unsigned char>(bytes);
-    CUDA_REQUIRE(cudaMemsetAsync(block, value, bytes, cap.stream()));
-    CUDA_REQUIRE(cudaMemcpyAsync(host.data(), block, bytes, cudaMemcpyDeviceToHost, cap.stream()));
-    return block;
-  });
-}
+using gctest::capture_fill;
 
 /// Captures: `host` copied from a block that the capture allocates and nothing writes, so that a
 /// replay shows what the block held.

@@ -37,15 +37,7 @@ void forget_vmm_functions() noexcept {
   testing::forget(table.set_access);
 }
 
-/// A graph whose pool block is set to `value` and copied to `host` by every replay.
-unsigned char* capture_fill(sleepy_graph& graph, std::vector<unsigned char>& host, int value) {
-  return graph.capture([&](sleepy_graph::scope& cap) {
-    auto* block = cap.allocate<unsigned char>(bytes);
-    CUDA_REQUIRE(cudaMemsetAsync(block, value, bytes, cap.stream()));
-    CUDA_REQUIRE(cudaMemcpyAsync(host.data(), block, bytes, cudaMemcpyDeviceToHost, cap.stream()));
-    return block;
-  });
-}
+using gctest::capture_fill;
 
 std::vector<unsigned char> read_back(const unsigned char* block) {
   std::vector<unsigned char> host(bytes, 0);

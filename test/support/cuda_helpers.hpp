@@ -95,6 +95,19 @@ inline void fill_and_copy(cudaStream_t stream, const device_buffer<unsigned char
       cudaMemcpyAsync(host.data(), device.get(), device.bytes(), cudaMemcpyDeviceToHost, stream));
 }
 
+/// Captures into `graph` a block of host.size() bytes from its pool, set to `value` and copied to
+/// `host` by every replay. Returns the block.
+template <class Graph>
+unsigned char* capture_fill(Graph& graph, std::vector<unsigned char>& host, int value) {
+  return graph.capture([&](typename Graph::scope& cap) {
+    auto* block = cap.template allocate<unsigned char>(host.size());
+    CUDA_REQUIRE(cudaMemsetAsync(block, value, host.size(), cap.stream()));
+    CUDA_REQUIRE(
+        cudaMemcpyAsync(host.data(), block, host.size(), cudaMemcpyDeviceToHost, cap.stream()));
+    return block;
+  });
+}
+
 /// A memory pool of pinned device memory on the current device, owned by the test (the
 /// user-supplied pool of pool::user). destroy() checks that CUDA destroys it.
 class memory_pool {

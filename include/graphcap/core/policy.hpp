@@ -268,7 +268,7 @@ concept liveness_across_bodies = requires(L& live, cudaGraph_t body) {
 
 /// Liveness: add_input(pointer, token) declares an input whose life the allocator reports
 /// through `token` (liveness::check takes a std::weak_ptr<const void>; liveness::off any token).
-/// A template on the token's type, so that the contract names no std::weak_ptr: <memory> costs
+/// A template on the token's type, so that the contract names no std::weak_ptr: `<memory>` costs
 /// a .cu file more to parse than the rest of the lean core (docs/benchmarks.md, compile time).
 template <class L, class Token>
 concept liveness_with_tokens = requires(L& live, const void* pointer, Token token) {

@@ -16,9 +16,9 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <compare>
 #include <cstddef>
 #include <cstdint>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -82,7 +82,6 @@ inline topology_signature signature_of(cudaGraph_t graph) {
   }
   struct edge {
     std::uint64_t source, target, kind;
-    auto operator<=>(const edge&) const = default;
   };
   std::vector<edge> edges; // CUDA lists edges in no set order
   edges.reserve(edge_count);
@@ -91,7 +90,9 @@ inline topology_signature signature_of(cudaGraph_t graph) {
                                (std::uint64_t{data[e].to_port} << 16U);
     edges.push_back({index(from[e]), index(to[e]), kind});
   }
-  std::sort(edges.begin(), edges.end());
+  std::sort(edges.begin(), edges.end(), [](const edge& a, const edge& b) {
+    return std::tie(a.source, a.target, a.kind) < std::tie(b.source, b.target, b.kind);
+  });
   hash.add(edge_count);
   for (const edge& e : edges) {
     hash.add(e.source);

@@ -350,6 +350,25 @@ def goal_lines(rows):
     if owned:
         text = ", ".join(f"{r['median']:.1f} ns ({r['param']})" for r in owned)
         add("liveness: O(1) for graphcap-owned buffers", text, None)
+    watch_metric = "liveness with a free watch: replay call"
+    for inputs in ("1", "4", "16", "64"):
+        watched = ratio(rows, "bench_liveness", watch_metric, inputs,
+                        "graphcap liveness::check + free_watch", "raw cudaGraphLaunch")
+        if watched:
+            unwatched = ratio(rows, "bench_liveness", watch_metric, inputs,
+                              "graphcap liveness::check, no watch", "raw cudaGraphLaunch")
+            extra = f" (no watch: {unwatched[0]:.3f}x)" if unwatched else ""
+            add(f"liveness: check + free_watch <= 1.05x raw ({inputs} inputs, nothing freed)",
+                f"{watched[0]:.3f}x{interval_text((watched[0], inputs, watched[1], watched[2]))}"
+                f"{extra}", watched[0] <= 1.05 if inputs == "64" else None)
+        elif inputs == "64":
+            add("liveness: check + free_watch <= 1.05x raw (64 inputs, nothing freed)",
+                "not measured", None)
+    subscribed = ratio(rows, "bench_liveness", watch_metric, "64", "raw cudaGraphLaunch",
+                       "raw cudaGraphLaunch, no watch")
+    if subscribed:
+        add("liveness: raw launch with the watch's CUPTI subscription / without (not a goal)",
+            f"{subscribed[0]:.3f}x", None)
     # One more scope's cost: the slope of the default arm's medians from 100 to 1000 scopes. The
     # cost per scope at N scopes also holds a fixed cost per capture spread over N: listed too.
     per_scope = select(rows, "bench_annotations", "annotations: cost per scope at capture",

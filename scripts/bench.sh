@@ -18,8 +18,9 @@ out="${OUT:-$build/results}"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 export PATH="/usr/local/cuda/bin:$PATH"
-# bench_annotations exists where CUPTI was found (graphcap::annotations); it is run when built.
-cases="${CASES:-bench_replay bench_build bench_device bench_features bench_annotations bench_update bench_step bench_pools bench_loops bench_verify bench_families bench_piecewise bench_rebind bench_sleep}"
+# bench_annotations and bench_liveness exist where CUPTI was found (graphcap::annotations,
+# graphcap::free_watch); they are run when built.
+cases="${CASES:-bench_replay bench_build bench_device bench_features bench_liveness bench_annotations bench_update bench_step bench_pools bench_loops bench_verify bench_families bench_piecewise bench_rebind bench_sleep}"
 status=0
 started=$SECONDS
 
@@ -50,8 +51,8 @@ date -u +%Y-%m-%dT%H:%M:%SZ >>"$out/gpu.txt"
 : >"$out/bench.log"
 for name in $cases; do
   if [ ! -x "$build/benchmark/$name" ]; then
-    if [ "$name" = bench_annotations ] && ! grep -qs bench_annotations "$build"/build.ninja "$build"/Makefile; then
-      echo "bench.sh: bench_annotations not configured (no CUPTI): skipped" | tee -a "$out/bench.log"
+    if [[ "$name" =~ ^bench_(annotations|liveness)$ ]] && ! grep -qs "$name" "$build"/build.ninja "$build"/Makefile; then
+      echo "bench.sh: $name not configured (no CUPTI): skipped" | tee -a "$out/bench.log"
       continue
     fi
     echo "bench.sh: $name was not built" | tee -a "$out/bench.log"

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes src/cupti_cbids.inc: the CUPTI callback id of every runtime function the double defines
-(and of the driver functions it serves through as_driver), from the toolkit's cupti_*_cbid.h.
+(and of the driver functions it serves through as_driver or driver_api), from the toolkit's cupti_*_cbid.h.
 
     python3 test/double/gen_cupti_cbids.py /usr/local/cuda/include > test/double/src/cupti_cbids.inc
 
@@ -16,7 +16,7 @@ include = sys.argv[1]
 here = os.path.dirname(os.path.abspath(__file__))
 sources = "".join(open(path).read() for path in sorted(glob.glob(os.path.join(here, "src", "*.cpp"))))
 runtime_names = sorted(set(re.findall(r"^cudaError_t\s+(?:CUDARTAPI\s+)?(cuda\w+)\(", sources, re.M)))
-driver_names = sorted(set(re.findall(r'as_driver\("(cu\w+)"', sources)))
+driver_names = sorted(set(re.findall(r'(?:as_driver|driver_api)\("(cu\w+)"', sources)))
 
 
 def table(header, prefix):

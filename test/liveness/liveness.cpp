@@ -63,6 +63,7 @@ void capture_copy_and_tick(checked_graph& graph, cudaStream_t stream, void* dest
 } // namespace
 
 TEST_CASE("liveness::check: nothing dead, the graph replays as it would unchecked") {
+  GCTEST_WATCH_FREES();
   gctest::stream stream;
   gctest::device_buffer<unsigned char> source(bytes);
   gctest::device_buffer<unsigned char> destination(bytes);
@@ -83,6 +84,7 @@ TEST_CASE("liveness::check: nothing dead, the graph replays as it would unchecke
 }
 
 TEST_CASE("liveness::check: a freed input refuses the replay, and nothing is launched") {
+  GCTEST_WATCH_FREES();
   gctest::stream stream;
   void* source = raw_device_memory();
   gctest::device_buffer<unsigned char> destination(bytes);
@@ -111,6 +113,7 @@ TEST_CASE("liveness::check: a freed input refuses the replay, and nothing is lau
 }
 
 TEST_CASE("liveness::check: freed and reallocated at the same address is caught as replaced") {
+  GCTEST_WATCH_FREES();
   gctest::stream stream;
   void* source = raw_device_memory();
   gctest::device_buffer<unsigned char> destination(bytes);
@@ -145,6 +148,7 @@ TEST_CASE("liveness::check: freed and reallocated at the same address is caught 
 }
 
 TEST_CASE("liveness::check: memory allocated inside the capture is internal, not an input") {
+  GCTEST_WATCH_FREES();
   gctest::stream stream;
   gctest::device_buffer<unsigned char> source(bytes);
   gctest::device_buffer<unsigned char> destination(bytes);
@@ -171,6 +175,7 @@ TEST_CASE("liveness::check: memory allocated inside the capture is internal, not
 }
 
 TEST_CASE("liveness::check: the freed pinned host source of a copy is caught") {
+  GCTEST_WATCH_FREES();
   gctest::stream stream;
   void* pinned = nullptr;
   CUDA_REQUIRE(cudaMallocHost(&pinned, bytes));
@@ -191,6 +196,7 @@ TEST_CASE("liveness::check: the freed pinned host source of a copy is caught") {
 }
 
 TEST_CASE("liveness::check: a freed destination is caught and named") {
+  GCTEST_WATCH_FREES();
   gctest::stream stream;
   gctest::device_buffer<unsigned char> source(bytes);
   void* destination = raw_device_memory();
@@ -205,6 +211,7 @@ TEST_CASE("liveness::check: a freed destination is caught and named") {
 }
 
 TEST_CASE("liveness::check: an input declared with input() and then freed is caught") {
+  GCTEST_WATCH_FREES();
   gctest::stream stream;
   void* indirect = raw_device_memory();
   int ticks = 0;
@@ -226,6 +233,7 @@ TEST_CASE("liveness::check: an input declared with input() and then freed is cau
 }
 
 TEST_CASE("liveness::check: a pointer declared with input() must be CUDA memory") {
+  GCTEST_WATCH_FREES();
   gctest::stream stream;
   int on_the_stack = 0;
   checked_graph graph;
@@ -246,6 +254,7 @@ TEST_CASE("liveness::check: a pointer declared with input() must be CUDA memory"
 }
 
 TEST_CASE("liveness::check: an expired liveness token refuses the replay") {
+  GCTEST_WATCH_FREES();
   gctest::stream stream;
   gctest::device_buffer<unsigned char> slab(bytes); // a sub-allocator's slab: it stays allocated
   auto piece_alive = std::make_shared<int>(0);      // the allocator's token for one piece of it
@@ -271,6 +280,7 @@ TEST_CASE("liveness::check: an expired liveness token refuses the replay") {
 }
 
 TEST_CASE("liveness::check: a replay from another thread is checked too") {
+  GCTEST_WATCH_FREES();
   gctest::stream stream;
   void* target = raw_device_memory();
   checked_graph graph;
@@ -286,6 +296,7 @@ TEST_CASE("liveness::check: a replay from another thread is checked too") {
 }
 
 TEST_CASE("liveness::check: reset, a failed capture and recapture drop the old tracking") {
+  GCTEST_WATCH_FREES();
   gctest::stream stream;
   void* first = raw_device_memory();
   gctest::device_buffer<unsigned char> second(bytes);
@@ -315,6 +326,7 @@ TEST_CASE("liveness::check: reset, a failed capture and recapture drop the old t
 }
 
 TEST_CASE("liveness::check: the error lists 8 dead inputs, then says how many more") {
+  GCTEST_WATCH_FREES();
   gctest::stream stream;
   std::vector<void*> buffers(11);
   for (void*& buffer : buffers) {
@@ -344,6 +356,7 @@ TEST_CASE("liveness::check: the error lists 8 dead inputs, then says how many mo
 }
 
 TEST_CASE("liveness::check: excluded memory is internal, never an input") {
+  GCTEST_WATCH_FREES();
   gctest::stream stream;
   gctest::device_buffer<unsigned char> slab(bytes);
   gctest::device_buffer<unsigned char> outside(bytes);
@@ -363,6 +376,7 @@ TEST_CASE("liveness::check: excluded memory is internal, never an input") {
 }
 
 TEST_CASE("memory of the graph's own pool is internal, never an input") {
+  GCTEST_WATCH_FREES();
   gctest::stream stream;
   graphcap::graph_with<graphcap::pool::private_pool, graphcap::liveness::check> graph;
   std::vector<unsigned char> host(256, 0);
@@ -378,6 +392,7 @@ TEST_CASE("memory of the graph's own pool is internal, never an input") {
 }
 
 TEST_CASE("with a shared pool, one graph's output that another reads is internal to the pool") {
+  GCTEST_WATCH_FREES();
   // PyTorch's rule: graphs of one pool hand memory to each other. The consumer reads the
   // producer's output block; the producer is reset (its block goes back to the pool) and the
   // consumer still replays: pool memory is never an external input, even when another graph
@@ -407,6 +422,7 @@ TEST_CASE("with a shared pool, one graph's output that another reads is internal
 }
 
 TEST_CASE("liveness::check: a range excluded after the capture, an input added after it") {
+  GCTEST_WATCH_FREES();
   gctest::stream stream;
   gctest::device_buffer<unsigned char> source(bytes);
   gctest::device_buffer<unsigned char> destination(bytes);
@@ -431,5 +447,76 @@ TEST_CASE("liveness::check: a range excluded after the capture, an input added a
   INFO(refusal);
   CHECK_THAT(refusal, gctest::contains(hex(table_target) + " freed: declared with input()"));
   CHECK(ticks == 1);
+  gctest::require_no_last_error();
+}
+
+TEST_CASE("liveness::check: an input freed with cudaFreeAsync is caught") {
+  GCTEST_WATCH_FREES();
+  gctest::stream stream;
+  void* source = nullptr;
+  CUDA_REQUIRE(cudaMallocAsync(&source, bytes, stream));
+  CUDA_REQUIRE(cudaMemsetAsync(source, 5, bytes, stream));
+  gctest::device_buffer<unsigned char> destination(bytes);
+  int ticks = 0;
+  checked_graph graph;
+  capture_copy_and_tick(graph, stream, destination.get(), source, ticks);
+  graph.replay(stream);
+  graph.replay(stream);
+  stream.synchronize();
+  REQUIRE(ticks == 2);
+  CUDA_REQUIRE(cudaFreeAsync(source, stream));
+  stream.synchronize(); // the free has run
+  const std::string refusal = refusal_of(graph, stream);
+  stream.synchronize();
+  INFO(refusal);
+  CHECK(ticks == 2);
+  CHECK_THAT(refusal, gctest::contains(hex(source) + " freed: memcpy source"));
+  gctest::require_no_last_error();
+}
+
+TEST_CASE("liveness::check: an input freed on another thread is caught") {
+  GCTEST_WATCH_FREES();
+  gctest::stream stream;
+  void* target = raw_device_memory();
+  int ticks = 0;
+  checked_graph graph;
+  graph.capture(stream, [&](cudaStream_t s) {
+    CUDA_REQUIRE(cudaMemsetAsync(target, 1, bytes, s));
+    CUDA_REQUIRE(cudaLaunchHostFunc(s, add_one, &ticks));
+  });
+  graph.replay(stream);
+  graph.replay(stream);
+  stream.synchronize();
+  std::thread other([&] { CUDA_REQUIRE(cudaFree(target)); });
+  other.join();
+  const std::string refusal = refusal_of(graph, stream);
+  stream.synchronize();
+  INFO(refusal);
+  CHECK(ticks == 2);
+  CHECK_THAT(refusal, gctest::contains(hex(target) + " freed: memset destination"));
+  gctest::require_no_last_error();
+}
+
+TEST_CASE("liveness::check: frees of other memory between replays refuse nothing, the input's "
+          "free is caught") {
+  GCTEST_WATCH_FREES();
+  gctest::stream stream;
+  void* source = raw_device_memory();
+  gctest::device_buffer<unsigned char> destination(bytes);
+  int ticks = 0;
+  checked_graph graph;
+  capture_copy_and_tick(graph, stream, destination.get(), source, ticks);
+  for (int round = 0; round < 3; ++round) {
+    graph.replay(stream);
+    graph.replay(stream);
+    CUDA_REQUIRE(cudaFree(raw_device_memory())); // someone else's memory comes and goes
+  }
+  graph.replay(stream);
+  stream.synchronize();
+  REQUIRE(ticks == 7);
+  CUDA_REQUIRE(cudaFree(source));
+  CHECK_THROWS_AS(graph.replay(stream), gc::liveness_error);
+  stream.synchronize();
+  CHECK(ticks == 7);
   gctest::require_no_last_error();
 }

@@ -9,6 +9,8 @@
 #include "liveness_helpers.hpp"
 #include "liveness_kernels.cuh"
 
+#include <cuda.h>
+
 #include <charconv>
 #include <cstddef>
 #include <cstdint>
@@ -35,6 +37,7 @@ using gctest::refusal_of;
 } // namespace
 
 TEST_CASE("liveness::check on kernels: a raw pointer parameter, freed, is caught and named") {
+  GCTEST_WATCH_FREES();
   gctest::stream stream;
   float* data = raw_floats();
   gctest::launch_fill(stream, data, 1.0F, n);
@@ -55,6 +58,7 @@ TEST_CASE("liveness::check on kernels: a raw pointer parameter, freed, is caught
 }
 
 TEST_CASE("liveness::check on kernels: a pointer inside a struct parameter is found") {
+  GCTEST_WATCH_FREES();
   gctest::stream stream;
   float* data = raw_floats();
   gctest::launch_fill(stream, data, 1.0F, n);
@@ -76,6 +80,7 @@ TEST_CASE("liveness::check on kernels: a pointer inside a struct parameter is fo
 }
 
 TEST_CASE("liveness::check on kernels: a kernel input replaced at the same address is caught") {
+  GCTEST_WATCH_FREES();
   gctest::stream stream;
   float* data = raw_floats();
   checked_graph graph;
@@ -101,6 +106,7 @@ TEST_CASE("liveness::check on kernels: a kernel input replaced at the same addre
 }
 
 TEST_CASE("liveness::check on kernels: an indirect input is caught only once declared") {
+  GCTEST_WATCH_FREES();
   gctest::stream stream;
   float* source = raw_floats();
   gctest::device_buffer<float> destination(n);
@@ -126,6 +132,7 @@ TEST_CASE("liveness::check on kernels: an indirect input is caught only once dec
 }
 
 TEST_CASE("liveness::check on kernels: a buffer allocated in the graph is not an input") {
+  GCTEST_WATCH_FREES();
   gctest::stream stream;
   gctest::device_buffer<float> result(n);
   checked_graph graph;
@@ -144,5 +151,58 @@ TEST_CASE("liveness::check on kernels: a buffer allocated in the graph is not an
   }
   stream.synchronize();
   CHECK(gctest::sum(result.get(), n) == 5000.0);
+  gctest::require_no_last_error();
+}
+
+TEST_CASE("liveness::check on kernels: freed managed memory is caught") {
+  GCTEST_WATCH_FREES();
+  gctest::stream stream;
+  float* data = nullptr;
+  CUDA_REQUIRE(cudaMallocManaged(reinterpret_cast<void**>(&data), n * sizeof(float)));
+  gctest::launch_fill(stream, data, 1.0F, n);
+  checked_graph graph;
+  graph.capture(stream, [&](cudaStream_t s) { gctest::launch_scale_raw(s, data, 2.0F, n); });
+  REQUIRE(graph.liveness_policy().input_count() == 1);
+  graph.replay(stream);
+  graph.replay(stream);
+  stream.synchronize();
+  CHECK(data[0] == 4.0F);
+  CUDA_REQUIRE(cudaFree(data));
+  const std::string refusal = refusal_of(graph, stream);
+  INFO(refusal);
+  CHECK_THAT(refusal, gctest::contains(hex(data) + " freed: kernel liveness_scale_raw"));
+  gctest::require_no_last_error();
+}
+
+TEST_CASE("liveness::check on kernels: memory freed with the driver's cuMemFree is caught") {
+  GCTEST_WATCH_FREES();
+  using alloc_fn = CUresult(CUDAAPI*)(CUdeviceptr*, std::size_t);
+  using free_fn = CUresult(CUDAAPI*)(CUdeviceptr);
+  void* alloc_entry = nullptr;
+  void* free_entry = nullptr;
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  CUDA_REQUIRE(cudaGetDriverEntryPointByVersion("cuMemAlloc", &alloc_entry, 12000,
+                                                cudaEnableDefault, &found));
+  REQUIRE(found == cudaDriverEntryPointSuccess);
+  CUDA_REQUIRE(
+      cudaGetDriverEntryPointByVersion("cuMemFree", &free_entry, 12000, cudaEnableDefault, &found));
+  REQUIRE(found == cudaDriverEntryPointSuccess);
+  const auto mem_alloc = reinterpret_cast<alloc_fn>(alloc_entry); // NOLINT: entry points
+  const auto mem_free = reinterpret_cast<free_fn>(free_entry);    // NOLINT: entry points
+
+  gctest::stream stream;
+  CUdeviceptr address = 0;
+  REQUIRE(mem_alloc(&address, n * sizeof(float)) == CUDA_SUCCESS);
+  auto* data = reinterpret_cast<float*>(address); // NOLINT: a device address
+  gctest::launch_fill(stream, data, 1.0F, n);
+  checked_graph graph;
+  graph.capture(stream, [&](cudaStream_t s) { gctest::launch_scale_raw(s, data, 2.0F, n); });
+  graph.replay(stream);
+  graph.replay(stream);
+  stream.synchronize();
+  REQUIRE(mem_free(address) == CUDA_SUCCESS);
+  const std::string refusal = refusal_of(graph, stream);
+  INFO(refusal);
+  CHECK_THAT(refusal, gctest::contains(hex(data) + " freed: kernel liveness_scale_raw"));
   gctest::require_no_last_error();
 }

@@ -8,6 +8,25 @@
 #include <cstdint>
 #include <string>
 
+#ifdef GCTEST_FREE_WATCH
+#include <graphcap/free_watch.hpp>
+
+#include "catch.hpp"
+#endif
+
+#ifdef GCTEST_FREE_WATCH
+/// In the watched builds of the liveness tests (GCTEST_FREE_WATCH): the case runs with a
+/// liveness::free_watch, so that its replays skip their queries while nothing is freed, and must
+/// refuse exactly what they refuse without one.
+#define GCTEST_WATCH_FREES()                                                                       \
+  const graphcap::liveness::free_watch gctest_free_watch;                                          \
+  INFO(gctest_free_watch.reason());                                                                \
+  REQUIRE(gctest_free_watch.active())
+#else
+/// Without GCTEST_FREE_WATCH: nothing (the liveness tests as they are).
+#define GCTEST_WATCH_FREES() static_cast<void>(0)
+#endif
+
 namespace gctest {
 
 /// The address as liveness_error prints it (0x and lower-case hex digits).

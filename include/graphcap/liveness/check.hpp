@@ -18,6 +18,7 @@
 #include <graphcap/core/policy.hpp>
 #include <graphcap/cuda/detail/driver.hpp>
 #include <graphcap/error.hpp>
+#include <graphcap/liveness/detail/free_epoch.hpp>
 #include <graphcap/liveness/detail/inputs.hpp>
 #include <graphcap/liveness/detail/report.hpp>
 #include <graphcap/liveness/detail/scan.hpp>
@@ -42,8 +43,9 @@ namespace graphcap {
 namespace liveness {
 
 /// Liveness checking enabled: one pass over the graph at capture end, then one driver query per
-/// input allocation (and one weak_ptr test per token) before every replay. A dead input makes
-/// replay() throw liveness_error before anything is launched.
+/// input allocation (and one weak_ptr test per token) before every replay; while a
+/// liveness::free_watch runs, the queries only after a free. A dead input makes replay() throw
+/// liveness_error before anything is launched.
 class check : public policy_base<policy_kind::liveness> {
 public:
   /// How many inputs at most a liveness_error lists one by one.
@@ -97,17 +99,19 @@ public:
     rebuild_watch_list();
   }
 
-  /// Refuses the replay (liveness_error) if an input's allocation is gone or replaced.
+  /// Refuses the replay (liveness_error) if an input's allocation is gone or replaced. While a
+  /// liveness::free_watch runs (`<graphcap/free_watch.hpp>`) and nothing was freed since the last
+  /// check that passed, the allocations are not asked about again: one load instead.
   void before_replay(cudaStream_t /*stream*/) const {
-    for (const watched_allocation& watched : watched_) {
-      unsigned long long buffer_id = 0;
-      const CUresult status = query_(&buffer_id, CU_POINTER_ATTRIBUTE_BUFFER_ID, watched.address);
-      // Any failure goes to the cold diagnosis, which tells them apart: only
-      // CUDA_ERROR_INVALID_VALUE means freed, any other failure is a cuda_error.
-      if (status != CUDA_SUCCESS || buffer_id != watched.buffer_id) [[unlikely]] {
+    const std::uint64_t epoch = detail::liveness::trusted_free_epoch();
+    if (!detail::liveness::free_epoch_watched(epoch) ||
+        epoch != __atomic_load_n(&checked_epoch_, __ATOMIC_RELAXED)) {
+      if (!allocations_alive()) [[unlikely]] {
         detail::liveness::liveness_diagnose(tracking_.inputs, query_);
-        return;
+        return; // everything was alive after all: the next replay asks again
       }
+      // Read before the queries: a free that ended during them moved it, and is checked next time.
+      __atomic_store_n(&checked_epoch_, epoch, __ATOMIC_RELAXED);
     }
     for (const std::weak_ptr<const void>& token : tokens_) {
       if (token.expired()) [[unlikely]] {
@@ -178,6 +182,19 @@ private:
     unsigned long long buffer_id;
   };
 
+  /// One query per watched allocation. Any failure goes to the cold diagnosis, which tells them
+  /// apart: only CUDA_ERROR_INVALID_VALUE means freed, any other failure is a cuda_error.
+  [[nodiscard]] bool allocations_alive() const {
+    for (const watched_allocation& watched : watched_) {
+      unsigned long long buffer_id = 0;
+      const CUresult status = query_(&buffer_id, CU_POINTER_ATTRIBUTE_BUFFER_ID, watched.address);
+      if (status != CUDA_SUCCESS || buffer_id != watched.buffer_id) [[unlikely]] {
+        return false;
+      }
+    }
+    return true;
+  }
+
   void resolve_query() {
     query_ = detail::driver().pointer_get_attribute.require(detail::liveness::liveness_needs);
   }
@@ -239,6 +256,7 @@ private:
   }
 
   void rebuild_watch_list() {
+    checked_epoch_ = 0; // a new list: the next replay asks about all of it
     watched_.clear();
     tokens_.clear();
     std::unordered_set<unsigned long long> seen;
@@ -257,11 +275,15 @@ private:
     tracking_.clear();
     watched_.clear();
     tokens_.clear();
+    checked_epoch_ = 0;
     captured_ = false;
   }
 
-  // Replay reads only these two, and query_.
+  // Replay reads only these, and query_.
   std::vector<watched_allocation> watched_;
+  // The free epoch (liveness/detail/free_epoch.hpp) at the last full check that passed, 0 if not
+  // trusted. Written by the const replay check: atomic builtins, as replays may come from threads.
+  mutable std::uint64_t checked_epoch_ = 0;
   std::vector<std::weak_ptr<const void>> tokens_;
   detail::liveness::liveness_pointer_query query_ = nullptr;
   // The tracking behind them, for the error message and for exclude()/add_input() updates.

@@ -379,20 +379,28 @@ cudaError_t api(const char* name, Body&& body, bool needs_driver = true,
   return err;
 }
 
-// Like api(), for driver functions: counted, fault-injectable, locked.
+// Like api(), for driver functions: counted, fault-injectable, locked; reported to CUPTI's driver
+// API callbacks (without the lock) where cupti_cbids.inc lists the function.
 template <class Body>
 CUresult driver_api(const char* name, Body&& body) {
   if (thread_state().in_callback)
     return CUDA_ERROR_NOT_PERMITTED;
-  State& st = state();
-  std::lock_guard<std::recursive_mutex> lock(st.mu);
-  ++st.calls[name];
-  if (st.no_driver)
-    return CUDA_ERROR_NOT_INITIALIZED;
-  cudaError_t injected = cudaSuccess;
-  if (take_fault(name, injected))
-    return static_cast<CUresult>(injected);
-  return body();
+  const ApiCallback callback = enter_api_callback(name, true, nullptr);
+  CUresult result = CUDA_SUCCESS;
+  {
+    State& st = state();
+    std::lock_guard<std::recursive_mutex> lock(st.mu);
+    ++st.calls[name];
+    cudaError_t injected = cudaSuccess;
+    if (st.no_driver)
+      result = CUDA_ERROR_NOT_INITIALIZED;
+    else if (take_fault(name, injected))
+      result = static_cast<CUresult>(injected);
+    else
+      result = body();
+  }
+  exit_api_callback(callback, static_cast<cudaError_t>(result));
+  return result;
 }
 
 // api() for a call whose parameter struct CUPTI's API callbacks hand over.

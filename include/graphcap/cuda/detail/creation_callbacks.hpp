@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -82,6 +83,40 @@ public:
       stop_api_calls_locked();
     }
     return enabled;
+  }
+
+  /// One runtime or driver call, by its CUPTI callback id.
+  struct api_call {
+    CUpti_CallbackDomain domain;
+    CUpti_CallbackId id;
+  };
+
+  /// Takes a share of the subscriber and sends the exits of `calls` (a list that outlives the
+  /// watch) to `watcher` until stop_watching_calls(): the liveness free watch. The watcher may
+  /// also get other calls while diagnostics listen to whole domains, and filters by id itself.
+  /// CUPTI's answer: CUPTI_SUCCESS, or why not (nothing held then). One watcher at a time; call
+  /// outside any capture on this thread.
+  [[nodiscard]] CUptiResult watch_calls(std::span<const api_call> calls,
+                                        api_listener watcher) noexcept {
+    const CUptiResult taken = take_share();
+    if (taken != CUPTI_SUCCESS) {
+      return taken;
+    }
+    const std::lock_guard lock(subscription_mutex_);
+    const relaxed_capture_mode_guard relaxed;
+    watched_calls_ = calls;
+    call_watcher_.store(watcher, std::memory_order_release);
+    const CUptiResult enabled = enable_watched_calls(1);
+    if (enabled != CUPTI_SUCCESS) {
+      stop_watching_calls_locked();
+    }
+    return enabled;
+  }
+
+  /// Undoes a successful watch_calls().
+  void stop_watching_calls() noexcept {
+    const std::lock_guard lock(subscription_mutex_);
+    stop_watching_calls_locked();
   }
 
   /// Undoes a successful listen_to_api_calls().
@@ -148,11 +183,38 @@ private:
     return CUPTI_SUCCESS;
   }
 
+  /// Enables (1) or disables (0) the watched calls' callbacks; the first failure's answer.
+  CUptiResult enable_watched_calls(std::uint32_t enable) noexcept { // under subscription_mutex_
+    CUptiResult answer = CUPTI_SUCCESS;
+    for (const api_call& call : watched_calls_) {
+      const CUptiResult result = cuptiEnableCallback(enable, subscriber_, call.domain, call.id);
+      if (answer == CUPTI_SUCCESS) {
+        answer = result;
+      }
+    }
+    return answer;
+  }
+
+  void stop_watching_calls_locked() noexcept { // under subscription_mutex_, holding a share
+    if (subscriber_ != nullptr && api_listener_.load(std::memory_order_acquire) == nullptr) {
+      const relaxed_capture_mode_guard relaxed;
+      static_cast<void>(enable_watched_calls(0)); // whole domains stay on for diagnostics
+    }
+    call_watcher_.store(nullptr, std::memory_order_release);
+    watched_calls_ = {};
+    if (users_ != 0) {
+      --users_;
+    }
+    unsubscribe_if_unused();
+  }
+
   void stop_api_calls_locked() noexcept { // under subscription_mutex_, holding a share
     if (subscriber_ != nullptr) {
       const relaxed_capture_mode_guard relaxed;
       static_cast<void>(cuptiEnableDomain(0, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API));
       static_cast<void>(cuptiEnableDomain(0, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API));
+      // Disabling a domain disables each of its callbacks: the watched calls are wanted still.
+      static_cast<void>(enable_watched_calls(1));
     }
     api_listener_.store(nullptr, std::memory_order_release);
     if (users_ != 0) {
@@ -176,9 +238,17 @@ private:
                                    const void* data) noexcept {
     auto& callbacks = *static_cast<creation_callbacks*>(self);
     if (domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+      if (data == nullptr) {
+        return;
+      }
+      const auto& call = *static_cast<const CUpti_CallbackData*>(data);
+      const api_listener watcher = callbacks.call_watcher_.load(std::memory_order_acquire);
+      if (watcher != nullptr) {
+        watcher(domain, id, call);
+      }
       const api_listener listener = callbacks.api_listener_.load(std::memory_order_acquire);
-      if (listener != nullptr && data != nullptr) {
-        listener(domain, id, *static_cast<const CUpti_CallbackData*>(data));
+      if (listener != nullptr) {
+        listener(domain, id, call);
       }
       return;
     }
@@ -214,6 +284,8 @@ private:
   unsigned users_ = 0;
   bool kept_ = false;
   std::atomic<api_listener> api_listener_{nullptr};
+  std::atomic<api_listener> call_watcher_{nullptr};
+  std::span<const api_call> watched_calls_; // under subscription_mutex_
   std::mutex logs_mutex_;
   std::vector<creation_log*> watched_;
 };

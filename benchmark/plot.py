@@ -169,6 +169,9 @@ HEADLINE = (
         "all off: replay call", "10", "raw cudaGraphLaunch, control", "raw cudaGraphLaunch")]
     + [(f"pool: {kind[len('graphcap '):]} / preallocated replay, 10 kernels", "bench_features",
         "pool: replay call", "10", kind, "graphcap lean_graph, preallocated") for kind in POOL_KINDS]
+    + [("liveness, 64 inputs: check + free_watch / raw replay (goal <= 1.05)", "bench_liveness",
+        "liveness with a free watch: replay call", "64", "graphcap liveness::check + free_watch",
+        "raw cudaGraphLaunch")]
     + [("annotations: annot::on / raw replay, 100 scopes", "bench_annotations",
         "annotations: replay call", "100", "graphcap annot::on", "raw cudaGraphLaunch"),
        ("annotations: annot::off with marks / raw capture, 100 scopes", "bench_annotations",

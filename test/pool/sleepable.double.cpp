@@ -112,8 +112,8 @@ TEST_CASE("sleepable (double): a failed sleep or wake leaves the pool consistent
   };
   const injection injections[] = {{"cudaMallocHost", true, 1},  {"cudaMemcpyAsync", true, 1},
                                   {"cuMemUnmap", true, 1},      {"cuMemCreate", false, 1},
-                                  {"cuMemMap", false, 1},
-                                  {"cuMemSetAccess", false, 1}, {"cudaMemcpyAsync", false, 1}};
+                                  {"cuMemMap", false, 1},       {"cuMemSetAccess", false, 1},
+                                  {"cudaMemcpyAsync", false, 1}};
   for (const injection& fault : injections) {
     INFO(fault.call << (fault.in_sleep ? " in sleep" : " in wake"));
     cuda_double::reset();

@@ -65,11 +65,11 @@ public:
   }
 
   /// Releases every physical page of the pool, keeping its addresses; with backup::host, copies
-  /// the blocks in use (not the free ones) to pinned host memory first. First waits for the last replay of every graph
-  /// captured into the pool (their completion markers), so that none still uses the memory.
-  /// state_error while a capture into the pool is open, or if it sleeps already; cuda_error if a
-  /// call fails: before any page went, the pool is as it was; after, it is asleep and sleep()
-  /// again releases the rest.
+  /// the blocks in use (not the free ones) to pinned host memory first. First waits for the last
+  /// replay of every graph captured into the pool (their completion markers), so that none still
+  /// uses the memory. state_error while a capture into the pool is open, or if it sleeps already;
+  /// cuda_error if a call fails: before any page went, the pool is as it was; after, it is asleep
+  /// and sleep() again releases the rest.
   void sleep(graphcap::pool::backup how = graphcap::pool::backup::none) {
     detail::pool::vmm_chunks& memory = chunks();
     if (memory.open_captures() > 0) {

@@ -6,22 +6,21 @@
 // maps one physical allocation (a segment: cuMemCreate, cuMemMap, cuMemSetAccess) at the next
 // slab. pool_core carves blocks from the slabs as from any slab: a free-list hit makes no call.
 //
-// A segment's handle is released as soon as it is mapped (the mapping keeps the memory; the unmap
-// frees it). Sleep unmaps each run of contiguous segments of an arena with one cuMemUnmap (a
-// driver that refuses a range over several mappings gets one call per segment, from then on) and
-// keeps the arenas; with a backup, the blocks in use (pool_core's ranges: no free block, no
-// never-carved end) are first copied to pinned host memory, contiguous ones in one copy. Wake
-// maps one new physical allocation over each run of contiguous slabs, so a sleep and a wake take
-// a few driver calls whatever the number of growths, the first sleep too (H200: map + unmap cost
-// 32-37 ms per GiB in 2 MiB pieces, 0.4-0.5 ms in one), and copies the backup back. Graph nodes
-// hold virtual addresses: graphs replay as they are. A freed slab's segment goes once no live
-// slab shares it, an arena with its last slab.
+// A segment's handle is released once mapped (the mapping keeps the memory, the unmap frees it).
+// Sleep unmaps each run of contiguous segments of an arena with one cuMemUnmap (where the driver
+// refuses a range over several mappings: one call per segment from then on), after copying the
+// blocks in use (pool_core's ranges, not the free ones) to pinned host memory for a backup. Wake
+// maps one new physical allocation over each run of contiguous slabs and copies the backup back:
+// a sleep and a wake take a few driver calls whatever the number of growths, the first sleep too
+// (H200: map + unmap cost 32-37 ms per GiB in 2 MiB pieces, 0.4-0.5 ms in one). Graph nodes hold
+// virtual addresses: graphs replay as they are. A freed slab's segment goes once no live slab
+// shares it, an arena with its last slab.
 //
 // Failures leave a state a retry finishes: a segment records whether it is mapped and holds a
-// physical allocation. A sleep failing partway leaves the pool asleep (sleep() again releases the
-// rest, wake() maps what is missing); a failed wake gives back what it took, stays asleep and
-// keeps the backup. Driver functions come through the lazy driver layer: where the driver lacks
-// one, only this pool fails, naming it. Not internally synchronized, as pool_core.
+// handle. A sleep failing partway leaves the pool asleep (sleep() again releases the rest, wake()
+// maps what is missing); a failed wake gives back what it took, stays asleep, keeps the backup.
+// Driver functions come through the lazy driver layer: where the driver lacks one, only this pool
+// fails, naming it. Not internally synchronized, as pool_core.
 #pragma once
 
 #include <graphcap/cuda/detail/capture_mode_guard.hpp>
@@ -74,6 +73,8 @@ public:
 
   /// True from a sleep (even a failed one) until a wake succeeds.
   [[nodiscard]] bool asleep() const noexcept { return asleep_; }
+  /// False once the driver refused to unmap a range over several mappings (see drop_run).
+  [[nodiscard]] bool unmaps_runs() const noexcept { return unmap_runs_; }
   /// True when some segment still holds physical memory: a sleep has something left to do.
   [[nodiscard]] bool holds_memory() const noexcept { return !segments_.empty(); }
   /// Bytes of physical memory mapped now.
@@ -108,6 +109,7 @@ private:
     std::size_t bytes = 0;
     std::size_t arena = 0; // index in arenas_
   };
+  using segment_iterator = std::map<CUdeviceptr, vmm_segment>::iterator;
 
   /// The segment holding `address`, or segments_.end().
   [[nodiscard]] std::map<CUdeviceptr, vmm_segment>::iterator segment_at(CUdeviceptr address) {
@@ -143,16 +145,14 @@ private:
   }
   /// Unmaps the run of contiguous segments [first, last) of one arena with one call where the
   /// driver takes it, then drops each; false if a call failed (`status`).
-  bool drop_run(std::map<CUdeviceptr, vmm_segment>::iterator first,
-                std::map<CUdeviceptr, vmm_segment>::iterator last, CUresult& status) noexcept;
+  bool drop_run(segment_iterator first, segment_iterator last, CUresult& status) noexcept;
   /// The end of the run of mapped segments that starts at `first` (see drop_run).
-  [[nodiscard]] std::map<CUdeviceptr, vmm_segment>::iterator
-  run_end(std::map<CUdeviceptr, vmm_segment>::iterator first) const noexcept {
+  [[nodiscard]] segment_iterator run_end(segment_iterator first) const noexcept {
     auto last = std::next(first);
-    for (auto before = first; first->second.mapped && last != segments_.end() &&
-                              last->second.mapped && !arena_starts(last->first) &&
-                              last->first == before->first + before->second.bytes;
-         before = last++) {
+    while (first->second.mapped && last != segments_.end() && last->second.mapped &&
+           !arena_starts(last->first) &&
+           last->first == std::prev(last)->first + std::prev(last)->second.bytes) {
+      ++last;
     }
     return last;
   }
@@ -299,9 +299,8 @@ inline void vmm_chunks::make_backup(const device_ranges& in_use) {
   }
 }
 
-inline bool vmm_chunks::drop_run(std::map<CUdeviceptr, vmm_segment>::iterator first,
-                                  std::map<CUdeviceptr, vmm_segment>::iterator last,
-                                  CUresult& status) noexcept {
+inline bool vmm_chunks::drop_run(segment_iterator first, segment_iterator last,
+                                 CUresult& status) noexcept {
   if (unmap_runs_ && std::next(first) != last) {
     std::size_t bytes = 0;
     for (auto segment = first; segment != last; ++segment) {

@@ -245,7 +245,7 @@ struct vmm_segment {
   std::size_t bytes = 0;                     ///< its size (a multiple of the granularity)
   CUmemGenericAllocationHandle physical = 0; ///< valid while has_physical
   bool has_physical = false; ///< created and not released yet (released once mapped)
-  bool mapped = false;                       ///< mapped at its address
+  bool mapped = false;       ///< mapped at its address
 };
 
 /// Creates (where it has none), maps and opens for `device` the physical memory of the segment

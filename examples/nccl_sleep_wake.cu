@@ -22,11 +22,12 @@
 // with R ranks all holding s, a step gives R * s + R * (R + 1) / 2. Exits 1 if a check fails.
 //
 // What it does not show: with one GPU, an all-reduce over one rank moves nothing between GPUs,
-// so a stale registration could not show here; on two GPUs it could. Whether NCCL registered the
-// pool's memory at all (its peer registration exports the pages, and the pool creates them
-// without a shareable handle type; NCCL then runs without the registration) the example cannot
-// see: run it with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=REG to read NCCL's own account. A replay of
-// a graph captured with a registration that went stale is not tried: it may hang (sglang #40648).
+// so a stale registration could not show here; on two GPUs it could. Whether NCCL registered
+// the pool's memory at all the example cannot see (NCCL's peer registration shares the pages with
+// the peers, the pool creates them without a shareable handle type, and NCCL may decline and use
+// its internal buffers): run it with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=REG for NCCL's account. A
+// replay of a graph captured with a registration that went stale is not tried: it may hang
+// (sglang #40648).
 #include <graphcap/graphcap.hpp>
 #include <graphcap/sleepable_pool.hpp>
 
@@ -94,19 +95,28 @@ struct rank_state {
   std::optional<sleepy_graph> registered_graph;
 };
 
-/// The step of every rank on `buffers_of(rank)`, captured into `graph_of(rank)`, all ranks'
-/// captures open around one NCCL group (as NCCL wants for several devices driven by one
-/// thread); `again`: a recapture, updating each executable in place where CUDA allows.
-template <class Graphs, class Buffers>
-void capture_step(std::vector<rank_state>& ranks, Graphs graph_of, Buffers buffers_of, bool again) {
+/// Which of a rank's two graphs.
+enum class kind : unsigned char { plain, registered };
+
+sleepy_graph& graph_of(rank_state& own, kind which) {
+  return which == kind::plain ? *own.plain_graph : *own.registered_graph;
+}
+const step_buffers& buffers_of(const rank_state& own, kind which) {
+  return which == kind::plain ? own.plain : own.registered;
+}
+
+/// The step of every rank into its `which` graph, all ranks' captures open around one NCCL
+/// group (as NCCL wants for several devices driven by one thread); `again`: a recapture,
+/// updating each executable in place where CUDA allows.
+void capture_step(std::vector<rank_state>& ranks, kind which, bool again) {
   const int size = static_cast<int>(ranks.size());
   std::vector<std::optional<sleepy_graph::scope>> fresh(ranks.size());
   std::vector<std::optional<sleepy_graph::recapture_scope>> updates(ranks.size());
   std::vector<cudaStream_t> streams(ranks.size());
   for (int rank = 0; rank < size; ++rank) {
     example::check(cudaSetDevice(rank), "cudaSetDevice");
-    sleepy_graph& graph = graph_of(rank);
-    const step_buffers& own = buffers_of(rank);
+    sleepy_graph& graph = graph_of(ranks[rank], which);
+    const step_buffers& own = buffers_of(ranks[rank], which);
     if (again) {
       streams[rank] = updates[rank].emplace(graph.begin_recapture()).stream();
     } else {
@@ -117,7 +127,7 @@ void capture_step(std::vector<rank_state>& ranks, Graphs graph_of, Buffers buffe
   }
   check_nccl(ncclGroupStart(), "ncclGroupStart");
   for (int rank = 0; rank < size; ++rank) {
-    const step_buffers& own = buffers_of(rank);
+    const step_buffers& own = buffers_of(ranks[rank], which);
     check_nccl(ncclAllReduce(own.send.data(), own.receive.data(), count, ncclFloat, ncclSum,
                              ranks[rank].comm, streams[rank]),
                "ncclAllReduce");
@@ -125,7 +135,7 @@ void capture_step(std::vector<rank_state>& ranks, Graphs graph_of, Buffers buffe
   check_nccl(ncclGroupEnd(), "ncclGroupEnd");
   for (int rank = 0; rank < size; ++rank) {
     example::check(cudaSetDevice(rank), "cudaSetDevice");
-    const step_buffers& own = buffers_of(rank);
+    const step_buffers& own = buffers_of(ranks[rank], which);
     adopt<<<blocks, threads, 0, streams[rank]>>>(own.receive.data(), own.state.data(), count);
     if (again) {
       updates[rank]->end();
@@ -266,12 +276,8 @@ int main() {
 
   // [nccl-sleep-wake]
   registration(ranks, true); // before the capture that uses the registered buffers
-  capture_step(
-      ranks, [&](int r) -> sleepy_graph& { return *ranks[r].plain_graph; },
-      [&](int r) -> const step_buffers& { return ranks[r].plain; }, false);
-  capture_step(
-      ranks, [&](int r) -> sleepy_graph& { return *ranks[r].registered_graph; },
-      [&](int r) -> const step_buffers& { return ranks[r].registered; }, false);
+  capture_step(ranks, kind::plain, /*again=*/false);
+  capture_step(ranks, kind::registered, /*again=*/false);
   replay_all(ranks, steps);
   const std::vector<std::vector<float>> before = states(ranks);
 
@@ -285,9 +291,7 @@ int main() {
   }
   const std::vector<std::vector<float>> after = states(ranks);
   registration(ranks, true); // on the new pages
-  capture_step(
-      ranks, [&](int r) -> sleepy_graph& { return *ranks[r].registered_graph; },
-      [&](int r) -> const step_buffers& { return ranks[r].registered; }, true);
+  capture_step(ranks, kind::registered, /*again=*/true);
   replay_all(ranks, steps); // the plain graph as captured, the registered one recaptured
   // [/nccl-sleep-wake]
 

@@ -507,3 +507,28 @@ TEST_CASE("sleepable (double): the backup copies the blocks in use only, and the
     CHECK(holds(output.data(), other, 0x43));
   }
 }
+
+TEST_CASE("sleepable (double): a slab released with a buffer in it backs up that buffer only") {
+  cuda_double::reset();
+  forget_vmm_functions();
+  constexpr std::size_t other = 5000; // 5120 bytes
+  sleepy_graph graph;                 // a private pool: reset releases it
+  gc::buffer<unsigned char> kept;
+  graph.capture([&](sleepy_graph::scope& cap) {
+    auto* scratch = cap.allocate<unsigned char>(bytes);
+    CUDA_REQUIRE(cudaMemsetAsync(scratch, 1, bytes, cap.stream()));
+    kept = cap.make_buffer<unsigned char>(other);
+    CUDA_REQUIRE(cudaMemsetAsync(kept.data(), 0x51, other, cap.stream()));
+  });
+  gctest::stream stream;
+  graph.replay(stream);
+  stream.synchronize();
+  graph.reset(); // the slab stays for the buffer, its other blocks never handed out again
+  gc::sleepable_pool_handle pool = graph.pool();
+  CHECK(pool.statistics().in_use_bytes == 5120);
+  CHECK(pool.statistics().slabs == 1);
+  pool.sleep(gc::pool::backup::host);
+  CHECK(pool.backup_bytes() == 5120);
+  pool.wake();
+  CHECK(holds(kept.data(), other, 0x51));
+}

@@ -286,8 +286,9 @@ inline CUresult vmm_back(CUdeviceptr base, vmm_segment& segment, int device, con
   }
   // Released at once: the mapping keeps the memory, and the unmap alone frees it, so a sleep
   // makes one cuMemUnmap per run of mapped segments and no cuMemRelease. Should the release
-  // fail, the handle stays, and vmm_unback releases it.
-  if (driver.release.require(sleepable_needs)(segment.physical) == CUDA_SUCCESS) {
+  // fail (or the driver lack it), the handle stays, and vmm_unback releases it.
+  if (const auto release = driver.release.find();
+      release != nullptr && release(segment.physical) == CUDA_SUCCESS) {
     segment.has_physical = false;
   }
   return CUDA_SUCCESS;

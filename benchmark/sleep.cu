@@ -328,9 +328,9 @@ int main() {
   report.add("sleep + wake, no backup (MiB)", size, "raw VMM, 2 MiB chunks", "ms/GiB", raw_pieces);
   report.add("sleep + wake, no backup (MiB)", size, "graphcap sleep + wake", "ms/GiB", plain);
   report.add("first sleep + wake, grown in 2 MiB pieces (MiB)", size,
-             "raw: unmap + release each piece", "ms/GiB", raw_unmap_each);
+             "raw give-back: unmap + release each", "ms/GiB", raw_unmap_each);
   report.add("first sleep + wake, grown in 2 MiB pieces (MiB)", size,
-             "raw: released once mapped, one unmap", "ms/GiB", raw_unmap_once);
+             "raw give-back: one unmap of all", "ms/GiB", raw_unmap_once);
   report.add("first sleep + wake, grown in 2 MiB pieces (MiB)", size, "graphcap first sleep",
              "ms/GiB", first_sleeps);
   report.add("first sleep + wake, grown in 2 MiB pieces (MiB)", size, "graphcap first sleep + wake",

@@ -273,6 +273,10 @@ int main() {
                "ncclAllReduce");
   }
   check_nccl(ncclGroupEnd(), "ncclGroupEnd");
+  for (int rank = 0; rank < size; ++rank) {
+    example::check(cudaSetDevice(rank), "cudaSetDevice");
+    example::check(cudaStreamSynchronize(ranks[rank].stream), "cudaStreamSynchronize");
+  }
 
   // [nccl-sleep-wake]
   registration(ranks, true); // before the capture that uses the registered buffers

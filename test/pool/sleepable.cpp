@@ -140,6 +140,11 @@ TEST_CASE("sleepable: a pool grown in many pieces gives them all back and keeps 
   pool.sleep();
   CHECK(pool.resident_bytes() == 0);
   CHECK(free_device_memory() >= free_awake + resident);
+  // Evidence for docs/pools.md: did the driver take one cuMemUnmap over the 12 mappings?
+  WARN("one cuMemUnmap over several mappings: "
+       << (gc::detail::pool::sleepable_access::chunks(pool)->unmaps_runs()
+               ? "taken by the driver"
+               : "refused by the driver (one call per mapping)"));
   pool.wake();
   CHECK(pool.resident_bytes() == resident);
   graph.replay(stream); // writes every block again

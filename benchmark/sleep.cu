@@ -7,6 +7,12 @@
 //   raw VMM, 2 MiB chunks   the same in 2 MiB pieces
 //   graphcap sleep + wake   sleep(backup::none) and wake(), after a first cycle (the pool's
 //                           memory is then one allocation per run of contiguous slabs)
+// Metric "first sleep + wake, grown in 2 MiB pieces" (ms per GiB): a fresh pool grown once per
+// 2 MiB block (not timed), then its first sleep(backup::none) and wake() (graphcap), and its first
+// sleep alone; beside them, by hand, 2 MiB pieces given back one cuMemUnmap + cuMemRelease each
+// (what the first sleep cost before) and with one cuMemUnmap over the whole range, the handles
+// released once mapped (what the first sleep does now, where the driver takes such a range: the
+// report's notes say whether it did).
 // Metric "sleep + wake, backup::host" (ms per GiB): a pinned cudaMemcpy of the size to the host
 // and back (the baseline: what the backup's copies cost at best), graphcap's sleep(host) +
 // wake(), pinned allocation of the backup included, and the same with keep_backup_memory(true)
@@ -27,6 +33,7 @@
 
 #include <cstddef>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 namespace {
@@ -69,6 +76,35 @@ public:
   raw_vmm& operator=(raw_vmm&&) = delete;
   ~raw_vmm() { driver_check(free_(base_, bytes_), "cuMemAddressFree"); }
 
+  /// Milliseconds to give back the whole size mapped in `piece` pieces (the mapping not timed):
+  /// each piece unmapped and released, or (`one_unmap`) the handles released once mapped and the
+  /// range unmapped with one call, one call per piece where the driver refuses (refused()).
+  double give_back_ms(std::size_t piece, bool one_unmap) {
+    std::vector<CUmemGenericAllocationHandle> handles(bytes_ / piece);
+    for (std::size_t i = 0; i < handles.size(); ++i) {
+      driver_check(create_(&handles[i], piece, &prop_, 0), "cuMemCreate");
+      driver_check(map_(base_ + i * piece, piece, 0, handles[i], 0), "cuMemMap");
+      driver_check(access_call_(base_ + i * piece, piece, &access_, 1), "cuMemSetAccess");
+      if (one_unmap) {
+        driver_check(release_(handles[i]), "cuMemRelease");
+      }
+    }
+    const auto start = bench::steady::now();
+    if (one_unmap && unmap_(base_, bytes_) == CUDA_SUCCESS) {
+      return bench::micros(start, bench::steady::now()) / 1000.0;
+    }
+    refused_ = refused_ || one_unmap;
+    for (std::size_t i = 0; i < handles.size(); ++i) {
+      driver_check(unmap_(base_ + i * piece, piece), "cuMemUnmap");
+      if (!one_unmap) {
+        driver_check(release_(handles[i]), "cuMemRelease");
+      }
+    }
+    return bench::micros(start, bench::steady::now()) / 1000.0;
+  }
+  /// True if the driver refused one cuMemUnmap over several mappings.
+  [[nodiscard]] bool refused() const noexcept { return refused_; }
+
   void cycle(std::size_t piece) {
     std::vector<CUmemGenericAllocationHandle> handles(bytes_ / piece);
     for (std::size_t i = 0; i < handles.size(); ++i) {
@@ -84,6 +120,7 @@ public:
 
 private:
   std::size_t bytes_;
+  bool refused_ = false;
   CUdeviceptr base_ = 0;
   CUmemAllocationProp prop_{};
   CUmemAccessDesc access_{};
@@ -110,6 +147,26 @@ void capture(sleepy_graph& graph, cudaStream_t stream, std::size_t blocks) {
       bench::add_scalar<<<elements / threads, threads, 0, cap.stream()>>>(first, 1.0F, elements);
     }
   });
+}
+
+/// The first sleep(backup::none) of a fresh pool grown in `blocks` 2 MiB pieces, and the first
+/// sleep + wake, in milliseconds per GiB, appended when `record`; whether the pool unmapped its
+/// segments with one call (the driver took a range over several mappings).
+bool first_cycle(cudaStream_t stream, std::size_t blocks, double per_gib,
+                 std::vector<double>& sleeps, std::vector<double>& cycles, bool record) {
+  sleepy_graph fresh;
+  capture(fresh, stream, blocks); // one growth per block
+  graphcap::sleepable_pool_handle pool = fresh.pool();
+  const auto start = bench::steady::now();
+  pool.sleep();
+  const auto slept = bench::steady::now();
+  pool.wake();
+  const auto woken = bench::steady::now();
+  if (record) {
+    sleeps.push_back(bench::micros(start, slept) / 1000.0 / per_gib);
+    cycles.push_back(bench::micros(start, woken) / 1000.0 / per_gib);
+  }
+  return graphcap::detail::pool::sleepable_access::chunks(pool)->unmaps_runs();
 }
 
 /// Nanoseconds per allocation of a recapture of `graph` making `count` allocations of 512 bytes
@@ -188,6 +245,11 @@ int main() {
   bench::check(cudaMalloc(&device_copy, bytes), "cudaMalloc");
   bench::check(cudaMallocHost(&host_copy, bytes), "cudaMallocHost");
 
+  std::vector<double> first_sleeps;
+  std::vector<double> first_cycles;
+  std::vector<double> raw_unmap_each;
+  std::vector<double> raw_unmap_once;
+  bool runs_unmapped = true;
   std::vector<double> raw_one;
   std::vector<double> raw_pieces;
   std::vector<double> plain;
@@ -206,6 +268,22 @@ int main() {
            pool.sleep();
            pool.wake();
          });
+       },
+       [&](bool record) {
+         runs_unmapped = first_cycle(stream, blocks, per_gib, first_sleeps, first_cycles, record) &&
+                         runs_unmapped;
+       },
+       [&](bool record) {
+         const double ms = raw.give_back_ms(block_bytes, false);
+         if (record) {
+           raw_unmap_each.push_back(ms / per_gib);
+         }
+       },
+       [&](bool record) {
+         const double ms = raw.give_back_ms(block_bytes, true);
+         if (record) {
+           raw_unmap_once.push_back(ms / per_gib);
+         }
        },
        [&](bool record) {
          timed_ms(copies, record, per_gib, [&] {
@@ -249,6 +327,14 @@ int main() {
   report.add("sleep + wake, no backup (MiB)", size, "raw VMM, one chunk", "ms/GiB", raw_one);
   report.add("sleep + wake, no backup (MiB)", size, "raw VMM, 2 MiB chunks", "ms/GiB", raw_pieces);
   report.add("sleep + wake, no backup (MiB)", size, "graphcap sleep + wake", "ms/GiB", plain);
+  report.add("first sleep + wake, grown in 2 MiB pieces (MiB)", size,
+             "raw give-back: unmap + release each", "ms/GiB", raw_unmap_each);
+  report.add("first sleep + wake, grown in 2 MiB pieces (MiB)", size,
+             "raw give-back: one unmap of all", "ms/GiB", raw_unmap_once);
+  report.add("first sleep + wake, grown in 2 MiB pieces (MiB)", size, "graphcap first sleep",
+             "ms/GiB", first_sleeps);
+  report.add("first sleep + wake, grown in 2 MiB pieces (MiB)", size, "graphcap first sleep + wake",
+             "ms/GiB", first_cycles);
   report.add("sleep + wake, backup::host (MiB)", size, "pinned cudaMemcpy there and back", "ms/GiB",
              copies);
   report.add("sleep + wake, backup::host (MiB)", size, "graphcap sleep(host) + wake", "ms/GiB",
@@ -261,6 +347,9 @@ int main() {
              "pool::private_pool", "ns", slab_hits);
   report.add("allocate, free-list hit (allocations)", static_cast<long long>(allocations),
              "pool::sleepable", "ns", sleepy_hits);
+  report.note(std::string{"one cuMemUnmap over several mappings: "} +
+              (runs_unmapped && !raw.refused() ? "taken by the driver"
+                                               : "refused by the driver (one call per mapping)"));
   report.note("targets (#31): sleep + wake without backup <= 1 ms/GiB; backup::host >= 80% of the "
               "pinned copy's bandwidth (ratio <= 1.25); replay after wake <= 1.02x; a free-list "
               "hit <= 50 ns");

@@ -26,6 +26,7 @@
 #include <graphcap/pool/slab.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
@@ -64,11 +65,11 @@ public:
   }
 
   /// Releases every physical page of the pool, keeping its addresses; with backup::host, copies
-  /// the pool's memory to pinned host memory first. First waits for the last replay of every graph
-  /// captured into the pool (their completion markers), so that none still uses the memory.
-  /// state_error while a capture into the pool is open, or if it sleeps already; cuda_error if a
-  /// call fails: before any page went, the pool is as it was; after, it is asleep and sleep()
-  /// again releases the rest.
+  /// the blocks in use (not the free ones) to pinned host memory first. First waits for the last
+  /// replay of every graph captured into the pool (their completion markers), so that none still
+  /// uses the memory. state_error while a capture into the pool is open, or if it sleeps already;
+  /// cuda_error if a call fails: before any page went, the pool is as it was; after, it is asleep
+  /// and sleep() again releases the rest.
   void sleep(graphcap::pool::backup how = graphcap::pool::backup::none) {
     detail::pool::vmm_chunks& memory = chunks();
     if (memory.open_captures() > 0) {
@@ -83,7 +84,14 @@ public:
     if (!memory.markers().wait()) { // every replay of the pool's graphs has finished
       core().wait_for_device();     // or, where a marker is missing, as cudaFree waits
     }
-    memory.sleep(how == graphcap::pool::backup::host);
+    detail::pool::device_ranges in_use;
+    if (how == graphcap::pool::backup::host) {
+      core().for_each_range_in_use([&](const void* block, std::size_t bytes) {
+        in_use.emplace_back(static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(block)),
+                            bytes);
+      });
+    }
+    memory.sleep(how == graphcap::pool::backup::host, in_use);
   }
 
   /// Maps new physical pages at the pool's addresses and copies the backup (if any) back.
@@ -108,7 +116,8 @@ public:
   [[nodiscard]] bool asleep() const noexcept { return chunks().asleep(); }
   /// Bytes of physical device memory the pool holds now (0 while it sleeps).
   [[nodiscard]] std::size_t resident_bytes() const noexcept { return chunks().resident_bytes(); }
-  /// Bytes of pinned host memory holding the backup of a sleeping pool (0: none).
+  /// Bytes of pinned host memory holding the backup of a sleeping pool (0: none): the pool's
+  /// statistics().in_use_bytes when it fell asleep, the bytes copied each way.
   [[nodiscard]] std::size_t backup_bytes() const noexcept { return chunks().backup_bytes(); }
   /// Bytes of pinned host memory the pool holds for backups (a backup, or kept for the next).
   [[nodiscard]] std::size_t backup_memory() const noexcept { return chunks().backup_memory(); }

@@ -148,6 +148,34 @@ TEST_CASE("vmm: a physical allocation keeps its contents while unmapped, a new o
   CHECK(cuda_double::live_allocations() == 0);
 }
 
+TEST_CASE("vmm: one cuMemUnmap over adjacent whole mappings unmaps them all, other ranges "
+          "are refused",
+          "[vmm]") {
+  // What pool::sleepable's sleep relies on: handles released once mapped, then one unmap of the
+  // run frees every allocation. CUDA documents that no unmap covers part of a mapping.
+  Clean clean;
+  Vmm vmm;
+  CUdeviceptr base = 0;
+  REQUIRE(vmm.reserve(&base, 4 * kTwoMiB, 0, 0, 0) == CUDA_SUCCESS);
+  const std::size_t before = free_bytes();
+  for (int i = 0; i < 3; ++i) {
+    const CUmemGenericAllocationHandle handle = vmm.back(base + i * kTwoMiB, kTwoMiB);
+    REQUIRE(vmm.release(handle) == CUDA_SUCCESS); // the mapping keeps the memory
+  }
+  CHECK(free_bytes() == before - 3 * kTwoMiB);
+  CHECK(vmm.unmap(base, 2 * kTwoMiB + kTwoMiB / 2) == CUDA_ERROR_INVALID_VALUE); // not granular
+  CHECK(vmm.unmap(base, 4 * kTwoMiB) == CUDA_ERROR_INVALID_VALUE); // past the last mapping
+  CHECK(vmm.unmap(base + kTwoMiB, kTwoMiB) == CUDA_SUCCESS);       // one whole mapping
+  CHECK(vmm.unmap(base, 3 * kTwoMiB) == CUDA_ERROR_INVALID_VALUE); // a hole in the range
+  CHECK(free_bytes() == before - 2 * kTwoMiB);
+  const CUmemGenericAllocationHandle handle = vmm.back(base + kTwoMiB, kTwoMiB);
+  REQUIRE(vmm.release(handle) == CUDA_SUCCESS);
+  CHECK(vmm.unmap(base, 3 * kTwoMiB) == CUDA_SUCCESS); // three mappings, one call
+  CHECK(free_bytes() == before);
+  REQUIRE(vmm.address_free(base, 4 * kTwoMiB) == CUDA_SUCCESS);
+  CHECK(cuda_double::live_allocations() == 0);
+}
+
 TEST_CASE("vmm: a graph replays at the same addresses after an unmap and a new mapping", "[vmm]") {
   Clean clean;
   Vmm vmm;

@@ -89,6 +89,16 @@ public:
   /// Whether take() may hand out larger blocks.
   [[nodiscard]] bool reuses_larger() const noexcept { return reuse_larger_; }
 
+  /// Calls f(address, size class) for each free block.
+  template <class F>
+  void for_each(F&& f) const {
+    for (const auto& [size, queue] : queues_) {
+      for (const free_block& block : queue) {
+        f(static_cast<const void*>(block.address), size);
+      }
+    }
+  }
+
   /// Forgets every free block.
   void clear() noexcept {
     queues_.clear();

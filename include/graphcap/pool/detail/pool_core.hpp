@@ -42,6 +42,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -51,6 +52,7 @@
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 namespace graphcap {
 
@@ -112,7 +114,11 @@ public:
     nvtx_regions::heap heap = nullptr;
     if (size <= small_limit) {
       if (bump_left_ < size) {
-        bump_next_ = new_slab(slab_size, bytes);
+        std::byte* const fresh = new_slab(slab_size, bytes);
+        if (bump_left_ > 0) { // the old slab's end is never carved: no block is there
+          slab_of(bump_next_).tail = bump_left_;
+        }
+        bump_next_ = fresh;
         bump_left_ = slab_size;
         bump_heap_ = slab_of(bump_next_).heap;
       }
@@ -240,6 +246,13 @@ public:
     }
   }
 
+  /// Calls f(address, bytes) for each range of consecutive blocks in use (handed out and not
+  /// given back, or held by a buffer), ascending, none across slabs: what a backup of the pool
+  /// must keep. Free blocks and never-carved slab ends are left out, and of a slab released for
+  /// its buffers all but their blocks; the ranges add up to statistics().in_use_bytes.
+  template <class F>
+  void for_each_range_in_use(F&& f) const;
+
   /// What the core holds now.
   [[nodiscard]] const pool_statistics& statistics() const noexcept { return stats_; }
   /// Takes with no free block of their class may get one of a larger class (graph_family).
@@ -259,6 +272,7 @@ private:
     nvtx_regions::heap heap = nullptr; // null when no memory checker is attached
     std::size_t pins = 0;              // blocks of this slab held by buffers
     bool orphaned = false;             // released by its pool; kept only for its pinned blocks
+    std::size_t tail = 0;              // bytes at its end never carved (a small slab left behind)
   };
   struct pinned_block {
     std::size_t bytes;
@@ -331,6 +345,47 @@ private:
   std::size_t buffers_ = 0;
   pool_statistics stats_{};
 };
+
+template <class F>
+void pool_core::for_each_range_in_use(F&& f) const {
+  using range = std::pair<const std::byte*, std::size_t>;
+  std::vector<range> holes; // not in use: free blocks and the current small slab's end
+  free_.for_each([&](const void* block, std::size_t size) {
+    holes.emplace_back(static_cast<const std::byte*>(block), size);
+  });
+  if (bump_left_ > 0) {
+    holes.emplace_back(bump_next_, bump_left_);
+  }
+  std::vector<range> pinned; // where a released slab is in use
+  for (const auto& [block, entry] : pinned_) {
+    pinned.emplace_back(static_cast<const std::byte*>(block), entry.bytes);
+  }
+  std::sort(holes.begin(), holes.end());
+  std::sort(pinned.begin(), pinned.end());
+  auto hole = holes.begin();
+  auto pin = pinned.begin();
+  for (auto slab = slabs_.rbegin(); slab != slabs_.rend(); ++slab) { // ascending addresses
+    const std::byte* at = slab->first;
+    const std::byte* const end = at + slab->second.bytes - slab->second.tail;
+    if (slab->second.orphaned) {
+      for (; pin != pinned.end() && pin->first < end; ++pin) {
+        if (pin->first >= at) {
+          f(static_cast<const void*>(pin->first), pin->second);
+        }
+      }
+      continue;
+    }
+    for (; hole != holes.end() && hole->first < end; ++hole) {
+      if (hole->first > at) {
+        f(static_cast<const void*>(at), static_cast<std::size_t>(hole->first - at));
+      }
+      at = std::max(at, hole->first + hole->second);
+    }
+    if (at < end) {
+      f(static_cast<const void*>(at), static_cast<std::size_t>(end - at));
+    }
+  }
+}
 
 } // namespace detail::pool
 } // namespace graphcap

@@ -6,19 +6,21 @@
 // maps one physical allocation (a segment: cuMemCreate, cuMemMap, cuMemSetAccess) at the next
 // slab. pool_core carves blocks from the slabs as from any slab: a free-list hit makes no call.
 //
-// Sleep unmaps and releases every segment and keeps the arenas; with a backup, the slabs are first
-// copied to pinned host memory (contiguous slabs in one copy). Wake maps one new physical
-// allocation over each run of contiguous slabs, so that after the first sleep a few driver calls
-// give the memory back and take it again, whatever the number of growths (H200: map + unmap cost
-// 32-37 ms per GiB in 2 MiB pieces, 0.4-0.5 ms in one), and copies the backup back. Graph nodes
-// hold virtual addresses: graphs replay as they are. A freed slab's segment goes once no live
-// slab shares it, an arena with its last slab.
+// A segment's handle is released once mapped (the mapping keeps the memory, the unmap frees it).
+// Sleep unmaps each run of contiguous segments of an arena with one cuMemUnmap (where the driver
+// refuses a range over several mappings: one call per segment from then on), after copying the
+// blocks in use (pool_core's ranges, not the free ones) to pinned host memory for a backup. Wake
+// maps one new physical allocation over each run of contiguous slabs and copies the backup back:
+// a sleep and a wake take a few driver calls whatever the number of growths, the first sleep too
+// (H200: map + unmap cost 32-37 ms per GiB in 2 MiB pieces, 0.4-0.5 ms in one). Graph nodes hold
+// virtual addresses: graphs replay as they are. A freed slab's segment goes once no live slab
+// shares it, an arena with its last slab.
 //
 // Failures leave a state a retry finishes: a segment records whether it is mapped and holds a
-// physical allocation. A sleep failing partway leaves the pool asleep (sleep() again releases the
-// rest, wake() maps what is missing); a failed wake gives back what it took, stays asleep and
-// keeps the backup. Driver functions come through the lazy driver layer: where the driver lacks
-// one, only this pool fails, naming it. Not internally synchronized, as pool_core.
+// handle. A sleep failing partway leaves the pool asleep (sleep() again releases the rest, wake()
+// maps what is missing); a failed wake gives back what it took, stays asleep, keeps the backup.
+// Driver functions come through the lazy driver layer: where the driver lacks one, only this pool
+// fails, naming it. Not internally synchronized, as pool_core.
 #pragma once
 
 #include <graphcap/cuda/detail/capture_mode_guard.hpp>
@@ -63,18 +65,21 @@ public:
   /// The VMM call that failed last.
   [[nodiscard]] const char* allocating_call() const noexcept override { return failed_call_; }
 
-  /// Backs up the slabs (`keep_contents`), then releases every segment; the caller waited.
-  void sleep(bool keep_contents);
+  /// Backs up `in_use` (`keep_contents`: ranges of the slabs, ascending), then releases every
+  /// segment; the caller waited.
+  void sleep(bool keep_contents, const device_ranges& in_use);
   /// Maps new physical memory over every slab and restores the backup.
   void wake();
 
   /// True from a sleep (even a failed one) until a wake succeeds.
   [[nodiscard]] bool asleep() const noexcept { return asleep_; }
+  /// False once the driver refused to unmap a range over several mappings (see drop_run).
+  [[nodiscard]] bool unmaps_runs() const noexcept { return unmap_runs_; }
   /// True when some segment still holds physical memory: a sleep has something left to do.
   [[nodiscard]] bool holds_memory() const noexcept { return !segments_.empty(); }
   /// Bytes of physical memory mapped now.
   [[nodiscard]] std::size_t resident_bytes() const noexcept { return resident_; }
-  /// Bytes of the host backup (0: none).
+  /// Bytes of the host backup (0: none): the bytes in use when the pool fell asleep.
   [[nodiscard]] std::size_t backup_bytes() const noexcept { return backup_.bytes(); }
   /// Pinned host memory held for backups (kept after wake with keep_backup_memory()).
   [[nodiscard]] std::size_t backup_memory() const noexcept { return backup_.capacity(); }
@@ -104,6 +109,7 @@ private:
     std::size_t bytes = 0;
     std::size_t arena = 0; // index in arenas_
   };
+  using segment_iterator = std::map<CUdeviceptr, vmm_segment>::iterator;
 
   /// The segment holding `address`, or segments_.end().
   [[nodiscard]] std::map<CUdeviceptr, vmm_segment>::iterator segment_at(CUdeviceptr address) {
@@ -137,6 +143,24 @@ private:
     }
     return status;
   }
+  /// Unmaps the run of contiguous segments [first, last) of one arena with one call where the
+  /// driver takes it, then drops each; false if a call failed (`status`).
+  bool drop_run(segment_iterator first, segment_iterator last, CUresult& status) noexcept;
+  /// The end of the run of mapped segments that starts at `first` (see drop_run).
+  [[nodiscard]] segment_iterator run_end(segment_iterator first) const noexcept {
+    auto last = std::next(first);
+    while (first->second.mapped && last != segments_.end() && last->second.mapped &&
+           !arena_starts(last->first) &&
+           last->first == std::prev(last)->first + std::prev(last)->second.bytes) {
+      ++last;
+    }
+    return last;
+  }
+  /// True where an arena starts (a run ends before it).
+  [[nodiscard]] bool arena_starts(CUdeviceptr address) const noexcept {
+    return std::any_of(arenas_.begin(), arenas_.end(),
+                       [&](const arena& entry) { return entry.base == address; });
+  }
   /// Gives back arena `index` if it holds no slab (errors ignored).
   void free_arena(std::size_t index) noexcept;
   /// Undoes a growth that failed at `base` in arena `index`.
@@ -147,7 +171,7 @@ private:
     }
     free_arena(index);
   }
-  void make_backup();
+  void make_backup(const device_ranges& in_use);
 
   std::vector<arena> arenas_;
   std::map<CUdeviceptr, slab_record> slabs_;
@@ -161,6 +185,7 @@ private:
   int device_ = 0;
   bool asleep_ = false;
   bool keep_backup_memory_ = false;
+  bool unmap_runs_ = true; // the driver unmaps a range over several mappings (until refused)
   const char* failed_call_ = "cuMemCreate";
 };
 
@@ -247,8 +272,8 @@ inline void vmm_chunks::free(void* slab) noexcept {
   }
   const CUdeviceptr base = found->first;
   const std::size_t index = found->second.arena;
+  backup_.forget(base, found->second.bytes); // not restored into memory that is no slab any more
   slabs_.erase(found);
-  backup_.forget(base); // not restored into memory that is no slab any more
   --arenas_[index].slabs;
   if (const auto segment = segment_at(base); segment != segments_.end()) {
     const CUdeviceptr end = segment->first + segment->second.bytes;
@@ -261,12 +286,12 @@ inline void vmm_chunks::free(void* slab) noexcept {
   free_arena(index);
 }
 
-inline void vmm_chunks::make_backup() {
-  std::vector<std::pair<CUdeviceptr, std::size_t>> mapped; // a failed sleep may have released
-  for (const auto& [base, slab] : slabs_) {                // some already
+inline void vmm_chunks::make_backup(const device_ranges& in_use) {
+  device_ranges mapped; // a failed sleep may have released some already
+  for (const auto& [base, bytes] : in_use) {
     const auto segment = segment_at(base);
     if (segment != segments_.end() && segment->second.mapped) {
-      mapped.emplace_back(base, slab.bytes);
+      mapped.emplace_back(base, bytes);
     }
   }
   if (!mapped.empty()) {
@@ -274,20 +299,51 @@ inline void vmm_chunks::make_backup() {
   }
 }
 
-inline void vmm_chunks::sleep(bool keep_contents) {
+inline bool vmm_chunks::drop_run(segment_iterator first, segment_iterator last,
+                                 CUresult& status) noexcept {
+  if (unmap_runs_ && std::next(first) != last) {
+    std::size_t bytes = 0;
+    for (auto segment = first; segment != last; ++segment) {
+      bytes += segment->second.bytes;
+    }
+    const auto unmap = vmm().unmap.find();
+    status = unmap != nullptr ? unmap(first->first, bytes) : CUDA_ERROR_NOT_FOUND;
+    if (status == CUDA_SUCCESS) {
+      for (auto segment = first; segment != last; ++segment) {
+        segment->second.mapped = false;
+      }
+      resident_ -= bytes;
+    } else if (status == CUDA_ERROR_INVALID_VALUE) {
+      unmap_runs_ = false; // this driver wants each mapping unmapped by itself
+    } else {
+      failed_call_ = "cuMemUnmap";
+      return false;
+    }
+  }
+  while (first != last) {
+    const auto next = std::next(first);
+    if (!drop_segment(first, status)) {
+      return false;
+    }
+    first = next;
+  }
+  return true;
+}
+
+inline void vmm_chunks::sleep(bool keep_contents, const device_ranges& in_use) {
   if (keep_contents && backup_.data() == nullptr) {
-    make_backup(); // throws with nothing changed
+    make_backup(in_use); // throws with nothing changed
   }
   asleep_ = true; // from here on, replays, captures and allocations are refused
-  for (auto segment = segments_.begin(); segment != segments_.end();) {
-    const auto next = std::next(segment);
+  for (auto run = segments_.begin(); run != segments_.end();) {
+    const auto last = run_end(run);
     CUresult status = CUDA_SUCCESS;
-    if (!drop_segment(segment, status)) {
+    if (!drop_run(run, last, status)) {
       throw_error(static_cast<cudaError_t>(status), failed_call_,
                   "the sleepable pool is asleep with some of its memory still held: call "
                   "sleep() again to release the rest, or wake()");
     }
-    segment = next;
+    run = last;
   }
 }
 

@@ -73,7 +73,11 @@ inline void vmm_check_wake(CUresult status, const char* call) {
             "the sleepable pool stays asleep and keeps its backup: call wake() again");
 }
 
-/// A sleeping pool's contents in pinned host memory, slab by slab, and the stream of its copies.
+/// Ranges of device memory: address and bytes, ascending.
+using device_ranges = std::vector<std::pair<CUdeviceptr, std::size_t>>;
+
+/// A sleeping pool's contents in pinned host memory, range by range (the blocks in use), and the
+/// stream of its copies.
 class host_backup {
 public:
   host_backup() noexcept = default;
@@ -83,10 +87,10 @@ public:
   host_backup& operator=(host_backup&&) = delete;
   ~host_backup() { reset(); }
 
-  /// Copies each of `slabs` (address and bytes, ascending) to pinned host memory, contiguous
-  /// slabs in one copy, and waits for the copies; the memory kept from an earlier backup if it is
-  /// large enough, else new (cudaMallocHost). On failure there is no backup, and it throws.
-  void save(const std::vector<std::pair<CUdeviceptr, std::size_t>>& slabs) {
+  /// Copies each of `slabs` (ranges of them, none across two) to pinned host memory, contiguous
+  /// ranges in one copy, and waits for the copies; the memory kept from an earlier backup if it
+  /// is large enough, else new (cudaMallocHost). On failure there is no backup, and it throws.
+  void save(const device_ranges& slabs) {
     const relaxed_capture_mode_guard relaxed; // another thread may capture (global mode)
     std::size_t bytes = 0;
     for (const auto& [base, size] : slabs) {
@@ -126,8 +130,10 @@ public:
     });
     check(cudaStreamSynchronize(stream()), "cudaStreamSynchronize");
   }
-  /// A slab the pool freed: nothing is restored there.
-  void forget(CUdeviceptr slab) noexcept { entries_.erase(slab); }
+  /// A slab the pool freed (`bytes` at `slab`): nothing is restored there.
+  void forget(CUdeviceptr slab, std::size_t bytes) noexcept {
+    entries_.erase(entries_.lower_bound(slab), entries_.lower_bound(slab + bytes));
+  }
   /// No backup any more; the memory is kept for the next one.
   void clear() noexcept {
     bytes_ = 0;
@@ -182,7 +188,7 @@ private:
     }
   }
 
-  std::map<CUdeviceptr, std::pair<std::size_t, std::size_t>> entries_; // slab -> offset, bytes
+  std::map<CUdeviceptr, std::pair<std::size_t, std::size_t>> entries_; // range -> offset, bytes
   std::byte* data_ = nullptr;
   std::size_t capacity_ = 0; // pinned bytes held
   std::size_t bytes_ = 0;    // the backup's (0: none)
@@ -238,13 +244,14 @@ private:
 struct vmm_segment {
   std::size_t bytes = 0;                     ///< its size (a multiple of the granularity)
   CUmemGenericAllocationHandle physical = 0; ///< valid while has_physical
-  bool has_physical = false;                 ///< created and not released yet
-  bool mapped = false;                       ///< mapped at its address
+  bool has_physical = false; ///< created and not released yet (released once mapped)
+  bool mapped = false;       ///< mapped at its address
 };
 
 /// Creates (where it has none), maps and opens for `device` the physical memory of the segment
-/// at `base`; the status of the call that failed (`failed` names it), leaving what it did for
-/// vmm_unback to undo. A missing driver function throws cuda_error naming it.
+/// at `base`, then releases its handle (the mapping holds the memory); the status of the call
+/// that failed (`failed` names it), leaving what it did for vmm_unback to undo. A missing driver
+/// function throws cuda_error naming it.
 inline CUresult vmm_back(CUdeviceptr base, vmm_segment& segment, int device, const char*& failed) {
   const vmm_driver& driver = vmm();
   if (!segment.has_physical) {
@@ -272,7 +279,19 @@ inline CUresult vmm_back(CUdeviceptr base, vmm_segment& segment, int device, con
   desc.location.id = device;
   desc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
   failed = "cuMemSetAccess";
-  return driver.set_access.require(sleepable_needs)(base, segment.bytes, &desc, 1);
+  if (const CUresult status =
+          driver.set_access.require(sleepable_needs)(base, segment.bytes, &desc, 1);
+      status != CUDA_SUCCESS) {
+    return status;
+  }
+  // Released at once: the mapping keeps the memory, and the unmap alone frees it, so a sleep
+  // makes one cuMemUnmap per run of mapped segments and no cuMemRelease. Should the release
+  // fail (or the driver lack it), the handle stays, and vmm_unback releases it.
+  if (const auto release = driver.release.find();
+      release != nullptr && release(segment.physical) == CUDA_SUCCESS) {
+    segment.has_physical = false;
+  }
+  return CUDA_SUCCESS;
 }
 
 /// Unmaps and releases what the segment at `base` holds; the status of the call that failed

@@ -286,7 +286,8 @@ private:
     }
     unrolled_ = std::move(children);
     form_ = replay_loop_form::child_graphs;
-    reason_ = refusal;
+    reason_ = options_.form == replay_loop_form::child_graphs ? refusal
+                                                              : refusal + "; child graphs instead";
   }
 
   using exec_handle = detail::exec_handle;

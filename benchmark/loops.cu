@@ -6,6 +6,12 @@
 // that replays the body and copies a flag back each iteration (what a loop deciding on the host
 // pays).
 //
+// replay_loop runs in each of its forms (#32, goal 3): automatic (the default, which copies
+// flat where it can), flat and child graphs asked for, and child graphs with the rest of
+// 2000 / 64 replayed one iteration at a time (the form of sessions up to 15). Beside them, the
+// floor: the body unrolled inside one raw graph, 64 copies launched 31 times and 16 copies once
+// (the launches an unrolled loop of 64 copies cannot avoid), and 2000 copies launched once.
+//
 // Each sample is the wall time of the whole loop, device work included (the stream is drained
 // before and after), divided by the iterations. Arms interleave round by round.
 #include <graphcap/control_flow.hpp>
@@ -141,8 +147,36 @@ int main() {
     });
     flagged.upload(stream);
 
+    using form = graphcap::replay_loop_form;
+    graphcap::replay_loop flat{body, {.form = form::flat}};
+    graphcap::replay_loop children{body, {.form = form::child_graphs}};
+    graphcap::replay_loop children_replayed{
+        body, {.form = form::child_graphs, .remainder = graphcap::replay_loop_remainder::replays}};
+    // The floor: the body unrolled inside one raw graph.
+    constexpr int unrolled_copies = 64;
+    constexpr int full_launches = iterations / unrolled_copies;             // 31
+    constexpr int left_over = iterations - full_launches * unrolled_copies; // 16
+    const bench::raw_graph unrolled_64(capture_stream, [&](cudaStream_t s) {
+      bench::issue_tiny(s, kernels * unrolled_copies, sink);
+    });
+    const bench::raw_graph unrolled_rest(
+        capture_stream, [&](cudaStream_t s) { bench::issue_tiny(s, kernels * left_over, sink); });
+    const bench::raw_graph unrolled_all(
+        capture_stream, [&](cudaStream_t s) { bench::issue_tiny(s, kernels * iterations, sink); });
+    for (const bench::raw_graph* raw : {&unrolled_64, &unrolled_rest, &unrolled_all}) {
+      bench::check(cudaGraphUpload(raw->exec(), stream), "cudaGraphUpload");
+    }
+    for (auto* built : {&loop, &flat, &children, &children_replayed}) {
+      built->replay(stream, iterations); // builds every executable the loop needs, untimed
+    }
+
     std::vector<double> replays;
     std::vector<double> unrolled;
+    std::vector<double> flat_times;
+    std::vector<double> children_times;
+    std::vector<double> children_replayed_times;
+    std::vector<double> floor_64;
+    std::vector<double> floor_all;
     std::vector<double> graphcap_while;
     std::vector<double> raw_while_times;
     std::vector<double> repeat_times;
@@ -155,33 +189,59 @@ int main() {
         }
       };
     };
-    bench::interleave(bench::scaled(15), 2,
-                      {arm(replays,
-                           [&] {
-                             for (int i = 0; i < iterations; ++i) {
-                               body.replay(stream);
-                             }
-                           }),
-                       arm(unrolled, [&] { loop.replay(stream, iterations); }),
-                       arm(graphcap_while, [&] { looped.replay(stream); }),
-                       arm(raw_while_times, [&] { hand_written.replay(stream); }),
-                       arm(repeat_times, [&] { repeated.replay(stream); }), arm(host_loop, [&] {
-                         for (int i = 0; i < iterations; ++i) {
-                           flagged.replay(stream);
-                           bench::check(cudaMemcpyAsync(host_flag, flag, sizeof(int),
-                                                        cudaMemcpyDeviceToHost, stream),
-                                        "cudaMemcpyAsync");
-                           bench::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-                         }
-                       })});
+    bench::interleave(
+        bench::scaled(15), 2,
+        {arm(replays,
+             [&] {
+               for (int i = 0; i < iterations; ++i) {
+                 body.replay(stream);
+               }
+             }),
+         arm(unrolled, [&] { loop.replay(stream, iterations); }),
+         arm(flat_times, [&] { flat.replay(stream, iterations); }),
+         arm(children_times, [&] { children.replay(stream, iterations); }),
+         arm(children_replayed_times, [&] { children_replayed.replay(stream, iterations); }),
+         arm(floor_64,
+             [&] {
+               for (int i = 0; i < full_launches; ++i) {
+                 unrolled_64.replay(stream);
+               }
+               unrolled_rest.replay(stream);
+             }),
+         arm(floor_all, [&] { unrolled_all.replay(stream); }),
+         arm(graphcap_while, [&] { looped.replay(stream); }),
+         arm(raw_while_times, [&] { hand_written.replay(stream); }),
+         arm(repeat_times, [&] { repeated.replay(stream); }), arm(host_loop, [&] {
+           for (int i = 0; i < iterations; ++i) {
+             flagged.replay(stream);
+             bench::check(
+                 cudaMemcpyAsync(host_flag, flag, sizeof(int), cudaMemcpyDeviceToHost, stream),
+                 "cudaMemcpyAsync");
+             bench::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+           }
+         })});
     report.add("loop iteration", kernels, "graphcap WHILE", "us", graphcap_while);
     report.add("loop iteration", kernels, "hand-written WHILE", "us", raw_while_times);
     report.add("loop iteration", kernels, "graphcap device_loop()", "us", repeat_times);
     report.add("loop iteration", kernels, "host flag loop", "us", host_loop);
     report.add("loop iteration", kernels, "n x replay()", "us", replays);
     report.add("loop iteration", kernels, "replay_loop", "us", unrolled);
-    report.note("K=" + std::to_string(kernels) + ": replay_loop unrolls " +
-                std::to_string(loop.copies()) + " copies per launch");
+    report.add("loop iteration", kernels, "replay_loop, flat", "us", flat_times);
+    report.add("loop iteration", kernels, "replay_loop, child graphs", "us", children_times);
+    report.add("loop iteration", kernels, "replay_loop, child graphs, rest replayed", "us",
+               children_replayed_times);
+    report.add("loop iteration", kernels, "unrolled in one raw graph, x64", "us", floor_64);
+    report.add("loop iteration", kernels, "unrolled in one raw graph, x2000", "us", floor_all);
+    const auto describe = [&](const char* name, auto& built) {
+      report.note("K=" + std::to_string(kernels) + ": " + name + " unrolls " +
+                  std::to_string(built.copies()) + " copies per launch, form " +
+                  std::string{graphcap::to_string(built.form())} + " (" +
+                  std::string{built.form_reason()} + ")");
+    };
+    describe("replay_loop", loop);
+    describe("replay_loop, flat", flat);
+    describe("replay_loop, child graphs", children);
+    describe("replay_loop, child graphs, rest replayed", children_replayed);
   }
   cudaFreeHost(host_flag);
   report.finish();

@@ -187,6 +187,18 @@ HEADLINE = (
         "1", "n x replay()", "replay_loop"),
        ("loops K=1: PyTorch's replay() loop / replay_loop (goal >= 3)", "bench_pytorch_loops",
         "loop iteration", "1", "pytorch for-loop of replay()", "replay_loop", "bench_loops")]
+    # Added in session 16 (#32), before its runs: capture + instantiate at 1 node, the whole life
+    # of a graph (teardown included), and replay_loop against the body unrolled in one graph.
+    + [("capture + instantiate, 1 node: graphcap / raw", "bench_build",
+        "capture + instantiate (default path)", "1", "graphcap", "raw"),
+       ("control: capture + instantiate, 1 node: raw / raw", "bench_build",
+        "capture + instantiate (default path)", "1", "raw, control", "raw")]
+    + [(f"capture, instantiate and teardown, {n} node{'' if n == '1' else 's'}: graphcap / raw",
+        "bench_build", "capture, instantiate and teardown (default path)", n, "graphcap", "raw")
+       for n in ("1", "10000")]
+    + [(f"loops K={k}: replay_loop / body unrolled in one raw graph (x64)", "bench_loops",
+        "loop iteration", k, "replay_loop", "unrolled in one raw graph, x64")
+       for k in ("1", "8", "32")]
     + [(f"PyTorch replay() / lean_graph replay, {n} node{'' if n == '1' else 's'} (goal >= 3)",
         "bench_pytorch_replay", "replay call", n, "pytorch CUDAGraph.replay()",
         "graphcap lean_graph", "bench_replay") for n in ("1", "100")]
@@ -309,6 +321,33 @@ def goal_lines(rows):
         if control:
             add("control for the line above: raw / raw",
                 f"worst {control[0]:.3f}x (at {control[1]}){interval_text(control)}", None)
+
+    # #32, goal 2: the replay at 10,000 nodes on its own, with the raw-against-raw control of
+    # the same size beside it (two raw graphs of the same work, interleaved the same way).
+    at_10k = ratio(rows, "bench_replay", "replay call", "10000", "graphcap lean_graph",
+                   "raw cudaGraphLaunch")
+    control_10k = ratio(rows, "bench_replay", "replay call", "10000",
+                        "raw cudaGraphLaunch, control", "raw cudaGraphLaunch")
+    if at_10k:
+        beside = (f"; control raw / raw {control_10k[0]:.3f}x"
+                  f"{interval_text((control_10k[0], '10000', control_10k[1], control_10k[2]))}"
+                  if control_10k else "; control not measured")
+        add("replay at 10,000 nodes <= 1.02x raw (lean_graph / raw)",
+            f"{at_10k[0]:.3f}x{interval_text((at_10k[0], '10000', at_10k[1], at_10k[2]))}{beside}",
+            at_10k[0] <= 1.02)
+    else:
+        add("replay at 10,000 nodes <= 1.02x raw (lean_graph / raw)", "not measured", None)
+    # #32, goal 2: capture + instantiate and the whole life of a graph (teardown included: the
+    # template graphcap no longer destroys at the capture's end is destroyed there).
+    whole = worst_ratio("bench_build", "capture, instantiate and teardown (default path)", "raw",
+                        "graphcap")
+    whole_control = worst_ratio("bench_build", "capture, instantiate and teardown (default path)",
+                                "raw", "raw, control")
+    if whole:
+        add("all off <= 1.02x raw: capture, instantiate and teardown",
+            f"worst {whole[0]:.3f}x (at {whole[1]}){interval_text(whole)}"
+            + (f"; control worst {whole_control[0]:.3f}x (at {whole_control[1]})"
+               if whole_control else ""), whole[0] <= 1.02)
 
     speedups = []
     for kernels in ("1", "10", "100"):
@@ -495,6 +534,26 @@ def loop_goals(rows, add, worst_ratio, interval_text):
                 found[0] >= goal)
         else:
             add(label, "not measured", None)
+    # #32, goal 3: replay_loop per iteration at K=1, and against the body unrolled inside one
+    # raw graph (64 copies, the launches an unrolled loop cannot avoid) at K=8 and K=32; each
+    # form the loop can take, beside the default (automatic).
+    at_k1 = value(rows, "bench_loops", metric, "1", "replay_loop")
+    if at_k1 is not None:
+        add("loops: replay_loop <= 0.80 us per iteration (K=1)", f"{at_k1:.3f} us",
+            at_k1 <= 0.80)
+    else:
+        add("loops: replay_loop <= 0.80 us per iteration (K=1)", "not measured", None)
+    for arm in ("replay_loop", "replay_loop, flat", "replay_loop, child graphs",
+                "replay_loop, child graphs, rest replayed"):
+        for k in ("1", "8", "32"):
+            found = ratio(rows, "bench_loops", metric, k, arm, "unrolled in one raw graph, x64")
+            if found is None:
+                continue
+            goal = arm == "replay_loop" and k != "1"
+            add(f"loops: {arm} / body unrolled in one raw graph (x64), K={k}"
+                + (" (goal <= 1.05)" if goal else ""),
+                f"{found[0]:.3f}x{interval_text((found[0], k, found[1], found[2]))}",
+                found[0] <= 1.05 if goal else None)
     ours = value(rows, "bench_loops", metric, "1", "replay_loop")
     torch_rows = [r for r in rows if r["case"].startswith("bench_pytorch")
                   and r["metric"] == metric and r["param"] == "1"]

@@ -71,7 +71,8 @@ enum class graph_state : std::uint8_t {
 
 /// Tag: keep the captured template after instantiation (like torch's keep_graph=True), for
 /// raw_graph(), debug_dump(), editing, and instantiating again. Without it the template is
-/// destroyed as soon as the executable graph exists.
+/// out of reach once the executable graph exists; the graph still holds it, for node_count()
+/// to count when first read, and destroys it at reset(), a recapture or its own end.
 struct keep_graph_t {
   explicit keep_graph_t() = default;
 };

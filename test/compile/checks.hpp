@@ -38,7 +38,8 @@ struct beyond_the_reference {
   int device;
   // The side stream's device (it may differ from the last capture's).
   int capture_stream_device;
-  // node_count() after the template is dropped (CUDA cannot count an executable's nodes).
+  // node_count(): counted from the template at its first call after a capture, then kept
+  // (CUDA cannot count an executable's nodes); a flag bit while not yet counted.
   std::uint32_t node_count;
   // Empty / capturing / captured: a state_error instead of CUDA's error.
   std::uint8_t state;

@@ -2,10 +2,13 @@
 // whose condition a kernel computes from device data, nesting, and recapture.
 #include <graphcap/control_flow.hpp>
 #include <graphcap/graphcap.hpp>
+#include <graphcap/replay_loop.hpp>
 
 #include "catch.hpp"
 #include "control_flow_kernels.cuh"
 #include "cuda_helpers.hpp"
+
+#include <string>
 
 namespace gc = graphcap;
 
@@ -85,4 +88,45 @@ TEST_CASE("a while_ inside an if_, with conditions of their own graphs") {
   graph.replay(stream);
   stream.synchronize();
   CHECK(read(iterations) == 7);
+}
+
+TEST_CASE("replay_loop runs a kernel body n times in each form") {
+  using form = gc::replay_loop_form;
+  gctest::stream stream;
+  gctest::device_buffer<int> iterations(1);
+  gc::lean_graph graph{gc::keep_graph};
+  graph.capture(stream, [&](cudaStream_t s) {
+    gctest::launch_count_iteration(s, iterations.get());
+    gctest::launch_count_iteration(s, iterations.get());
+  });
+  for (const form asked : {form::automatic, form::flat, form::child_graphs, form::replays}) {
+    INFO("form " << gc::to_string(asked));
+    gc::replay_loop loop{graph, {.form = asked}};
+    for (const int n : {1, 63, 64, 65, 1000}) {
+      write(iterations, 0);
+      loop.replay(stream, n);
+      CUDA_REQUIRE(cudaStreamSynchronize(stream));
+      CHECK(read(iterations) == 2 * n);
+    }
+    CHECK(loop.form() == (asked == form::automatic ? form::flat : asked));
+  }
+}
+
+TEST_CASE("replay_loop replays a graph with a conditional node, and says why") {
+  gctest::stream stream;
+  gctest::device_buffer<int> iterations(1);
+  gc::graph graph{gc::keep_graph};
+  graph.capture(stream, [&](gc::graph::scope& cap) {
+    gctest::launch_count_iteration(cap.stream(), iterations.get());
+    const gc::condition taken = cap.condition(1);
+    cap.if_(taken,
+            [&](cudaStream_t body) { gctest::launch_count_iteration(body, iterations.get()); });
+  });
+  gc::replay_loop loop{graph};
+  write(iterations, 0);
+  loop.replay(stream, 10);
+  CUDA_REQUIRE(cudaStreamSynchronize(stream));
+  CHECK(read(iterations) == 20);
+  CHECK(loop.form() == gc::replay_loop_form::replays);
+  CHECK_THAT(std::string(loop.form_reason()), gctest::contains("conditional"));
 }

@@ -140,3 +140,81 @@ TEST_CASE("replay_loop refuses a negative or absurd count before launching anyth
   stream.synchronize();
   CHECK(log.entries.size() == 5);
 }
+
+TEST_CASE("replay_loop copies a graph flat by default, and says so") {
+  gctest::stream stream;
+  iteration_log log;
+  gc::lean_graph graph{gc::keep_graph};
+  capture_logging(graph, stream, log);
+  gc::replay_loop loop{graph, {.max_copies = 8}};
+  CHECK(loop.form() == gc::replay_loop_form::flat);
+  CHECK_THAT(std::string(loop.form_reason()), gctest::contains("automatic"));
+  CHECK(loop.copies() == 8);
+  CHECK(loop.unrolled_reason().empty());
+  CHECK(gc::to_string(loop.form()) == "flat");
+}
+
+TEST_CASE("replay_loop runs n iterations in each form and each way of running the rest") {
+  using form = gc::replay_loop_form;
+  using remainder = gc::replay_loop_remainder;
+  gctest::stream stream;
+  iteration_log log;
+  gc::lean_graph graph{gc::keep_graph};
+  capture_logging(graph, stream, log);
+  for (const form asked : {form::automatic, form::flat, form::child_graphs, form::replays}) {
+    for (const remainder rest : {remainder::binary, remainder::replays}) {
+      for (const std::size_t copies : {std::size_t{4}, std::size_t{5}, std::size_t{64}}) {
+        gc::replay_loop loop{graph, {.max_copies = copies, .form = asked, .remainder = rest}};
+        const form expected = asked == form::automatic ? form::flat : asked;
+        INFO("form " << gc::to_string(asked) << ", copies " << copies);
+        CHECK(loop.form() == expected);
+        CHECK(loop.copies() == (expected == form::replays ? 1 : copies));
+        for (std::size_t n = 0; n <= 23; ++n) {
+          log.entries.clear();
+          log.tag = static_cast<int>(n);
+          loop.replay(stream, n);
+          stream.synchronize();
+          CHECK(log.entries == std::vector<int>(n, static_cast<int>(n)));
+        }
+        log.entries.clear();
+        loop.replay(stream, 130); // twice the 64 copies and two more
+        stream.synchronize();
+        CHECK(log.entries.size() == 130);
+      }
+    }
+  }
+}
+
+TEST_CASE("replay_loop copies forks, joins, memsets and events flat, edges and order kept") {
+  gctest::stream stream;
+  gctest::stream side;
+  gctest::event forked;
+  gctest::event joined;
+  gctest::event marker;
+  gctest::device_buffer<unsigned char> buffer(64);
+  iteration_log first;
+  iteration_log second;
+  second.tag = 2;
+  gc::lean_graph graph{gc::keep_graph};
+  graph.capture(stream, [&](cudaStream_t s) {
+    CUDA_REQUIRE(cudaMemsetAsync(buffer.get(), 7, buffer.bytes(), s));
+    CUDA_REQUIRE(cudaEventRecord(forked, s));
+    CUDA_REQUIRE(cudaStreamWaitEvent(side, forked, 0));
+    CUDA_REQUIRE(cudaLaunchHostFunc(s, log_iteration, &first));
+    CUDA_REQUIRE(cudaLaunchHostFunc(side, log_iteration, &second));
+    CUDA_REQUIRE(cudaEventRecord(joined, side));
+    CUDA_REQUIRE(cudaStreamWaitEvent(s, joined, 0));
+    CUDA_REQUIRE(cudaEventRecordWithFlags(marker, s, cudaEventRecordExternal));
+  });
+  REQUIRE(graph.node_count() == 4); // memset, two host nodes, the external event record
+  gc::replay_loop loop{graph, {.max_copies = 4}};
+  CHECK(loop.form() == gc::replay_loop_form::flat);
+  loop.replay(stream, 11);
+  stream.synchronize();
+  CHECK(first.entries.size() == 11);
+  CHECK(second.entries.size() == 11);
+  std::vector<unsigned char> bytes(buffer.bytes());
+  CUDA_REQUIRE(cudaMemcpy(bytes.data(), buffer.get(), bytes.size(), cudaMemcpyDeviceToHost));
+  CHECK(bytes == std::vector<unsigned char>(64, 7));
+  CHECK(cudaEventQuery(marker) == cudaSuccess);
+}

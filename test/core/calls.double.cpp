@@ -38,23 +38,70 @@ TEST_CASE("a lean replay is exactly one cudaGraphLaunch") {
   CHECK(counter == 1);
 }
 
-TEST_CASE("a capture makes the hand-written calls, plus the device and node count it records") {
+TEST_CASE("a capture makes the hand-written calls, plus the device it records") {
   cuda_double::reset();
   gctest::stream stream;
   gc::lean_graph graph;
   cuda_double::clear_call_counts();
   graph.capture(stream, [](cudaStream_t) {});
   // Hand-written: begin, end, instantiate, destroy the template. graphcap adds cudaGetDevice
-  // (the capture device), cudaGraphGetNodes (node_count) and, around instantiation and
-  // template destruction, the relaxed capture-mode exchange (2 calls each) that keeps them from
-  // invalidating another thread's global-mode capture.
+  // (the capture device) and, around instantiation, the relaxed capture-mode exchange (2 calls)
+  // that keeps it from invalidating another thread's global-mode capture. It counts no nodes
+  // and destroys no template at the capture's end: node_count() counts when it is read, and the
+  // template goes with reset() or the graph.
   CHECK(cuda_double::call_counts() == call_map{{"cudaGetDevice", 1},
                                                {"cudaStreamBeginCapture", 1},
                                                {"cudaStreamEndCapture", 1},
-                                               {"cudaGraphGetNodes", 1},
-                                               {"cudaThreadExchangeStreamCaptureMode", 4},
-                                               {"cudaGraphInstantiateWithFlags", 1},
-                                               {"cudaGraphDestroy", 1}});
+                                               {"cudaThreadExchangeStreamCaptureMode", 2},
+                                               {"cudaGraphInstantiateWithFlags", 1}});
+}
+
+TEST_CASE("node_count() counts the template once, at its first call after a capture") {
+  cuda_double::reset();
+  gctest::stream stream;
+  int counter = 0;
+  {
+    gc::lean_graph graph;
+    graph.capture(stream, [&](cudaStream_t s) {
+      CUDA_REQUIRE(cudaLaunchHostFunc(s, add_one, &counter));
+      CUDA_REQUIRE(cudaLaunchHostFunc(s, add_one, &counter));
+    });
+    CHECK(cuda_double::live_graphs() == 1);              // kept, out of reach, for the count
+    CHECK_THROWS_AS(graph.raw_graph(), gc::state_error); // still no template for the user
+    cuda_double::clear_call_counts();
+    CHECK(graph.node_count() == 2);
+    CHECK(graph.node_count() == 2);
+    CHECK(cuda_double::call_counts() == call_map{{"cudaGraphGetNodes", 1}});
+    graph.replay(stream);
+    CHECK(counter == 2);
+    graph.reset();
+    CHECK(graph.node_count() == 0);
+    CHECK(cuda_double::live_graphs() == 0); // reset() destroys it
+    graph.capture(stream,
+                  [&](cudaStream_t s) { CUDA_REQUIRE(cudaLaunchHostFunc(s, add_one, &counter)); });
+    CHECK(graph.node_count() == 1); // counted again for the new capture
+  }
+  CHECK(cuda_double::live_graphs() == 0); // and the graph's destructor
+  CHECK(cuda_double::live_execs() == 0);
+}
+
+TEST_CASE("a recapture without keep_graph counts its own template, not the previous one") {
+  cuda_double::reset();
+  gctest::stream stream;
+  int counter = 0;
+  gc::lean_graph graph;
+  graph.capture(stream,
+                [&](cudaStream_t s) { CUDA_REQUIRE(cudaLaunchHostFunc(s, add_one, &counter)); });
+  CHECK(graph.node_count() == 1);
+  const gc::update_result result = graph.recapture(stream, [&](cudaStream_t s) {
+    CUDA_REQUIRE(cudaLaunchHostFunc(s, add_one, &counter));
+    CUDA_REQUIRE(cudaLaunchHostFunc(s, add_one, &counter));
+  });
+  CHECK_FALSE(result.updated()); // another topology
+  CHECK(cuda_double::live_graphs() == 1);
+  CHECK(graph.node_count() == 2);
+  graph.replay(stream);
+  CHECK(counter == 2);
 }
 
 TEST_CASE("rejecting the legacy default stream makes no CUDA call at all") {

@@ -79,13 +79,64 @@ TEST_CASE("replay_loop: a failure to add a copy is a cuda_error, not a refusal")
   graph.capture(stream, [&](cudaStream_t s) {
     CUDA_REQUIRE(cudaMemsetAsync(buffer.get(), 1, buffer.bytes(), s));
   });
-  gc::replay_loop loop{graph, {.max_copies = 2}};
+  gc::replay_loop loop{graph, {.max_copies = 2, .form = gc::replay_loop_form::child_graphs}};
   cuda_double::fail_call("cudaGraphAddChildGraphNode", cudaErrorUnknown);
   CHECK_THROWS_WITH(loop.replay(stream, 4),
                     gctest::contains("cudaGraphAddChildGraphNode failed: cudaErrorUnknown"));
   gctest::require_no_last_error();
   loop.replay(stream, 4);
   CHECK(loop.copies() == 2);
+  CHECK(loop.form() == gc::replay_loop_form::child_graphs);
+}
+
+// The flat form: a copy CUDA fails to make for another reason than a refusal is a cuda_error
+// too; a refusal (cudaErrorNotSupported) makes the loop chain child graphs instead, and say why.
+TEST_CASE("replay_loop: a flat copy that fails is a cuda_error, one refused falls back") {
+  cuda_double::reset();
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> buffer(16);
+  gc::lean_graph graph{gc::keep_graph};
+  graph.capture(stream, [&](cudaStream_t s) {
+    CUDA_REQUIRE(cudaMemsetAsync(buffer.get(), 1, buffer.bytes(), s));
+  });
+  SECTION("a failure") {
+    gc::replay_loop loop{graph, {.max_copies = 2}};
+    cuda_double::fail_call("cudaGraphAddMemsetNode", cudaErrorUnknown);
+    CHECK_THROWS_WITH(loop.replay(stream, 4),
+                      gctest::contains("cudaGraphAddMemsetNode failed: cudaErrorUnknown"));
+    gctest::require_no_last_error();
+    loop.replay(stream, 4);
+    CHECK(loop.form() == gc::replay_loop_form::flat);
+  }
+  SECTION("a refusal") {
+    gc::replay_loop loop{graph, {.max_copies = 2}};
+    cuda_double::fail_call("cudaGraphAddMemsetNode", cudaErrorNotSupported);
+    loop.replay(stream, 4);
+    gctest::require_no_last_error();
+    CHECK(loop.form() == gc::replay_loop_form::child_graphs);
+    CHECK_THAT(std::string(loop.form_reason()), gctest::contains("cudaErrorNotSupported"));
+  }
+}
+
+// The rest of n / copies() runs as one launch per bit (executables of 2, 4, ... copies), or as
+// replays of the graph where asked.
+TEST_CASE("replay_loop: the rest runs in a launch per bit, or in replays") {
+  cuda_double::reset();
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> buffer(16);
+  gc::lean_graph graph{gc::keep_graph};
+  graph.capture(stream, [&](cudaStream_t s) {
+    CUDA_REQUIRE(cudaMemsetAsync(buffer.get(), 1, buffer.bytes(), s));
+  });
+  const auto launches = [&](gc::replay_loop_remainder rest) {
+    gc::replay_loop loop{graph, {.max_copies = 8, .remainder = rest}};
+    loop.replay(stream, 24); // warm: builds what 24 needs
+    cuda_double::clear_call_counts();
+    loop.replay(stream, 24); // the graph once, 8 copies twice, then 7 left
+    return cuda_double::calls("cudaGraphLaunch");
+  };
+  CHECK(launches(gc::replay_loop_remainder::binary) == 1 + 2 + 3);  // 7 = 4 + 2 + 1
+  CHECK(launches(gc::replay_loop_remainder::replays) == 1 + 2 + 7); // 7 replays
 }
 
 // ---- errors docs/errors.md lists that no other test provokes -------------------------------

@@ -34,9 +34,11 @@ template <class Graph>
 std::vector<gcsweep::absorption> absorptions() {
   using pool = typename Graph::pool_type;
   std::vector<gcsweep::absorption> rules{
-      {"cudaGraphDestroy", phases(phase::capture, phase::discard, phase::reset, phase::loop),
-       "teardown never throws: a failed destroy leaks its one graph (a template not kept goes "
-       "at capture end; a discarded capture's; the loop's chain graph once instantiated)"},
+      {"cudaGraphDestroy",
+       phases(phase::capture, phase::discard, phase::reset, phase::loop, phase::teardown),
+       "teardown never throws: a failed destroy leaks its one graph (a template, kept or not, "
+       "goes with reset or the graph; a discarded capture's; the loop's chain graph once "
+       "instantiated)"},
       {"cudaGraphExecDestroy",
        phases(phase::instantiate, phase::loop, phase::reset, phase::teardown),
        "teardown never throws: a failed destroy leaks its one executable (instantiate() again "

@@ -214,8 +214,11 @@ public:
   /// True when the graph was constructed with keep_graph.
   [[nodiscard]] bool keeps_graph() const noexcept { return lifecycle_.core().keep_graph; }
   /// Nodes in the captured graph (0 for an empty capture, which is valid and replays as a
-  /// no-op: it usually means the work went to another stream than the capture stream).
-  [[nodiscard]] std::size_t node_count() const noexcept { return lifecycle_.core().node_count; }
+  /// no-op: it usually means the work went to another stream than the capture stream). Counted
+  /// at the first call after each capture (one cudaGraphGetNodes on the template, which the
+  /// graph keeps for that even without keep_graph), not at the capture's end; cuda_error if
+  /// CUDA cannot count. Like the graph's other members, not for concurrent calls.
+  [[nodiscard]] std::size_t node_count() const { return lifecycle_.core().nodes(); }
   /// Changes at the end of every capture and recapture (it counts them, modulo 2^16): what a
   /// cache built from the graph (replay_loop) compares to know it is stale.
   [[nodiscard]] std::uint16_t generation() const noexcept { return lifecycle_.core().generation; }

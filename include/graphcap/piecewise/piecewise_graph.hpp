@@ -216,8 +216,9 @@ public:
   [[nodiscard]] bool keeps_graph() const noexcept { return keep_graph_; }
   /// Segment `k`'s graph (for node counts, raw_graph(), pictures); k < segment_count().
   [[nodiscard]] const Graph& segment(std::size_t k) const { return *segments_.at(k); }
-  /// The nodes of every segment.
-  [[nodiscard]] std::size_t node_count() const noexcept {
+  /// The nodes of every segment (each segment counts its own at the first call after its
+  /// capture: basic_graph::node_count()).
+  [[nodiscard]] std::size_t node_count() const {
     std::size_t nodes = 0;
     for (const std::unique_ptr<Graph>& segment : segments_) {
       nodes += segment->node_count();

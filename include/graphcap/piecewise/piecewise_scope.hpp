@@ -175,6 +175,9 @@ private:
   void end_segment(const std::string& where) {
     try {
       current_->end();
+      // Counted now, not at the first replay: replay() skips a segment of no node (an island
+      // at the start, or two in a row) and must stay its launches alone.
+      static_cast<void>(owner_->segments_[segment_index()]->node_count());
       if constexpr (requires { current_->update(); }) {
         updates_.push_back(current_->update());
       }

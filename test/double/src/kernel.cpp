@@ -559,6 +559,16 @@ cudaError_t cudaGraphKernelNodeGetParams(cudaGraphNode_t node, cudaKernelNodePar
   });
 }
 
+// The double keeps no launch attributes (priority, cluster shape, ...): copying them checks that
+// both nodes are live kernel nodes, as CUDA does, and has nothing else to copy.
+cudaError_t cudaGraphKernelNodeCopyAttributes(cudaGraphNode_t hDst, cudaGraphNode_t hSrc) {
+  return api(__func__, [&] {
+    return with_kernel_node(hSrc, [&](CUgraphNode_st& /*source*/) {
+      return with_kernel_node(hDst, [](CUgraphNode_st& /*target*/) { return cudaSuccess; });
+    });
+  });
+}
+
 cudaError_t cudaGraphKernelNodeSetParams(cudaGraphNode_t node,
                                          const cudaKernelNodeParams* pNodeParams) {
   return api(__func__, [&] {

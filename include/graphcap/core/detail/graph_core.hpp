@@ -28,12 +28,12 @@ namespace graphcap::detail {
 /// The handles and the state of one graph. A plain aggregate of what a hand-written program
 /// keeps (sizeof(lean_graph) is sizeof(graph_core): test/compile/checks.hpp).
 struct graph_core {
-  graph_handle graph;        // the captured template (kept only with keep_graph)
+  graph_handle graph;        // the captured template (until reset; shown only with keep_graph)
   exec_handle exec;          // the executable graph
   stream_handle side_stream; // capture stream when none is given; created on first use
   int device = -1;           // current device at the last capture
   int side_device = -1;      // the device side_stream belongs to
-  std::uint32_t node_count = 0;
+  mutable std::uint32_t node_count = 0; // counted at the first node_count() (see nodes())
   graph_state state = graph_state::empty;
   bool keep_graph = false;
   std::uint16_t generation = 0; // +1 at every capture's end: what caches of the graph check
@@ -83,12 +83,33 @@ struct graph_core {
     return side_stream.get();
   }
 
-  /// Counts the template's nodes, less `own_nodes` that policies added for themselves.
-  void count_nodes(std::size_t own_nodes) {
-    std::size_t count = 0;
-    check(cudaGraphGetNodes(graph.get(), nullptr, &count), "cudaGraphGetNodes");
-    node_count = static_cast<std::uint32_t>(count - own_nodes);
+  /// node_count while the template's nodes are not counted yet: this bit, with the number of
+  /// nodes the policies added for themselves (to be left out) in the bits below it.
+  static constexpr std::uint32_t uncounted = 0x8000'0000U;
+
+  /// A capture ended into `graph`: its nodes are counted when someone asks (nodes()), not
+  /// now (cudaGraphGetNodes walks every node). `own_nodes` (the pool's completion marker) will
+  /// be left out of the count.
+  void note_captured(std::size_t own_nodes) noexcept {
+    node_count = uncounted | static_cast<std::uint32_t>(own_nodes & (uncounted - 1U));
     ++generation;
+  }
+
+  /// The template's nodes, less the policies' own: counted once per capture, at the first call
+  /// (the template stays until reset, recapture or destruction, with keep_graph or without, so
+  /// that it can be counted). Throws cuda_error if CUDA cannot count them.
+  [[nodiscard]] std::size_t nodes() const {
+    if ((node_count & uncounted) != 0U) [[unlikely]] {
+      if (!graph) { // cannot happen: only drop() destroys the template, and it sets 0
+        throw state_error("graphcap: node_count(): the captured template is gone (an internal "
+                          "error: please report it)");
+      }
+      std::size_t count = 0;
+      check(cudaGraphGetNodes(graph.get(), nullptr, &count), "cudaGraphGetNodes");
+      const std::size_t own = node_count & (uncounted - 1U);
+      node_count = static_cast<std::uint32_t>(count >= own ? count - own : 0);
+    }
+    return node_count;
   }
 
   /// Instantiates the template (any previous executable is destroyed first: a graph with memory
@@ -139,7 +160,7 @@ struct graph_core {
   /// Throws state_error unless take_updated_executable(from) may run: this graph has its
   /// template (keep_graph, a finished capture), and `from` is another graph with an executable.
   void require_takeable(const graph_core& from) const {
-    if (state == graph_state::capturing || !graph) {
+    if (state == graph_state::capturing || !graph || !keep_graph) {
       throw state_error(message("take_executable()",
                                 keep_graph ? "capture first, and end the capture"
                                            : "construct the graph with graphcap::keep_graph: the "
@@ -204,7 +225,7 @@ struct graph_core {
 
   /// The template, for raw_graph(); state_error without one.
   [[nodiscard]] cudaGraph_t template_graph(std::string_view operation) const {
-    if (!graph) {
+    if (!graph || !keep_graph) { // without keep_graph the template is kept for counting only
       throw state_error(message(operation, keep_graph ? "capture first"
                                                       : "construct the graph with "
                                                         "graphcap::keep_graph to keep the "

@@ -170,18 +170,19 @@ private:
     }
     core_.state = graph_state::captured;
     dropping_on_failure([&] {
-      core_.count_nodes(contract::own_nodes(pool_)); // the pool's completion marker not counted
+      // Counted when node_count() is read; the pool's completion marker will not be counted.
+      core_.note_captured(contract::own_nodes(pool_));
       after_capture_end_hooks();
     });
   }
 
   /// capture_kind::fresh: instantiates the template, unless keep_graph keeps it for later.
+  /// Without keep_graph the template is not destroyed here either: it stays, out of the user's
+  /// reach, until reset, recapture or destruction, so that node_count() can count it when asked
+  /// (CUDA cannot count an executable's nodes) and the capture's end pays for neither.
   void instantiate_unless_kept() {
     if (!core_.keep_graph) {
-      dropping_on_failure([&] {
-        instantiate_template();
-        core_.graph.reset(); // the executable graph is all a replay needs
-      });
+      dropping_on_failure([&] { instantiate_template(); });
     }
   }
 
@@ -190,10 +191,7 @@ private:
   void update_executable(exec_handle& previous, update_result& result) {
     dropping_on_failure([&] {
       core_.update_or_instantiate(previous, result, Pool::instantiate_flags);
-      after_instantiate_hooks();
-      if (!core_.keep_graph) {
-        core_.graph.reset();
-      }
+      after_instantiate_hooks(); // the template stays (see instantiate_unless_kept)
     });
   }
 

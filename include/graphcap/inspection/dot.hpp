@@ -63,8 +63,8 @@ concept segmented = requires(const Graph& graph, std::size_t k) {
 template <class Graph>
 void require_drawable(const Graph& graph) {
   if (!graph.keeps_graph()) {
-    throw state_error("graphcap: write_dot() needs the graph's template, which CUDA drops after "
-                      "instantiation: construct the graph with graphcap::keep_graph");
+    throw state_error("graphcap: write_dot() needs the graph's template, which only a graph "
+                      "kept with it offers: construct the graph with graphcap::keep_graph");
   }
   if (graph.state() != graph_state::captured && graph.state() != graph_state::instantiated) {
     std::string text{"graphcap: cannot write_dot() while the graph is "};

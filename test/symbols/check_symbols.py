@@ -181,6 +181,9 @@ def main():
     parser.add_argument("--expect-failure", metavar="REGEX",
                         help="the control: succeed only if the check fails with a failure "
                              "matching REGEX (proves the check can fail, for the right reason)")
+    parser.add_argument("--expect-no-failure", metavar="REGEX",
+                        help="with a control: also fail if any failure matches REGEX (what the "
+                             "control's policy must not bring, e.g. CUPTI without a free watch)")
     args = parser.parse_args()
 
     lean = ObjectFile(args.lean, args.readelf)
@@ -275,7 +278,11 @@ def main():
               f"'{args.expect_failure}'")
         for failure in matching[:10]:
             print(f"  {failure}")
-        return 0 if matching else 1
+        unwanted = ([f for f in failures if re.search(args.expect_no_failure, f)]
+                    if args.expect_no_failure else [])
+        for failure in unwanted[:10]:
+            print(f"  unwanted ('{args.expect_no_failure}'): {failure}")
+        return 0 if matching and not unwanted else 1
     if failures:
         print("FAILED:")
         for failure in failures:

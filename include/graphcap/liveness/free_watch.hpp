@@ -37,8 +37,10 @@ public:
   /// Starts watching frees (or shares the watch already running). Call outside any capture.
   free_watch() noexcept : answer_(detail::liveness::shared_free_watch::instance().join()) {}
 
+  /// Takes `other`'s share of the watch; `other` is left inactive.
   free_watch(free_watch&& other) noexcept
       : answer_(std::exchange(other.answer_, CUPTI_ERROR_INVALID_OPERATION)) {}
+  /// Gives this watch's share back, then takes `other`'s; `other` is left inactive.
   free_watch& operator=(free_watch&& other) noexcept {
     if (this != &other) {
       stop();

@@ -2,8 +2,9 @@
 // default path (capture, instantiate, destroy) makes seven calls the hand-written one does not:
 // cudaGetDevice at the capture's begin, and a capture-mode exchange pair
 // (cudaThreadExchangeStreamCaptureMode twice) around the instantiation and around each of the two
-// destructions. This times each call alone, then the whole life of a 1-node graph three ways,
-// interleaved: by hand; by hand plus those seven calls; graphcap::lean_graph.
+// destructions. This times each call alone, then the whole life of a 1-node graph four ways,
+// interleaved: by hand; by hand plus those seven calls; graphcap::lean_graph; and by hand with the
+// template destroyed first, right after the instantiation (bench_build's raw arm).
 #include <graphcap/graphcap.hpp>
 
 #include <algorithm>
@@ -45,7 +46,21 @@ void exchange(bool extra, cudaStreamCaptureMode& mode) {
   }
 }
 
-/// One 1-node graph's whole life by hand; `extra` adds graphcap's seven calls at their places.
+/// One 1-node graph's whole life by hand, the template destroyed right after the instantiation
+/// and before the executable (as bench_build's raw arm does).
+void by_hand_template_first(cudaStream_t stream, int* sink) {
+  check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), "begin");
+  tiny<<<1, 32, 0, stream>>>(sink);
+  cudaGraph_t graph = nullptr;
+  check(cudaStreamEndCapture(stream, &graph), "end");
+  cudaGraphExec_t exec = nullptr;
+  check(cudaGraphInstantiateWithFlags(&exec, graph, 0), "instantiate");
+  check(cudaGraphDestroy(graph), "destroy");
+  check(cudaGraphExecDestroy(exec), "exec destroy");
+}
+
+/// One 1-node graph's whole life by hand, the executable destroyed before the template (as
+/// graphcap does); `extra` adds graphcap's seven calls at their places.
 void by_hand(cudaStream_t stream, int* sink, bool extra) {
   int device = 0;
   cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
@@ -95,34 +110,38 @@ int main() {
   }
   std::printf("cudaThreadExchangeStreamCaptureMode: %.1f ns per call\n", ns_since(start, calls));
 
-  std::vector<double> raw;
-  std::vector<double> raw_extra;
-  std::vector<double> lean;
+  std::vector<double> samples[4]; // by hand, + the seven calls, graphcap, by hand template first
   constexpr int per_sample = 200;
+  constexpr int arms = 4;
   for (int round = 0; round < 60; ++round) {
-    for (int arm = 0; arm < 3; ++arm) {
-      const int which = (arm + round) % 3;
+    for (int arm = 0; arm < arms; ++arm) {
+      const int which = (arm + round) % arms;
       check(cudaStreamSynchronize(stream), "sync");
       start = clock_type::now();
       for (int i = 0; i < per_sample; ++i) {
         if (which == 2) {
           graphcap::lean_graph graph;
           graph.capture(stream, [&](cudaStream_t s) { tiny<<<1, 32, 0, s>>>(sink); });
+        } else if (which == 3) {
+          by_hand_template_first(stream, sink);
         } else {
           by_hand(stream, sink, which == 1);
         }
       }
       const double ns = ns_since(start, per_sample);
       if (round >= 10) { // the first rounds warm up
-        (which == 0 ? raw : which == 1 ? raw_extra : lean).push_back(ns / 1000.0);
+        samples[which].push_back(ns / 1000.0);
       }
     }
   }
-  const double base = median(raw);
-  std::printf("whole life of a 1-node graph, median of %zu samples of %d: by hand %.3f us; by hand "
-              "+ graphcap's 7 calls %.3f us (%.3fx); graphcap::lean_graph %.3f us (%.3fx)\n",
-              raw.size(), per_sample, base, median(raw_extra), median(raw_extra) / base,
-              median(lean), median(lean) / base);
+  const double base = median(samples[0]);
+  std::printf("whole life of a 1-node graph, median of %zu samples of %d: by hand (executable "
+              "destroyed first) %.3f us; by hand + graphcap's 7 calls %.3f us (%.3fx); "
+              "graphcap::lean_graph %.3f us (%.3fx); by hand, template destroyed first %.3f us "
+              "(%.3fx)\n",
+              samples[0].size(), per_sample, base, median(samples[1]), median(samples[1]) / base,
+              median(samples[2]), median(samples[2]) / base, median(samples[3]),
+              median(samples[3]) / base);
   check(cudaFree(sink), "cudaFree");
   check(cudaStreamDestroy(stream), "stream destroy");
   return 0;

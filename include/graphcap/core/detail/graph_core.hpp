@@ -203,8 +203,15 @@ struct graph_core {
 
   /// Drops the executable graph and the template; keeps the side stream.
   void drop() noexcept {
-    exec.reset();
-    graph.reset();
+    if (exec || graph) { // one capture-mode exchange for both destructions, not one each
+      const relaxed_capture_mode_guard relaxed;
+      if (exec) {
+        ignore(cudaGraphExecDestroy(exec.release()));
+      }
+      if (graph) {
+        ignore(cudaGraphDestroy(graph.release()));
+      }
+    }
     node_count = 0;
     state = graph_state::empty;
   }

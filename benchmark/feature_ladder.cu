@@ -33,20 +33,6 @@ void issue_chain(cudaStream_t stream, float* const* buffers) {
   }
 }
 
-/// Up to 64 pointers passed by value: each is a kernel-parameter word the liveness check finds.
-struct pointer_table {
-  float* pointers[64];
-  int count;
-};
-
-__global__ void touch_all(pointer_table table) {
-  if (threadIdx.x == 0) {
-    for (int i = 0; i < table.count; ++i) {
-      table.pointers[i][0] += 1.0F;
-    }
-  }
-}
-
 /// Replay calls per sample (a batch of launches).
 constexpr int launches = 200;
 
@@ -269,24 +255,24 @@ void liveness_per_input(bench::report& report, cudaStream_t stream, cudaStream_t
   using pooled_checked =
       graphcap::graph_with<graphcap::pool::private_pool, graphcap::liveness::check>;
   for (const int inputs : {1, 4, 16, 64}) {
-    pointer_table table{};
+    bench::pointer_table table{};
     table.count = inputs;
     for (int i = 0; i < inputs; ++i) { // separate allocations: separate buffer ids
       bench::check(cudaMalloc(&table.pointers[i], buffer_floats * sizeof(float)), "cudaMalloc");
     }
-    const auto issue = [&](cudaStream_t s) { touch_all<<<1, 32, 0, s>>>(table); };
+    const auto issue = [&](cudaStream_t s) { bench::touch_all<<<1, 32, 0, s>>>(table); };
     const bench::raw_graph raw(capture_stream, issue);
     graphcap::lean_graph off;
     off.capture(capture_stream, issue);
     checked on;
     on.capture(capture_stream, issue);
     const auto own_inputs = [&](auto& cap) {
-      pointer_table owned{};
+      bench::pointer_table owned{};
       owned.count = inputs;
       for (int i = 0; i < inputs; ++i) {
         owned.pointers[i] = cap.template allocate<float>(buffer_floats);
       }
-      touch_all<<<1, 32, 0, cap.stream()>>>(owned);
+      bench::touch_all<<<1, 32, 0, cap.stream()>>>(owned);
     };
     pooled pool_off;
     pool_off.capture(capture_stream, own_inputs);

@@ -46,6 +46,22 @@ __device__ inline std::uint64_t global_nanoseconds() {
   return now;
 }
 
+/// Up to 64 pointers passed by value: each is a kernel-parameter word liveness::check finds
+/// (bench_features' and bench_liveness' inputs).
+struct pointer_table {
+  float* pointers[64];
+  int count;
+};
+
+/// Reads and writes the first element of each pointer of `table`.
+__global__ void touch_all(pointer_table table) {
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < table.count; ++i) {
+      table.pointers[i][0] += 1.0F;
+    }
+  }
+}
+
 /// Holds the stream until the host sets *open (mapped pinned memory), or `timeout_ns` passed; in
 /// the second case it counts a timeout, which makes the measurement behind it suspect.
 __global__ void gate_kernel(const volatile int* open, volatile int* timeouts,

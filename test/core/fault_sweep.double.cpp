@@ -50,16 +50,31 @@ TEST_CASE("fault sweep: graph memory nodes in mode relaxed") {
       "graph memory nodes in mode relaxed");
 }
 
+namespace {
+
+/// A fresh double, then a kept lean graph of one memset (the replay_loop cases below).
+struct fresh_double_first {
+  fresh_double_first() { cuda_double::reset(); }
+};
+struct kept_memset_graph : fresh_double_first {
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> buffer{16};
+  gc::lean_graph graph{gc::keep_graph};
+  kept_memset_graph() {
+    graph.capture(stream, [&](cudaStream_t s) {
+      CUDA_REQUIRE(cudaMemsetAsync(buffer.get(), 1, buffer.bytes(), s));
+    });
+  }
+};
+
+} // namespace
+
 // A replay_loop whose unrolled executable failed to build used to take itself for built: it
 // never tried again, replayed the graph n times and reported no reason (copies() 1, reason "").
 TEST_CASE("replay_loop: a build that failed is tried again at the next replay") {
-  cuda_double::reset();
-  gctest::stream stream;
-  gctest::device_buffer<unsigned char> buffer(16);
-  gc::lean_graph graph{gc::keep_graph};
-  graph.capture(stream, [&](cudaStream_t s) {
-    CUDA_REQUIRE(cudaMemsetAsync(buffer.get(), 1, buffer.bytes(), s));
-  });
+  kept_memset_graph setup;
+  gctest::stream& stream = setup.stream;
+  gc::lean_graph& graph = setup.graph;
   graph.instantiate();
   gc::replay_loop loop{graph, {.max_copies = 2}};
   cuda_double::fail_call("cudaGraphInstantiateWithFlags", cudaErrorMemoryAllocation); // the loop's
@@ -72,13 +87,9 @@ TEST_CASE("replay_loop: a build that failed is tried again at the next replay") 
 // A child-graph node CUDA fails to add for another reason than a graph it cannot take
 // (cudaErrorNotSupported) used to be taken for that refusal: the loop silently stopped unrolling.
 TEST_CASE("replay_loop: a failure to add a copy is a cuda_error, not a refusal") {
-  cuda_double::reset();
-  gctest::stream stream;
-  gctest::device_buffer<unsigned char> buffer(16);
-  gc::lean_graph graph{gc::keep_graph};
-  graph.capture(stream, [&](cudaStream_t s) {
-    CUDA_REQUIRE(cudaMemsetAsync(buffer.get(), 1, buffer.bytes(), s));
-  });
+  kept_memset_graph setup;
+  gctest::stream& stream = setup.stream;
+  gc::lean_graph& graph = setup.graph;
   gc::replay_loop loop{graph, {.max_copies = 2, .form = gc::replay_loop_form::child_graphs}};
   cuda_double::fail_call("cudaGraphAddChildGraphNode", cudaErrorUnknown);
   CHECK_THROWS_WITH(loop.replay(stream, 4),
@@ -92,13 +103,9 @@ TEST_CASE("replay_loop: a failure to add a copy is a cuda_error, not a refusal")
 // The flat form: a copy CUDA fails to make for another reason than a refusal is a cuda_error
 // too; a refusal (cudaErrorNotSupported) makes the loop chain child graphs instead, and say why.
 TEST_CASE("replay_loop: a flat copy that fails is a cuda_error, one refused falls back") {
-  cuda_double::reset();
-  gctest::stream stream;
-  gctest::device_buffer<unsigned char> buffer(16);
-  gc::lean_graph graph{gc::keep_graph};
-  graph.capture(stream, [&](cudaStream_t s) {
-    CUDA_REQUIRE(cudaMemsetAsync(buffer.get(), 1, buffer.bytes(), s));
-  });
+  kept_memset_graph setup;
+  gctest::stream& stream = setup.stream;
+  gc::lean_graph& graph = setup.graph;
   SECTION("a failure") {
     gc::replay_loop loop{graph, {.max_copies = 2}};
     cuda_double::fail_call("cudaGraphAddMemsetNode", cudaErrorUnknown);
@@ -121,13 +128,9 @@ TEST_CASE("replay_loop: a flat copy that fails is a cuda_error, one refused fall
 // The rest of n / copies() runs as one launch per bit (executables of 2, 4, ... copies), or as
 // replays of the graph where asked.
 TEST_CASE("replay_loop: the rest runs in a launch per bit, or in replays") {
-  cuda_double::reset();
-  gctest::stream stream;
-  gctest::device_buffer<unsigned char> buffer(16);
-  gc::lean_graph graph{gc::keep_graph};
-  graph.capture(stream, [&](cudaStream_t s) {
-    CUDA_REQUIRE(cudaMemsetAsync(buffer.get(), 1, buffer.bytes(), s));
-  });
+  kept_memset_graph setup;
+  gctest::stream& stream = setup.stream;
+  gc::lean_graph& graph = setup.graph;
   const auto launches = [&](gc::replay_loop_remainder rest) {
     gc::replay_loop loop{graph, {.max_copies = 8, .remainder = rest}};
     loop.replay(stream, 24); // warm: builds what 24 needs

@@ -9,8 +9,9 @@
 //   +timing   the captured record with an event that keeps timing
 //   +host     the plain chain, and a host cudaEventRecord after each launch
 //   +memset   a 4-byte memset node at its end
-// for a chain of 1 and of 10 kernels. Each line: median microseconds per launch and the ratio to
-// the plain chain of the same length.
+// for a chain of 1 and of 10 kernels. Each line: the median per launch of the whole batch to the
+// stream drained (the device's pace) and of the host's launch calls alone (bench_features'
+// "replay call"), each with its ratio to the plain chain of the same length.
 //
 //   nvcc -std=c++20 -O2 -arch=sm_90 -o marker_cost marker_cost.cu
 #include <cuda_runtime.h>
@@ -72,7 +73,8 @@ static cudaGraphExec_t make(cudaStream_t stream, float* const* buffers, int kern
 struct arm {
   const char* name;
   std::function<void()> launch;
-  std::vector<double> micros;
+  std::vector<double> micros; // per launch, drained stream: the device's pace
+  std::vector<double> calls;  // per launch, the host's calls alone (bench_features' measure)
 };
 
 int main() {
@@ -130,13 +132,18 @@ int main() {
     }
     std::printf("chain of %d kernel(s)\n", kernels);
     double base = 0;
+    double base_call = 0;
     for (arm& a : arms) {
       std::sort(a.micros.begin(), a.micros.end());
+      std::sort(a.calls.begin(), a.calls.end());
       const double median = a.micros[a.micros.size() / 2];
+      const double call = a.calls[a.calls.size() / 2];
       if (base == 0) {
         base = median;
+        base_call = call;
       }
-      std::printf("  %-32s %8.3f us  %.3fx\n", a.name, median, median / base);
+      std::printf("  %-32s launch to done %8.3f us  %.3fx   host call %7.3f us  %.3fx\n", a.name,
+                  median, median / base, call, call / base_call);
     }
     for (cudaGraphExec_t exec : {plain, control, record, add, timing, memset}) {
       cudaGraphExecDestroy(exec);

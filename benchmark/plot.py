@@ -539,9 +539,14 @@ def goal_lines(rows):
                 "pinned cudaMemcpy there and back"):
             found = ratio(rows, "bench_sleep", r["metric"], r["param"], r["arm"],
                           "pinned cudaMemcpy there and back")
+            # The goal is judged on sleep(backup::host) as it runs by default; the option that
+            # keeps the backup's memory is a second row, listed without a verdict (#50).
+            default = r["arm"] == "graphcap sleep(host) + wake"
             if found:
-                add(f"sleep: {r['arm']} >= 80% of pinned copies ({r['param']} MiB)",
-                    f"{100 / found[0]:.0f}% ({found[0]:.3f}x the copies' time)", found[0] <= 1.25)
+                add(f"sleep: {r['arm']} >= 80% of pinned copies ({r['param']} MiB)"
+                    + ("" if default else " (an option: listed, not the verdict)"),
+                    f"{100 / found[0]:.0f}% ({found[0]:.3f}x the copies' time)",
+                    found[0] <= 1.25 if default else None)
     woken = ratio(rows, "bench_sleep", "replay (kernels)", "200", "slept and woken", "never slept")
     if woken:
         add("sleep: replay after wake <= 1.02x never slept", f"{woken[0]:.3f}x", woken[0] <= 1.02)

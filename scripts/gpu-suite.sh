@@ -33,13 +33,13 @@ if [ $built -ne 0 ]; then # report, then test what did build
 fi
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.txt"
 SECONDS=0
-{
+( # a subshell: its exit is ctest's status, not this script's end
   echo "ctest started: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  (cd "$build" && timeout "${TEST_TIMEOUT:-240}" ctest -j8 --output-on-failure --timeout 120 ${CTEST_ARGS:-})
+  cd "$build" && timeout "${TEST_TIMEOUT:-240}" ctest -j8 --output-on-failure --timeout 120 ${CTEST_ARGS:-}
   code=$?
   echo "ctest ended: $(date -u +%Y-%m-%dT%H:%M:%SZ), status $code"
   exit $code
-} >"$out/ctest.log" 2>&1
+) >"$out/ctest.log" 2>&1
 status=$?
 echo "ctest: status $status after ${SECONDS}s"
 grep -E "Failed|Timeout|Exception|\*\*\*" "$out/ctest.log" | head -40

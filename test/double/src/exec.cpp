@@ -196,6 +196,16 @@ int device_of(const void* p) {
   return a && a->kind != Allocation::Kind::pinned ? a->device : -1;
 }
 
+// A kernel launch's attribute `id`, zero where none was given.
+cudaLaunchAttributeValue attribute_of(const KernelCall& call, cudaLaunchAttributeID id) {
+  cudaLaunchAttributeValue value{};
+  for (const cudaLaunchAttribute& a : call.attributes) {
+    if (a.id == id)
+      value = a.val;
+  }
+  return value;
+}
+
 // Pairs nodes by creation order and checks what cudaGraphExecUpdate may
 // change; applies the new parameters when `apply` is set.
 cudaGraphExecUpdateResult compare(CUgraph_st& old, const CUgraph_st& neu, bool apply,
@@ -254,6 +264,16 @@ cudaGraphExecUpdateResult compare(CUgraph_st& old, const CUgraph_st& neu, bool a
       }
       break;
     }
+    case cudaGraphNodeTypeKernel:
+      // The H200 refuses a change of cooperative launch (AttributesChanged) and takes every
+      // other launch attribute change as a success, keeping the executable's own (a cluster shape
+      // stays as instantiated: benchmark/probes/exec_update_attributes.cu).
+      if (o.kernel && n.kernel &&
+          attribute_of(*o.kernel, cudaLaunchAttributeCooperative).cooperative !=
+              attribute_of(*n.kernel, cudaLaunchAttributeCooperative).cooperative) {
+        return cudaGraphExecUpdateErrorAttributesChanged;
+      }
+      break;
     case cudaGraphNodeTypeMemAlloc:
       if (o.alloc.dptr != n.alloc.dptr || o.alloc.bytesize != n.alloc.bytesize) {
         return cudaGraphExecUpdateErrorNotSupported;
@@ -300,8 +320,12 @@ cudaGraphExecUpdateResult compare(CUgraph_st& old, const CUgraph_st& neu, bool a
       o.event = n.event;
       // New arguments and shape, or another function: CUDA 13 documents both as updatable
       // (FunctionChanged only for drivers before 11.2; the double has one device, no CDP).
-      if (n.kernel)
+      if (n.kernel) {
+        std::vector<cudaLaunchAttribute> kept =
+            o.kernel ? o.kernel->attributes : std::vector<cudaLaunchAttribute>{};
         o.kernel = std::make_unique<KernelCall>(*n.kernel);
+        o.kernel->attributes = std::move(kept); // the launch attributes stay the executable's
+      }
     }
   }
   if (apply) {

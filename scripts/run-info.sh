@@ -3,8 +3,8 @@
 #
 #   scripts/run-info.sh FOLDER COMMAND...   # e.g. scripts/run-info.sh "$out" "$0" "$@"
 #
-# Lines: the commit (git rev-parse HEAD; where the tree has no .git, as in the device machine's
-# copy, $GRAPHCAP_COMMIT, else "unknown"), whether tracked files differ from it, the command line
+# Lines: the commit ($GRAPHCAP_COMMIT when set: pass it on the device machine, whose copy may
+# have no .git or a stale one; else git rev-parse HEAD; else "unknown"), whether tracked files differ from it, the command line
 # with the settings from the environment that change what runs, the UTC date, the host name and
 # the GPUs (nvidia-smi: name and driver). Called by gpu-suite.sh, bench.sh, bench-repeat.sh,
 # probes.sh and sanitize.sh at their start.
@@ -15,11 +15,13 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 mkdir -p "$folder"
 commit="${GRAPHCAP_COMMIT:-unknown (no .git, no GRAPHCAP_COMMIT)}"
 changes=unknown
-if [ -e "$root/.git" ] && head=$(git -C "$root" rev-parse HEAD 2>/dev/null); then
+if [ -n "${GRAPHCAP_COMMIT:-}" ]; then
+  # Given: it wins, since the device machine's copy may carry a .git of an older commit (seen in
+  # session 17: its HEAD was the session's first commit while the tree was hours newer).
+  changes="not known (the commit is GRAPHCAP_COMMIT's)"
+elif [ -e "$root/.git" ] && head=$(git -C "$root" rev-parse HEAD 2>/dev/null); then
   commit=$head
   if git -C "$root" diff --quiet HEAD -- 2>/dev/null; then changes=none; else changes="tracked files differ from the commit"; fi
-elif [ -n "${GRAPHCAP_COMMIT:-}" ]; then
-  changes="not known (no .git: the commit is GRAPHCAP_COMMIT's)"
 fi
 settings=()
 for name in TARGETS CTEST_ARGS SOAK BENCHES GRAPHCAP_BUILD_BENCHMARKS CASES BENCH_SCALE \

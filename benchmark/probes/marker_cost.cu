@@ -123,10 +123,13 @@ int main() {
         for (int i = 0; i < launches; ++i) {
           a.launch();
         }
+        const auto called = std::chrono::steady_clock::now();
         cudaStreamSynchronize(stream);
         const auto t1 = std::chrono::steady_clock::now();
         if (round >= 3) { // warm-up rounds dropped
           a.micros.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / launches);
+          a.calls.push_back(std::chrono::duration<double, std::micro>(called - t0).count() /
+                            launches);
         }
       }
     }

@@ -3,6 +3,7 @@
 #include <graphcap/family.hpp>
 #include <graphcap/graph_cache.hpp>
 #include <graphcap/graphcap.hpp>
+#include <graphcap/piecewise.hpp>
 #include <graphcap/sleepable_pool.hpp>
 
 #include "catch.hpp"
@@ -444,4 +445,40 @@ TEMPLATE_TEST_CASE("sleepable: a pool::shared or private_pool graph on a sleepin
   graph.replay(stream);
   stream.synchronize();
   CHECK(host == std::vector<unsigned char>(bytes, 2));
+}
+
+TEST_CASE("sleepable: a piecewise recapture refused while the pool sleeps keeps every segment "
+          "and island") {
+  gctest::stream stream;
+  gc::sleepable_pool_handle pool;
+  gc::piecewise_graph<sleepy_graph> step{pool};
+  std::vector<unsigned char> host(bytes, 0);
+  int islands = 0;
+  auto work = [&](int value) {
+    return [&, value](gc::piecewise_graph<sleepy_graph>::scope& cap) {
+      auto* block = cap.allocate<unsigned char>(bytes);
+      CUDA_REQUIRE(cudaMemsetAsync(block, value, bytes, cap.stream()));
+      cap.eager([&](cudaStream_t /*stream*/) { ++islands; });
+      CUDA_REQUIRE(
+          cudaMemcpyAsync(host.data(), block, bytes, cudaMemcpyDeviceToHost, cap.stream()));
+    };
+  };
+  step.capture(stream, work(5));
+  pool.sleep(gc::pool::backup::host);
+  bool ran = false;
+  CHECK_THROWS_AS(
+      step.recapture(
+          stream, [&](gc::piecewise_graph<sleepy_graph>::recapture_scope& /*cap*/) { ran = true; }),
+      gc::state_error);
+  CHECK_FALSE(ran);
+  CHECK(step.segment_count() == 2);
+  CHECK(step.island_count() == 1);
+  CHECK(step.state() == gc::graph_state::instantiated);
+  CHECK(step.node_count() == 2);
+  CHECK_FALSE(gctest::capturing(stream));
+  pool.wake();
+  step.replay(stream);
+  stream.synchronize();
+  CHECK(islands == 1);
+  CHECK(host == std::vector<unsigned char>(bytes, 5));
 }

@@ -140,7 +140,9 @@ public:
   /// updated in place with cudaGraphExecUpdate when CUDA allows (same topology, node types and
   /// kernel functions; parameters and addresses may change), instantiated anew otherwise. The
   /// result says which happened and why. The graph's pool hands the new capture the blocks of
-  /// the old one in the same order, so the same allocations get the same addresses. If `work`
+  /// the old one in the same order, so the same allocations get the same addresses. A refusal (a
+  /// capture in progress, a stream that cannot capture or captures already, a policy's, such as
+  /// a sleeping pool's) comes before anything is released: the graph is as before. If `work`
   /// throws or the capture fails, the graph is left empty, as after any failed capture. Returns
   /// the update_result; what `work` returns is dropped (use begin_recapture() to keep it).
   template <class Work>

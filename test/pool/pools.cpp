@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <iostream>
 #include <limits>
 #include <set>
 #include <sstream>
@@ -125,6 +126,8 @@ TEST_CASE("in_use counts what the pool handed out and got back: a block dealloca
 }
 
 TEST_CASE("pool_statistics prints with operator<<") {
+  STATIC_REQUIRE(std::is_same_v<decltype(std::cout << std::declval<const gc::pool_statistics&>()),
+                                std::ostream&>);
   gctest::stream stream;
   std::vector<unsigned char> host(bytes, 0);
   gc::graph graph;

@@ -186,15 +186,15 @@ struct reaches_data<L, std::void_t<decltype(std::declval<L&>().core_)>> : std::t
 template <class L, class = void>
 struct reaches_steps : std::false_type {};
 template <class L>
-struct reaches_steps<L, std::void_t<decltype(std::declval<L&>().begin_on_side_stream())>>
-    : std::true_type {};
+struct reaches_steps<L, std::void_t<decltype(std::declval<L&>().begin(nullptr))>> : std::true_type {
+};
 template <class L, class = void>
 struct reaches_policies : std::false_type {};
 template <class L>
 struct reaches_policies<L, std::void_t<decltype(std::declval<L&>().pool())>> : std::true_type {};
 struct open_lifecycle { // the control: the same names, public, are detected
   int core_ = 0;
-  void begin_on_side_stream() {}
+  void begin(const void* /*stream*/) {}
   int pool() { return 0; }
 };
 static_assert(reaches_data<open_lifecycle>::value && reaches_steps<open_lifecycle>::value &&

@@ -327,16 +327,18 @@ TEST_CASE("pool::shared: blocks of a graph given up while it replays reach the n
 TEST_CASE("pool::user: slabs given back to the user's pool while a replay runs wait for it",
           "[gpu-evidence]") {
   // The slabs go back to the cudaMemPool_t with cudaFreeAsync on the pool's own stream after
-  // the first graph's marker. The memory pool holds one slab at most (maxSize), so the second
-  // graph's slab can only be the first one's: CUDA hands it over once the free ran (it makes
-  // the allocating stream wait for it, cudaMemPoolReuseAllowInternalDependencies), which is
-  // after the held replay if graphcap ordered the free after the marker.
+  // the first graph's marker. Where CUDA hands the second graph that memory, it must be after
+  // the held replay. Whether it does is CUDA's choice: on the H200 (driver 580) a memory pool of
+  // maxSize one slab still gave the second allocation other memory while the free waited
+  // (benchmark/probes/mempool_one_slab.cu, docs/results/2026-12-04-h200-session17/probes), so
+  // this case checks both graphs' data whichever memory CUDA picks, and exercises the handover
+  // only where CUDA reused the slab (docs/testing.md counts it so).
   using user_graph = gc::graph_with<gc::pool::user>;
   const give_up how = section_give_up();
   one_slab_memory_pool memory_pool;
   std::optional<user_graph> first;
   first.emplace(memory_pool.get());
-  check_handover(first, how, reuse::guaranteed, give_up_waits::no,
+  check_handover(first, how, reuse::up_to_cuda, give_up_waits::no,
                  [&] { return user_graph{memory_pool.get()}; });
 }
 

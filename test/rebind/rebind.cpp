@@ -183,6 +183,48 @@ TEST_CASE("rebinder: a value that equals an unregistered allocation's address is
   CHECK(written == tag);
 }
 
+TEST_CASE("rebinder: an integer parameter is patched only inside a registered extent, not "
+          "because it lies in the moved allocation") {
+  gctest::model_rebind_kernels();
+  gctest::stream stream;
+  const gctest::device_buffer<std::uint64_t> slab(64); // 512 bytes; the input is its first 256
+  const gctest::device_buffer<std::uint64_t> other(64);
+  const gctest::device_buffer<std::uint64_t> out(4); // not registered
+  const floats bystander(n);
+  CUDA_REQUIRE(cudaMemset(slab.get(), 0, 64 * sizeof(std::uint64_t)));
+  CUDA_REQUIRE(cudaMemset(other.get(), 0, 64 * sizeof(std::uint64_t)));
+  CUDA_REQUIRE(cudaDeviceSynchronize()); // cudaMemset is not ordered with the test's stream
+  const auto base = reinterpret_cast<std::uintptr_t>(slab.get());
+  const auto unregistered = reinterpret_cast<std::uintptr_t>(bystander.get());
+  gc::lean_graph graph{gc::keep_graph};
+  graph.capture(stream, [&](cudaStream_t s) {
+    gctest::launch_tag(s, slab.get(), 5);             // a pointer into the extent: a site
+    gctest::launch_tag(s, out.get(), base + 256);     // one past the extent, same allocation
+    gctest::launch_tag(s, out.get() + 1, base + 384); // deeper in the allocation, outside
+    gctest::launch_tag(s, out.get() + 2, base + 16);  // an integer inside the extent: a site
+    gctest::launch_tag(s, out.get() + 3, unregistered);
+  });
+  gc::rebinder inputs{graph, {{slab.get(), 256}}};
+  // A scanner that took every word in the moved allocation for a pointer would count 4.
+  CHECK(inputs.site_count(slab.get()) == 2);
+  inputs.rebind(slab.get(), other.get());
+  graph.replay(stream);
+  stream.synchronize();
+  std::vector<std::uint64_t> written(4);
+  CUDA_REQUIRE(
+      cudaMemcpy(written.data(), out.get(), 4 * sizeof(std::uint64_t), cudaMemcpyDeviceToHost));
+  const auto moved_to = reinterpret_cast<std::uintptr_t>(other.get());
+  CHECK(written[0] == base + 256); // outside every registered extent: never patched
+  CHECK(written[1] == base + 384);
+  CHECK(written[2] == moved_to + 16); // inside: moved by its offset, as docs/rebinding.md says
+  CHECK(written[3] == unregistered);
+  std::uint64_t first_word = 0;
+  CUDA_REQUIRE(cudaMemcpy(&first_word, other.get(), sizeof first_word, cudaMemcpyDeviceToHost));
+  CHECK(first_word == 5); // the pointer moved
+  CUDA_REQUIRE(cudaMemcpy(&first_word, slab.get(), sizeof first_word, cudaMemcpyDeviceToHost));
+  CHECK(first_word == 0);
+}
+
 TEST_CASE("rebinder: all_inputs registers every external allocation, never the pool's memory") {
   gctest::model_rebind_kernels();
   gctest::stream stream;

@@ -496,6 +496,32 @@ std::vector<std::function<void()>> cases() {
   add_memcpy({"memcpy3D captured H2D src pinned->device", m::pinned, m::device, m::device2, m::same,
               h2d, h2d, true, true});
 
+  // Stream-ordered pool memory (cudaMallocAsync) and the other kinds, both calls.
+  add_memcpy(
+      {"memcpy1D src async->device (D2D)", m::async, m::device, m::device2, m::same, d2d, d2d});
+  add_memcpy(
+      {"memcpy1D dst device->async (D2D)", m::device, m::device, m::same, m::async, d2d, d2d});
+  add_memcpy(
+      {"memcpy1D src device->async (Default)", m::device, m::device, m::async, m::same, any, any});
+  add_memcpy({"memcpy3D captured src device->async", m::device, m::device, m::async, m::same, d2d,
+              d2d, true, true});
+  add_memcpy({"memcpy3D captured dst device->async", m::device, m::device, m::same, m::async, d2d,
+              d2d, true, true});
+  add_memcpy({"memcpy3D captured src async->device", m::async, m::device, m::device2, m::same, d2d,
+              d2d, true, true});
+  add_memcpy({"memcpy3D captured src async->async", m::async, m::device, m::async, m::same, d2d,
+              d2d, true, true});
+  add_memcpy({"memcpy3D captured Default src device->async", m::device, m::device, m::async,
+              m::same, any, any, true, true});
+  add_memcpy({"memcpy3D captured dst device->managed", m::device, m::device, m::same, m::managed,
+              d2d, d2d, true, true});
+  add_memcpy({"memcpy3D captured src device->registered", m::device, m::device, m::registered,
+              m::same, d2d, d2d, true, true});
+  add_memcpy({"memcpy3D captured kind D2D->Default", m::device, m::device, m::device2, m::same, d2d,
+              any, true, true});
+  add_memcpy({"memcpy3D captured D2H dst pinned->pageable", m::device, m::pinned, m::same,
+              m::pageable, d2h, d2h, true, true});
+
   add_kernel({"kernel pointer device->device2", kernel_move::pointer_device2});
   add_kernel({"kernel pointer device->pinned", kernel_move::pointer_pinned});
   add_kernel({"kernel pointer device->managed", kernel_move::pointer_managed});

@@ -309,6 +309,43 @@ TEST_CASE("rebinder: every refusal is typed and patches nothing") {
   }
 }
 
+TEST_CASE("rebinder: a patch CUDA refuses midway is undone, and the graph reads as before") {
+  gctest::model_rebind_kernels();
+  gctest::stream stream;
+  const floats x(n);
+  const floats y(n);
+  const floats copy(n);
+  fill(x.get(), 1.0F);
+  gc::lean_graph graph{gc::keep_graph};
+  // x in a kernel, a device-to-device copy and a kernel: in creation order (or its reverse) a
+  // kernel is patched before the copy, whose move to pageable memory CUDA refuses (the H200:
+  // docs/results/2026-12-04-h200-session17/probes/setparams_refusals.log) while it accepts the
+  // kernel's. A kernel left patched would read pageable memory, which the H200 cannot.
+  graph.capture(stream, [&](cudaStream_t s) {
+    gctest::launch_axpy(s, y.get(), x.get(), 1.0F, n);
+    CUDA_REQUIRE(
+        cudaMemcpyAsync(copy.get(), x.get(), n * sizeof(float), cudaMemcpyDeviceToDevice, s));
+    gctest::launch_axpy(s, y.get(), x.get(), 1.0F, n);
+  });
+  graph.instantiate();
+  gc::rebinder inputs{graph, {x.get()}};
+  CHECK(inputs.site_count(x.get()) == 3);
+  std::vector<float> pageable(n, 7.0F);
+  CHECK_THROWS_WITH(inputs.rebind(x.get(), pageable.data(), n * sizeof(float)),
+                    gctest::contains("cudaGraphExecMemcpyNodeSetParams") &&
+                        gctest::contains("nothing was rebound"));
+  static_cast<void>(cudaGetLastError()); // CUDA leaves the refusal pending
+  CHECK(inputs.is_input(x.get()));
+  CHECK(template_pointer(graph.raw_graph(), 1) == x.get());
+  fill(y.get(), 0.0F);
+  fill(copy.get(), 0.0F);
+  graph.replay(stream);
+  stream.synchronize();
+  CHECK(read(y.get())[n - 1] == 2.0F); // both kernels read x
+  CHECK(read(copy.get())[n - 1] == 1.0F);
+  CHECK(pageable[0] == 7.0F);
+}
+
 TEST_CASE("rebinder: a registered size narrows the extent to a sub-allocation") {
   gctest::model_rebind_kernels();
   gctest::stream stream;

@@ -269,3 +269,51 @@ TEST_CASE("rebinder on the double: a null target is refused with or without a si
   CUDA_REQUIRE(cudaFree(x));
   CHECK_THROWS_AS(checked.replay(f.stream), gc::liveness_error); // x is still checked
 }
+
+TEST_CASE("rebinder on the double: set-params refuse what the H200 refuses, and the undo "
+          "re-patches the nodes patched before") {
+  cuda_double::reset();
+  fixture f; // x in two kernels, then a device-to-device copy
+  gc::rebinder inputs{f.graph, {f.x.get()}};
+  inputs.rebind(f.x.get(), f.x2.get()); // resolves the driver functions
+  inputs.rebind(f.x2.get(), f.x.get());
+  std::vector<float> pageable(n, 7.0F);
+  cuda_double::clear_call_counts();
+  // The H200 refuses a device-to-device copy's source moved to pageable memory (and accepts
+  // the kernels'): docs/results/2026-12-04-h200-session17/probes/setparams_refusals.log.
+  CHECK_THROWS_AS(inputs.rebind(f.x.get(), pageable.data(), n * sizeof(float)), gc::cuda_error);
+  call_map calls = cuda_double::call_counts();
+  calls.erase("cudaGetLastError"); // whether the error path clears CUDA's pending error: not here
+  CHECK(calls ==
+        call_map{{"cuGraphExecKernelNodeSetParams", 4}, {"cudaGraphExecMemcpyNodeSetParams", 1}});
+  static_cast<void>(cudaGetLastError());
+  CHECK(inputs.is_input(f.x.get()));
+  CHECK(template_reads(f.graph.raw_graph()) ==
+        std::vector<const void*>{f.x.get(), f.x.get(), f.x.get()});
+  CHECK(f.replayed() == 2.0F);
+
+  // What the H200 accepts: the copy's source and the kernels' pointer moved to pinned memory.
+  gctest::pinned_buffer<float> pinned(n);
+  for (unsigned i = 0; i < n; ++i) {
+    pinned.get()[i] = 4.0F;
+  }
+  inputs.rebind(f.x.get(), pinned.get(), n * sizeof(float));
+  CHECK(f.replayed() == 8.0F);
+  inputs.rebind(pinned.get(), f.x.get());
+
+  // A memset's destination: pinned memory accepted, pageable refused.
+  gc::lean_graph cleared{gc::keep_graph};
+  cleared.capture(f.stream, [&](cudaStream_t s) {
+    CUDA_REQUIRE(cudaMemsetAsync(f.copy.get(), 0, n * sizeof(float), s));
+  });
+  cleared.instantiate();
+  gc::rebinder target{cleared, {f.copy.get()}};
+  CHECK_THROWS_AS(target.rebind(f.copy.get(), pageable.data(), n * sizeof(float)), gc::cuda_error);
+  static_cast<void>(cudaGetLastError());
+  CHECK(target.is_input(f.copy.get()));
+  target.rebind(f.copy.get(), pinned.get(), n * sizeof(float));
+  cleared.replay(f.stream);
+  f.stream.synchronize();
+  CHECK(pinned.get()[n - 1] == 0.0F);
+  CHECK(pageable[n - 1] == 7.0F);
+}

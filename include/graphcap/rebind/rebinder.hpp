@@ -179,9 +179,10 @@ public:
         undo(k);
         detail::throw_cuda(status, detail::rebind::exec_call(node.kind),
                            "CUDA refused to patch a node of the executable; nothing was "
-                           "rebound. CUDA refuses a memcpy or memset whose device or memory type "
-                           "would change, a memset that is not 1-D, and a kernel whose context "
-                           "would change");
+                           "rebound. CUDA refuses a memset destination, or a copy operand its "
+                           "kind names device memory, in pageable host memory, and a copy "
+                           "operand moved into stream-ordered (cudaMallocAsync) memory "
+                           "(docs/rebinding.md, Errors)");
       }
     }
     move_liveness(moves);

@@ -346,6 +346,43 @@ TEST_CASE("rebinder: a patch CUDA refuses midway is undone, and the graph reads 
   CHECK(pageable[0] == 7.0F);
 }
 
+TEST_CASE("rebinder: an operand of a cudaMemcpyDefault copy is not moved out of CUDA memory") {
+  gctest::model_rebind_kernels();
+  gctest::stream stream;
+  const floats x(n);
+  const floats y(n);
+  const floats copy(n);
+  fill(x.get(), 1.0F);
+  gc::lean_graph graph{gc::keep_graph};
+  graph.capture(stream, [&](cudaStream_t s) {
+    gctest::launch_axpy(s, y.get(), x.get(), 1.0F, n);
+    CUDA_REQUIRE(cudaMemcpyAsync(copy.get(), x.get(), n * sizeof(float), cudaMemcpyDefault, s));
+  });
+  graph.instantiate();
+  gc::rebinder inputs{graph, {x.get()}};
+  // The H200 accepts the copy's patch and fails the next launch with cudaErrorIllegalAddress
+  // (docs/results/2026-12-04-h200-session17/probes/setparams_refusals.log): refused before.
+  std::vector<float> pageable(n, 7.0F);
+  CHECK_THROWS_WITH(inputs.rebind(x.get(), pageable.data(), n * sizeof(float)),
+                    gctest::contains("cudaMemcpyDefault") &&
+                        gctest::contains("pinned (cudaMallocHost, cudaHostRegister)"));
+  CHECK(inputs.is_input(x.get()));
+  const auto replay_reads = [&](float expected) {
+    fill(y.get(), 0.0F);
+    graph.replay(stream);
+    stream.synchronize();
+    CHECK(read(y.get())[n - 1] == expected);
+    CHECK(read(copy.get())[n - 1] == expected);
+  };
+  replay_reads(1.0F);
+  const gctest::pinned_buffer<float> pinned(n); // CUDA memory: accepted
+  for (unsigned i = 0; i < n; ++i) {
+    pinned.get()[i] = 4.0F;
+  }
+  inputs.rebind(x.get(), pinned.get(), n * sizeof(float));
+  replay_reads(4.0F);
+}
+
 TEST_CASE("rebinder: a registered size narrows the extent to a sub-allocation") {
   gctest::model_rebind_kernels();
   gctest::stream stream;

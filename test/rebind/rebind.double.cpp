@@ -317,3 +317,25 @@ TEST_CASE("rebinder on the double: set-params refuse what the H200 refuses, and 
   CHECK(pinned.get()[n - 1] == 0.0F);
   CHECK(pageable[n - 1] == 7.0F);
 }
+
+TEST_CASE("rebinder on the double: an operand of a cudaMemcpyDefault copy moved to pageable "
+          "memory is refused before any patch") {
+  cuda_double::reset();
+  gctest::model_rebind_kernels();
+  gctest::stream stream;
+  gctest::device_buffer<float> x{n};
+  gctest::device_buffer<float> copy{n};
+  fill(x.get(), 1.0F);
+  gc::lean_graph graph{gc::keep_graph};
+  graph.capture(stream, [&](cudaStream_t s) {
+    CUDA_REQUIRE(cudaMemcpyAsync(copy.get(), x.get(), n * sizeof(float), cudaMemcpyDefault, s));
+  });
+  graph.instantiate();
+  gc::rebinder inputs{graph, {x.get()}};
+  std::vector<float> pageable(n, 7.0F);
+  cuda_double::clear_call_counts();
+  CHECK_THROWS_AS(inputs.rebind(x.get(), pageable.data(), n * sizeof(float)), gc::rebind_error);
+  // One query tells that the new address is no CUDA memory; nothing is patched.
+  CHECK(cuda_double::call_counts() == call_map{{"cuPointerGetAttribute", 1}});
+  CHECK(template_reads(graph.raw_graph()) == std::vector<const void*>{x.get()});
+}

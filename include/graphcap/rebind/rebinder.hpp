@@ -146,7 +146,7 @@ public:
   /// midway is undone), and the inputs keep their addresses.
   void rebind(std::span<const rebinding> moves) {
     require_current("rebind");
-    detail::rebind::resolve_moves(moves, inputs_, which_, rebinding::unknown_size);
+    detail::rebind::resolve_moves(moves, inputs_, nodes_, which_, rebinding::unknown_size);
     if (++stamp_ == 0) { // a stamp of 0 would match nodes no call touched yet
       for (detail::rebind::patchable_node& node : nodes_) {
         node.stamp = 0;

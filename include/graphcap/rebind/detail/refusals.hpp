@@ -7,6 +7,8 @@
 #include <graphcap/rebind/detail/sites.hpp>
 #include <graphcap/rebind/rebind_error.hpp>
 
+#include <cuda_runtime_api.h>
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -140,11 +142,32 @@ inline void register_input(std::vector<bound_input>& inputs, std::uintptr_t addr
   inputs.push_back({address, bytes, {}});
 }
 
+[[noreturn]] GRAPHCAP_COLD inline void throw_default_copy_to_host(std::uintptr_t from,
+                                                                  std::uintptr_t to) {
+  throw rebind_error("graphcap::rebinder::rebind: input " + rebind_hex(from) +
+                     " is an operand of a cudaMemcpyDefault copy, and the new address " +
+                     rebind_hex(to) +
+                     " is not in memory CUDA allocated: CUDA accepts the patch and the next "
+                     "launch fails with cudaErrorIllegalAddress, which loses the context. Move it "
+                     "to device, pinned (cudaMallocHost, cudaHostRegister) or managed memory");
+}
+
+/// Whether `input` is an operand of a cudaMemcpyDefault copy.
+[[nodiscard]] inline bool in_default_copy(const bound_input& input,
+                                          const std::vector<patchable_node>& nodes) noexcept {
+  return std::any_of(input.sites.begin(), input.sites.end(), [&](const site& place) {
+    const patchable_node& node = nodes[place.node];
+    return node.kind == node_kind::memcpy && node.copy.kind == cudaMemcpyDefault;
+  });
+}
+
 /// Fills `which` with the index of each move's input in `inputs`; throws rebind_error before
-/// anything changes: an unknown input, one moved twice, a null target, a smaller new buffer.
+/// anything changes: an unknown input, one moved twice, a null target, a smaller new buffer, an
+/// operand of a cudaMemcpyDefault copy moved out of CUDA memory.
 template <class Move>
 void resolve_moves(std::span<const Move> moves, const std::vector<bound_input>& inputs,
-                   std::vector<std::size_t>& which, std::size_t unknown_size) {
+                   const std::vector<patchable_node>& nodes, std::vector<std::size_t>& which,
+                   std::size_t unknown_size) {
   which.clear();
   for (const Move& move : moves) {
     const auto from = reinterpret_cast<std::uintptr_t>(move.from);
@@ -165,6 +188,12 @@ void resolve_moves(std::span<const Move> moves, const std::vector<bound_input>& 
     const std::size_t available = bytes_at(to, move.to_bytes, unknown_size);
     if (available < input->bytes) [[unlikely]] {
       throw_smaller(from, input->bytes, to, available);
+    }
+    // Without a size, bytes_at found the allocation. The H200 accepts such a copy's operand in
+    // pageable memory and faults at the launch (benchmark/probes/setparams_refusals.cu).
+    if (move.to_bytes != unknown_size && in_default_copy(*input, nodes) && !allocation_at(to))
+        [[unlikely]] {
+      throw_default_copy_to_host(from, to);
     }
     which.push_back(index);
   }

@@ -149,7 +149,7 @@ inline void register_input(std::vector<bound_input>& inputs, std::uintptr_t addr
                      rebind_hex(to) +
                      " is not in memory CUDA allocated: CUDA accepts the patch and the next "
                      "launch fails with cudaErrorIllegalAddress, which loses the context. Move it "
-                     "to device, pinned (cudaMallocHost, cudaHostRegister) or managed memory");
+                     "to device, pinned (cudaMallocHost) or managed memory");
 }
 
 /// Whether `input` is an operand of a cudaMemcpyDefault copy.

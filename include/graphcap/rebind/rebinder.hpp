@@ -179,10 +179,10 @@ public:
         undo(k);
         detail::throw_cuda(status, detail::rebind::exec_call(node.kind),
                            "CUDA refused to patch a node of the executable; nothing was "
-                           "rebound. CUDA refuses a memset destination, or a copy operand its "
-                           "kind names device memory, in pageable host memory, and a copy "
-                           "operand moved into stream-ordered (cudaMallocAsync) memory "
-                           "(docs/rebinding.md, Errors)");
+                           "rebound. CUDA refuses a memset's destination in pageable host "
+                           "memory, the same for a copy's operand that its kind says is device "
+                           "memory, and a copy's operand moved into stream-ordered "
+                           "(cudaMallocAsync) memory (docs/rebinding.md, Errors)");
       }
     }
     move_liveness(moves);

@@ -344,6 +344,24 @@ TEST_CASE("rebinder: a patch CUDA refuses midway is undone, and the graph reads 
   CHECK(read(y.get())[n - 1] == 2.0F); // both kernels read x
   CHECK(read(copy.get())[n - 1] == 1.0F);
   CHECK(pageable[0] == 7.0F);
+
+  // CUDA also refuses the copy's source moved from cudaMalloc into stream-ordered pool memory
+  // (the H200: setparams_refusals-rerun.log). A kernel left patched would read 9s here.
+  float* pooled = nullptr;
+  CUDA_REQUIRE(cudaMallocAsync(reinterpret_cast<void**>(&pooled), n * sizeof(float), stream));
+  CUDA_REQUIRE(cudaStreamSynchronize(stream));
+  fill(pooled, 9.0F);
+  CHECK_THROWS_WITH(inputs.rebind(x.get(), pooled, n * sizeof(float)),
+                    gctest::contains("cudaGraphExecMemcpyNodeSetParams"));
+  static_cast<void>(cudaGetLastError());
+  CHECK(inputs.is_input(x.get()));
+  CHECK(template_pointer(graph.raw_graph(), 1) == x.get());
+  fill(y.get(), 0.0F);
+  graph.replay(stream);
+  stream.synchronize();
+  CHECK(read(y.get())[n - 1] == 2.0F);
+  CUDA_REQUIRE(cudaFreeAsync(pooled, stream));
+  CUDA_REQUIRE(cudaStreamSynchronize(stream));
 }
 
 TEST_CASE("rebinder: an operand of a cudaMemcpyDefault copy is not moved out of CUDA memory") {

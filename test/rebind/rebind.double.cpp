@@ -292,6 +292,22 @@ TEST_CASE("rebinder on the double: set-params refuse what the H200 refuses, and 
         std::vector<const void*>{f.x.get(), f.x.get(), f.x.get()});
   CHECK(f.replayed() == 2.0F);
 
+  // Nor a copy's source moved from cudaMalloc into stream-ordered pool memory (the rerun's log).
+  float* pooled = nullptr;
+  CUDA_REQUIRE(cudaMallocAsync(reinterpret_cast<void**>(&pooled), n * sizeof(float), f.stream));
+  CUDA_REQUIRE(cudaStreamSynchronize(f.stream));
+  fill(pooled, 9.0F);
+  cuda_double::clear_call_counts();
+  CHECK_THROWS_AS(inputs.rebind(f.x.get(), pooled, n * sizeof(float)), gc::cuda_error);
+  calls = cuda_double::call_counts();
+  calls.erase("cudaGetLastError");
+  CHECK(calls ==
+        call_map{{"cuGraphExecKernelNodeSetParams", 4}, {"cudaGraphExecMemcpyNodeSetParams", 1}});
+  static_cast<void>(cudaGetLastError());
+  CHECK(f.replayed() == 2.0F);
+  CUDA_REQUIRE(cudaFreeAsync(pooled, f.stream));
+  CUDA_REQUIRE(cudaStreamSynchronize(f.stream));
+
   // What the H200 accepts: the copy's source and the kernels' pointer moved to pinned memory.
   gctest::pinned_buffer<float> pinned(n);
   for (unsigned i = 0; i < n; ++i) {

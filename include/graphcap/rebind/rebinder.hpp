@@ -181,8 +181,8 @@ public:
                            "CUDA refused to patch a node of the executable; nothing was "
                            "rebound. CUDA refuses a memset's destination in pageable host "
                            "memory, the same for a copy's operand that its kind says is device "
-                           "memory, and a copy's operand moved into stream-ordered "
-                           "(cudaMallocAsync) memory (docs/rebinding.md, Errors)");
+                           "memory, and a copy's operand moved between cudaMalloc and "
+                           "stream-ordered (cudaMallocAsync) memory (docs/rebinding.md, Errors)");
       }
     }
     move_liveness(moves);

@@ -549,11 +549,11 @@ cudaError_t cudaGraphNodeGetEnabled(cudaGraphExec_t hGraphExec, cudaGraphNode_t 
 
 // CUDA's rules for patching a memset or memcpy node of an executable (cudaGraphExec*SetParams),
 // as the H200 showed them (benchmark/probes/setparams_refusals.cu, stored at
-// docs/results/2026-12-04-h200-session17/probes/setparams_refusals.log). A memset: 1-D before and
-// after, its destination CUDA memory (device, pinned, managed, pool: all accepted; pageable
-// refused); element size and width may change. A memcpy: 1-D, the kind unchanged, each operand
-// the kind names device memory CUDA memory (pinned included; pageable refused), any operand of a
-// cudaMemcpyDefault copy accepted (the H200 then faults at the launch on pageable memory), an
+// docs/results/2026-12-04-h200-session17/probes/setparams_refusals{,-rerun}.log). A memset: 1-D
+// before and after, its destination CUDA memory (device, pinned, managed, pool: all accepted;
+// pageable refused); element size and width may change. A memcpy: 1-D, the kind unchanged, each
+// operand the kind names device memory CUDA memory (pinned included; pageable refused), any operand
+// of a cudaMemcpyDefault copy accepted (the H200 then faults at the launch on pageable memory), an
 // operand never moved between cudaMalloc memory and stream-ordered pool memory. Documented, not
 // probed (one device): an operand on another device is refused.
 cudaError_t cudaGraphExecMemsetNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node,

@@ -149,9 +149,10 @@ public:
   }
 
   /// Replays segment 0, runs island 0 eagerly on `stream`, replays segment 1, and so on. With
-  /// liveness::check every segment's inputs are checked before anything is launched. An island
-  /// that throws stops the replay there: island_error (its exception nested); the graph stays
-  /// replayable. state_error before a capture.
+  /// liveness::check every segment's inputs (an empty segment's too) are checked once, before
+  /// anything is launched; the segments' launches do not check again. An island that throws
+  /// stops the replay there: island_error (its exception nested); the graph stays replayable.
+  /// state_error before a capture.
   void replay(stream_ref stream = {}) {
     if (empty()) {
       throw state_error("graphcap: replay() of a piecewise graph that holds no capture: "

@@ -289,9 +289,10 @@ private:
 
 namespace detail {
 /// Mutable access to a graph's policies, for graphcap's own leaves (liveness.hpp's
-/// exclude_from_liveness and add_liveness_input; a piecewise graph's check of every segment's
-/// inputs before its first launch). Users get the read-only pool_policy(), annot_policy() and
-/// liveness_policy(), and the leaves' public functions; so do the tests.
+/// exclude_from_liveness and add_liveness_input; a piecewise graph's one check of every
+/// segment's inputs before its first launch, and its segments' launches after it). Users get the
+/// read-only pool_policy(), annot_policy() and liveness_policy(), and the leaves' public
+/// functions; so do the tests.
 struct policy_access {
   template <class Graph>
   static auto& pool(Graph& graph) noexcept {
@@ -304,6 +305,11 @@ struct policy_access {
   template <class Graph>
   static auto& liveness(Graph& graph) noexcept {
     return graph.lifecycle_.liveness(policy_key{});
+  }
+  /// graph.replay(stream) without its Liveness check, which the caller made already.
+  template <class Graph>
+  static void replay_checked(Graph& graph, cudaStream_t stream) {
+    graph.lifecycle_.replay_checked(policy_key{}, stream);
   }
 };
 } // namespace detail

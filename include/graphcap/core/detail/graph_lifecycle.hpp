@@ -7,9 +7,9 @@
 // A closed engine: its data and steps are private, and it has three doors. The graph and its
 // scopes are friends (they are the lifecycle's two faces); each capture kind ends and abandons
 // itself through the steps (capture_kind::fresh instantiates, capture_kind::update updates);
-// and the wings that hook into a graph (control flow, the liveness leaf's declarations) get
-// the policies alone, not the steps, with a policy_key only they can make. Nothing else
-// reaches inside.
+// and the wings that hook into a graph (control flow, the liveness leaf's declarations, a
+// piecewise graph) get the policies, and one step (a replay whose liveness check the caller
+// made: replay_checked), with a policy_key only they can make. Nothing else reaches inside.
 //
 // Hooks run as core/policy.hpp says: Pool, Annot, Liveness, each step in that order
 // (before_replay: Liveness first); a failure at any step leaves no stream capturing and every
@@ -43,8 +43,9 @@ struct policy_access;
 
 /// The key to a lifecycle's policies for the wings that hook into a graph: control flow (a
 /// conditional node's annotations, a body's streams and inputs) and policy_access (the
-/// liveness leaf's declared inputs). Only they can make one, so a policy's mutable state has
-/// no other way in from outside the core, and none of them reaches a lifecycle step.
+/// liveness leaf's declared inputs; a piecewise graph's one liveness check per step). Only they
+/// can make one, so a policy's mutable state has no other way in from outside the core, and the
+/// one lifecycle step it opens is replay_checked (a replay less its liveness check).
 class policy_key {
   template <class Scope>
   friend struct control_flow::builder;
@@ -82,6 +83,9 @@ public:
   Pool& pool(policy_key /*key*/) noexcept { return pool_; }
   Annot& annot(policy_key /*key*/) noexcept { return annot_; }
   Liveness& liveness(policy_key /*key*/) noexcept { return liveness_; }
+  /// The one step behind the key: a replay whose Liveness check the caller made already (a
+  /// piecewise graph checks every segment's inputs once per step, before its first launch).
+  void replay_checked(policy_key /*key*/, cudaStream_t stream) { launch(stream); }
 
 private:
   friend class basic_graph<Mode, Pool, Annot, Liveness>;
@@ -282,6 +286,11 @@ private:
   /// and one cudaGraphLaunch; misuse is diagnosed only after the launch failed.
   void replay(cudaStream_t stream) {
     liveness_.before_replay(stream);
+    launch(stream);
+  }
+
+  /// replay() less the Liveness check: the other policies' checks and the launch.
+  void launch(cudaStream_t stream) {
     pool_.before_replay(stream);
     annot_.before_replay(stream);
     const cudaError_t status = cudaGraphLaunch(core_.exec.get(), stream);

@@ -266,6 +266,13 @@ struct graph_core {
     }
   }
 
+  /// Throws state_error while a capture scope is open.
+  void refuse_while_capturing(std::string_view operation, std::string_view what_to_do) const {
+    if (state == graph_state::capturing) [[unlikely]] {
+      throw state_error(message(operation, what_to_do));
+    }
+  }
+
   /// "graphcap: cannot <operation> while the graph is <state>: <what to do>".
   [[nodiscard]] GRAPHCAP_COLD std::string message(std::string_view operation,
                                                   std::string_view what_to_do) const {

@@ -75,17 +75,14 @@ public:
     }
     return *this;
   }
-  graph_lifecycle(const graph_lifecycle&) = delete;
-  graph_lifecycle& operator=(const graph_lifecycle&) = delete;
-  ~graph_lifecycle() { release(); }
+  ~graph_lifecycle() { release(); } // not copyable: the move members delete the copies
 
   // ---- the wings' door: the policies, for their hooks (see policy_key) ---------------------
   Pool& pool(policy_key /*key*/) noexcept { return pool_; }
   Annot& annot(policy_key /*key*/) noexcept { return annot_; }
   Liveness& liveness(policy_key /*key*/) noexcept { return liveness_; }
-  /// The one step behind the key: a replay whose Liveness check the caller made already (a
-  /// piecewise graph checks every segment's inputs once per step, before its first launch).
-  void replay_checked(policy_key /*key*/, cudaStream_t stream) { launch(stream); }
+  /// The one step behind the key: replay() less the Liveness check a piecewise step made.
+  void replay_checked(policy_key /*key*/, cudaStream_t stream) { replay<false>(stream); }
 
 private:
   friend class basic_graph<Mode, Pool, Annot, Liveness>;
@@ -111,9 +108,7 @@ private:
   /// the stream, check_capture) comes first: nothing is lost. Then the template and the policies'
   /// records go (the pool takes its blocks back in order, for the new capture to reuse).
   cudaStream_t begin_recapture(const stream_ref* stream, exec_handle& previous) {
-    if (core_.state == graph_state::capturing) {
-      throw state_error(core_.message("recapture", "end the capture in progress first"));
-    }
+    core_.refuse_while_capturing("recapture", "end the capture in progress first");
     const cudaStream_t capturing = checked_stream(stream);
     capture::require_not_capturing(capturing);
     check_policies();
@@ -282,15 +277,14 @@ private:
         core_.message(operation, "capture a graph first (capture() or begin_capture())"));
   }
 
-  /// The policies' pre-replay checks (Liveness first: a refused replay touches nothing else),
-  /// and one cudaGraphLaunch; misuse is diagnosed only after the launch failed.
+  /// The policies' pre-replay checks (Liveness first: a refused replay touches nothing else;
+  /// none with CheckLiveness false, where the caller made it) and one cudaGraphLaunch; misuse is
+  /// diagnosed only after the launch failed.
+  template <bool CheckLiveness = true>
   void replay(cudaStream_t stream) {
-    liveness_.before_replay(stream);
-    launch(stream);
-  }
-
-  /// replay() less the Liveness check: the other policies' checks and the launch.
-  void launch(cudaStream_t stream) {
+    if constexpr (CheckLiveness) {
+      liveness_.before_replay(stream);
+    }
     pool_.before_replay(stream);
     annot_.before_replay(stream);
     const cudaError_t status = cudaGraphLaunch(core_.exec.get(), stream);
@@ -318,10 +312,8 @@ private:
 
   /// reset(): drops the capture; a state_error while a capture scope is open.
   void reset() {
-    if (core_.state == graph_state::capturing) {
-      throw state_error(core_.message("reset()", "end the capture (scope::end(), or let the "
-                                                 "scope be destroyed) before resetting the graph"));
-    }
+    core_.refuse_while_capturing("reset()", "end the capture (scope::end(), or let the scope be "
+                                            "destroyed) before resetting the graph");
     drop_graphs();
   }
 

@@ -24,6 +24,7 @@
 
 #include <graphcap/control_flow/detail/body_capture_end.hpp>
 #include <graphcap/control_flow/detail/body_streams.hpp>
+#include <graphcap/control_flow/detail/condition_uses.hpp>
 #include <graphcap/control_flow/detail/conditional_rules.hpp>
 #include <graphcap/core/basic_graph.hpp>
 #include <graphcap/core/detail/capture.hpp>
@@ -202,6 +203,7 @@ private:
                   "(auto&), its stream (cudaStream_t), or nothing");
     const capture_point point = capture_point_of(cap.stream(), construct);
     require_owned_by(flag, point, construct);
+    require_unused(flag, point, construct);
     std::array<cudaGraph_t, sizeof...(Bodies)> body_graphs{};
     cudaGraphNodeParams params{};
     params.type = cudaGraphNodeTypeConditional;
@@ -213,6 +215,7 @@ private:
     check_in_capture(
         cudaGraphAddNode(&node, point.graph, point.dependencies, point.edges, point.count, &params),
         "cudaGraphAddNode (conditional)");
+    condition_uses::add({point.capture, point.graph, flag.handle(), construct});
     // CUDA writes the bodies into its own array; copy them out before the next call.
     for (std::size_t i = 0; i < body_graphs.size(); ++i) {
       body_graphs[i] = params.conditional.phGraph_out[i];
@@ -281,6 +284,20 @@ private:
                         std::to_string(flag.capture_) + ", the node would go into graph " +
                         describe_graph(graph) + " of capture " + std::to_string(point.capture) +
                         "): create the condition with condition() on the scope that uses it");
+    }
+  }
+
+  /// A condition serves one node (CUDA's rule): a second is a state_error naming the first.
+  static void require_unused(const graphcap::condition& flag, const capture_point& point,
+                             const char* construct) {
+    if (const char* first = condition_uses::find(point.capture, point.graph, flag.handle()))
+        [[unlikely]] {
+      throw state_error(std::string{"graphcap: "} + construct +
+                        "() was given a condition that already serves the " + first +
+                        "() node of this capture: a condition serves one conditional node (CUDA "
+                        "refuses a second node on it); make one for this node with "
+                        "cap.condition(initial) (body.condition(initial) inside a body) and set "
+                        "each condition from device code");
     }
   }
 

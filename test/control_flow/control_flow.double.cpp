@@ -11,6 +11,8 @@
 #include <cuda_double/control.hpp>
 
 #include <cstddef>
+#include <cstdint>
+#include <stdexcept>
 
 namespace gc = graphcap;
 
@@ -328,4 +330,30 @@ TEST_CASE("a condition serves one conditional node: a second node is refused, a 
     cap.while_(more, [] {});
   });
   graph.replay(stream);
+}
+
+TEST_CASE("condition(initial): a value an unsigned condition cannot hold is refused, by name") {
+  // A negative int converted to unsigned with only a sign-conversion warning: 4294967295.
+  cuda_double::reset();
+  gctest::stream stream;
+  gc::lean_graph graph;
+  CHECK_THROWS_AS(graph.capture(stream, [](auto& cap) { static_cast<void>(cap.condition(-1)); }),
+                  std::invalid_argument);
+  CHECK_FALSE(gctest::capturing(stream));
+  CHECK_THROWS_WITH(graph.capture(stream, [](auto& cap) { static_cast<void>(cap.condition(-1)); }),
+                    gctest::contains("condition() was given the initial value -1"));
+  CHECK_THROWS_WITH(
+      graph.capture(stream,
+                    [](auto& cap) { static_cast<void>(cap.condition(std::int64_t{1} << 32)); }),
+      gctest::contains("initial value 4294967296"));
+  CHECK(graph.empty());
+  gc::condition flag; // what fits is taken: int, bool, a large unsigned
+  graph.capture(stream, [&](auto& cap) {
+    flag = cap.condition(true);
+    cap.if_(flag, [] {});
+    cap.while_(cap.condition(4294967295U), [] {});
+    flag = cap.condition(std::size_t{2});
+    cap.switch_(
+        flag, [] {}, [] {}, [] {});
+  });
 }

@@ -37,6 +37,8 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -155,7 +157,40 @@ struct builder {
   using graph_type = typename Scope::graph_type;
   using body_scope = basic_scope<graph_type, capture_kind::body>;
 
-  static graphcap::condition condition(Scope& cap, unsigned initial, condition_reset reset) {
+  template <class Initial>
+  static graphcap::condition condition(Scope& cap, Initial initial, condition_reset reset) {
+    static_assert(std::is_integral_v<Initial>,
+                  "graphcap: condition(initial) takes an integer: the condition's value at the "
+                  "start of a launch (0 or 1 for if_ and while_, a body's index for switch_)");
+    if constexpr (std::is_integral_v<Initial>) { // otherwise: the error above, and no other
+      return make_condition(cap, initial_value(initial), reset);
+    } else {
+      return graphcap::condition{};
+    }
+  }
+
+private:
+  /// `initial` as the unsigned a condition holds; std::invalid_argument (nothing created) when
+  /// it is negative or over UINT_MAX, which a conversion would turn into another value.
+  template <class Initial>
+  static unsigned initial_value(Initial initial) {
+    bool fits = true;
+    if constexpr (std::is_signed_v<Initial>) {
+      fits = initial >= Initial{0};
+    }
+    if (fits && static_cast<std::uintmax_t>(initial) > std::numeric_limits<unsigned>::max()) {
+      fits = false;
+    }
+    if (!fits) [[unlikely]] {
+      throw std::invalid_argument(
+          "graphcap: condition() was given the initial value " + std::to_string(initial) +
+          ", which an unsigned condition cannot hold (0 to UINT_MAX: 0 or 1 for if_ and "
+          "while_, a body's index for switch_); nothing was created");
+    }
+    return static_cast<unsigned>(initial);
+  }
+
+  static graphcap::condition make_condition(Scope& cap, unsigned initial, condition_reset reset) {
     const capture_point point = capture_point_of(cap.stream(), "condition()");
     cudaGraphConditionalHandle handle = 0;
     check(cudaGraphConditionalHandleCreate(&handle, point.graph, initial,
@@ -166,6 +201,7 @@ struct builder {
     return graphcap::condition{handle, point.graph, point.capture};
   }
 
+public:
   template <class Body>
   static void if_(Scope& cap, const graphcap::condition& flag, Body&& body) {
     add(cap, flag, cudaGraphCondTypeIf, "if_", std::forward<Body>(body));

@@ -94,18 +94,27 @@ private:
 
   /// Begins capturing on `stream`; returns it. Needs an empty graph and a capturable stream.
   cudaStream_t begin(stream_ref stream) {
-    core_.require_state(graph_state::empty, "begin a capture",
-                        "call reset() first, or capture into another graph");
+    require_empty_to_begin();
     capture::require_capturable(stream);
     core_.note_capture_device();
     start_capture(stream.get());
     return stream.get();
   }
 
+  /// A capture begins on an empty graph. During a capture of the same graph, what to do is what
+  /// reset() says then: end that capture first (captures of one graph do not nest).
+  void require_empty_to_begin() const {
+    core_.require_state(graph_state::empty, "begin a capture",
+                        core_.state == graph_state::capturing
+                            ? "captures of one graph do not nest: end the capture in progress "
+                              "first (scope::end(), or let its scope be destroyed), or capture "
+                              "into another graph (embed() adds a captured graph to a capture)"
+                            : "call reset() first, or capture into another graph");
+  }
+
   /// Begins capturing on the graph's own side stream (made for the current device); returns it.
   cudaStream_t begin_on_side_stream() {
-    core_.require_state(graph_state::empty, "begin a capture",
-                        "call reset() first, or capture into another graph");
+    require_empty_to_begin();
     const cudaStream_t stream = core_.side_stream_for_current_device();
     start_capture(stream);
     return stream;
@@ -300,8 +309,9 @@ private:
   /// reset(): drops the capture; a state_error while a capture scope is open.
   void reset() {
     if (core_.state == graph_state::capturing) {
-      throw state_error(core_.message("reset()", "end the capture (scope::end(), or let the "
-                                                 "scope be destroyed) before resetting the graph"));
+      throw state_error(core_.message("reset()", "end the capture in progress first "
+                                                 "(scope::end(), or let its scope be destroyed), "
+                                                 "then reset the graph"));
     }
     drop_graphs();
   }

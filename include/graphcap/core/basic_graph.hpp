@@ -122,7 +122,8 @@ public:
   /// Captures what `work` issues on the graph's side stream. `work` takes the capture scope
   /// (`scope&` or `auto&`), the capture stream (`cudaStream_t`), or nothing. Returns what `work`
   /// returns. If `work` throws, the capture is ended and discarded and the exception propagates
-  /// unchanged.
+  /// unchanged. The scope `work` is given ends with capture(): a pointer to it kept past the
+  /// call dangles (docs/errors.md).
   template <class Work>
   decltype(auto) capture(Work&& work) {
     return scope::run(begin_capture(), std::forward<Work>(work));
@@ -261,7 +262,9 @@ public:
     static_assert(
         P::has_handle,
         "graphcap: pool_statistics() needs a graph with a slab pool: " GRAPHCAP_SLAB_POOLS);
-    return lifecycle_.pool().statistics();
+    if constexpr (P::has_handle) { // without one: the error above, and no other
+      return lifecycle_.pool().statistics();
+    }
   }
 
   /// The Pool policy's state, read-only (its hooks are the graph's to call).

@@ -49,8 +49,14 @@
 
 namespace graphcap {
 
-/// A step captured as segments of `Graph` with eager islands between them (see the top of this
-/// file). Replays segment 0, island 0, segment 1, ... on one stream.
+/// A step captured as segments of `Graph` with eager islands between them, replayed as one
+/// object: segment 0, island 0, segment 1, ... on one stream. In the capture, cap.eager(island)
+/// ends the current segment, records the island (work a graph cannot hold: a launch whose grid
+/// is a host value that changes every step, a library call that synchronizes or allocates) and
+/// resumes into the next segment; every replay runs the island again, eagerly. The segments draw
+/// from one pool (the first segment's, shared by handle), so a block allocated in one segment
+/// keeps its address in the next. With no island, it is one segment. One thread at a time.
+/// docs/piecewise.md.
 template <class Graph = graphcap::graph>
 class piecewise_graph {
   static_assert(

@@ -96,8 +96,7 @@ private:
   /// Begins capturing on `*stream` (null: the side stream, made for the current device);
   /// returns the capture stream. Needs an empty graph and a capturable stream.
   cudaStream_t begin(const stream_ref* stream) {
-    core_.require_state(graph_state::empty, "begin a capture",
-                        "call reset() first, or capture into another graph");
+    core_.require_empty_to_begin();
     const cudaStream_t capturing = checked_stream(stream);
     check_policies();
     start_capture(capturing);
@@ -312,8 +311,8 @@ private:
 
   /// reset(): drops the capture; a state_error while a capture scope is open.
   void reset() {
-    core_.refuse_while_capturing("reset()", "end the capture (scope::end(), or let the scope be "
-                                            "destroyed) before resetting the graph");
+    core_.refuse_while_capturing("reset()", "end the capture in progress first (scope::end(), or "
+                                            "let its scope be destroyed), then reset the graph");
     drop_graphs();
   }
 

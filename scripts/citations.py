@@ -4,14 +4,15 @@
     python3 scripts/citations.py > docs/results/CITATIONS.md
 
 A figure is a number with a unit of measure (ns, us, ms, ms/GiB, GB/s, KiB, MiB, a ratio written
-1.23x), a test count ("683 tests, 674 passed", "24 of 24 passed"), or a decimal number in a table
+1.23x, minutes), a test count ("683 tests, 674 passed", "24 of 24 passed"), or a decimal number in a table
 row. Thresholds (a number after >=, <=, under, within, +-, a goal) are skipped.
 
 A figure's source is the stored run its text names, looked for on its line, then in its paragraph
 (the lines up to a blank line, a table counting as one), then in the headings above it: a
 docs/results/<folder> path or link, a session named ("session 16", mapped to its folder), or a run
 date (2026-11-29, 2026-11-30). A figure is verified when a number in that folder's stored text files
-(csv, md, log, txt, out; run.txt left out) equals it at the precision quoted (also read as ns<->us
+(csv, md, log, txt, out; run*.txt and a folder's README.md, which are
+written about a run, left out) equals it at the precision quoted (also read as ns<->us
 and us<->ms). This checks that the number is there, not that it is the same row: a match of a short
 number may be chance, and a figure computed from stored numbers (a ratio of two medians, a sum)
 reads as not verified though it may be right. Figures without a source are searched for in every
@@ -38,7 +39,7 @@ DATE_FOLDERS = {"2026-11-29": ["2026-11-29-h200", "2026-11-29-h200-bench_replay.
 
 NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
 JOIN = r"\s*(?:-|–|/|to|and|against|,|or)\s*"
-UNIT = r"(ms/GiB|GB/s|ns|us|µs|ms|KiB|MiB|x)(?![A-Za-z])"
+UNIT = r"(ms/GiB|GB/s|ns|us|µs|ms|KiB|MiB|minutes|x)(?![A-Za-z])"
 FIG = re.compile(rf"(?<![\w.#/])((?:{NUM})(?:{JOIN}(?:{NUM}))*)\s?{UNIT}")
 TESTS = re.compile(r"(\d[\d,]*) tests?, (\d[\d,]*) passed|(\d[\d,]*) of (\d[\d,]*) passed")
 SKIP_BEFORE = re.compile(r"(>=|<=|≥|≤|under|within|\+-|±|goal|below|above|over|at least|at most|~)\s*$")
@@ -77,7 +78,7 @@ def numbers_in(folder):
     files = [path] if os.path.isfile(path) else [
         os.path.join(d, f) for d, _, fs in os.walk(path) for f in fs]
     for p in files:
-        if not re.search(r"\.(csv|md|log|txt|out)$", p) or p.endswith("run.txt"):
+        if not re.search(r"\.(csv|md|log|txt|out)$", p) or re.search(r"(run[-\w]*\.txt|README\.md)$", p):
             continue
         try:
             text = open(p, encoding="utf-8", errors="replace").read()
@@ -88,6 +89,14 @@ def numbers_in(folder):
         kind = "counts" if re.match(r"(ctest|suite)", base) else (
             "noise" if re.match(r"(build|configure|ps|runs)\.log$|summary\.txt$|.*\.out$|memcheck|racecheck", base)
             else "data")
+        if kind == "counts":
+            # ctest's summary gives the total and the failures; skips are listed one a line: the
+            # passed count the docs quote is total - failed - skipped
+            for m in re.finditer(r"(\d+)% tests passed, (\d+) tests? failed out of (\d+)", text):
+                failed, total = int(m.group(2)), int(m.group(3))
+                skipped = len(re.findall(r"\(Skipped\)", text))
+                for n in (total, total - failed - skipped, total - failed):
+                    vals.append((float(n), rel + " (summary)", kind, None))
         for line in text.split("\n"):
             units = None
             if p.endswith(".csv"):
@@ -131,7 +140,7 @@ def found(value, unit, folders):
             if (unit == "tests") != (kind == "counts") or kind == "noise":
                 continue
             for k in scales:
-                if units is not None and unit:
+                if units is not None and unit and unit != "tests":
                     want = scaled.get(unit, {}).get(k, "us" if unit == "µs" else unit)
                     if want not in units and not (unit == "x" and units & {"ratio", "x"}):
                         continue
@@ -156,7 +165,7 @@ def figures(line):
         for n in nums:
             out.append((n, unit, m.group(0)))
     for m in TESTS.finditer(line):
-        for n, what in zip(m.groups(), ("tests", "tests (passed)", "tests (passed)", "tests")):
+        for n in m.groups():
             if n:
                 out.append((n, "tests", m.group(0)))
     if line.lstrip().startswith("|"):

@@ -8,7 +8,8 @@ A figure is a number with a unit of measure (ns, us, ms, ms/GiB, GB/s, KiB, MiB,
 row. Thresholds (a number after >=, <=, under, within, +-, a goal) are skipped.
 
 A figure's source is the stored run its text names, looked for on its line, then in its paragraph
-(the lines up to a blank line, a table counting as one), then in the headings above it: a
+(the lines up to a blank line, a table counting as one), then in its section's heading, then in the
+paragraphs just before and after, then in the headings above: a
 docs/results/<folder> path or link, a session named ("session 16", mapped to its folder), or a run
 date (2026-11-29, 2026-11-30). A figure is verified when a number in that folder's stored text files
 (csv, md, log, txt, out; run*.txt and a folder's README.md, which are
@@ -78,7 +79,7 @@ def numbers_in(folder):
     files = [path] if os.path.isfile(path) else [
         os.path.join(d, f) for d, _, fs in os.walk(path) for f in fs]
     for p in files:
-        if not re.search(r"\.(csv|md|log|txt|out)$", p) or re.search(r"(run[-\w]*\.txt|README\.md)$", p):
+        if not re.search(r"\.(csv|md|log|txt|out)$", p) or re.search(r"/(run[-\w]*\.txt|README\.md)$", p):
             continue
         try:
             text = open(p, encoding="utf-8", errors="replace").read()
@@ -123,13 +124,13 @@ def numbers_in(folder):
     return vals
 
 
-def found(value, unit, folders):
+def found(value, unit, folders, every=False):
+    hits = []
     s = value.replace(",", "")
     dec = len(s.split(".")[1]) if "." in s else 0
     v = float(s)
-    # an integer of three digits or more may be a rounded median (1018.81 quoted as 1019); a
-    # shorter one, and every count, must match exactly
-    tol = 0.5 * 10 ** -dec + 1e-9 if dec else (0.5 if v >= 100 and unit != "tests" else 1e-9)
+    # an integer may be a rounded median (1018.81 quoted as 1019); a count must match exactly
+    tol = 0.5 * 10 ** -dec + 1e-9 if dec else (0.5 if unit != "tests" else 1e-9)
     scales = [1.0]
     if unit in ("us", "µs", "ns", "ms"):
         scales += [1000.0, 0.001]
@@ -147,8 +148,20 @@ def found(value, unit, folders):
                 if abs(n * k - v) <= tol * (1 if k == 1.0 else 1):
                     if dec == 0 and k != 1.0 and abs(n * k - v) > 1e-9:
                         continue
-                    return rel
-    return None
+                    if not every:
+                        return rel
+                    hits.append(rel)
+                    break
+    return hits if every else None
+
+
+def place(rel):
+    """A stored file, with run1..runN collapsed (the same file of each run of a set)."""
+    return re.sub(r"(^|/)run\d+(/|\.log$)", r"\1run*\2", rel.split(" ")[0])
+
+
+def sig_digits(value):
+    return len(value.replace(",", "").replace(".", "").lstrip("0"))
 
 
 def figures(line):
@@ -226,8 +239,9 @@ def audit(path):
         before = "\n".join(l for l in lines[max(k, 0):para_start] if not l.startswith("#"))
         after = "\n".join(l for l in lines[m:e] if not l.startswith("#"))
         level, src = None, []
-        for lv, text in (("line", line), ("paragraph", para), ("paragraph before", before),
-                         ("paragraph after", after), ("heading", "\n".join(heads.values()))):
+        nearest = heads[max(heads)] if heads else ""
+        for lv, text in (("line", line), ("paragraph", para), ("heading", nearest), ("paragraph before", before),
+                         ("paragraph after", after), ("headings above", "\n".join(heads.values()))):
             src = cites(text)
             if src:
                 level = lv
@@ -244,25 +258,48 @@ def main():
     allfolders = [f for f in allfolders if f.startswith("20")]
     cited, uncited = [], []
     for p in files:
-        for rel, ln, n, unit, ctx, level, src in audit(p):
+        rows = audit(p)
+        hits = {}
+        for i, (rel, ln, n, unit, ctx, level, src) in enumerate(rows):
             if level:
-                folders = sorted({f for f, _ in src})
-                hit = found(n, unit, folders)
+                hits[i] = found(n, unit, sorted({f for f, _ in src}), every=True)
+        for i, (rel, ln, n, unit, ctx, level, src) in enumerate(rows):
+            if level:
+                # strong: another figure of the same line is found in the same file (a chance match
+                # of two numbers in one file is unlikely), or a lone figure of 3+ significant digits
+                mine = hits[i]
+                others = [hits[j] for j, r in enumerate(rows) if j != i and r[1] == ln and j in hits]
+                places = {place(h) for h in mine}
+                strong = [h for h in mine if any(place(h) in {place(x) for x in o} for o in others)]
+                if strong:
+                    hit = strong[0]
+                elif mine and not others and sig_digits(n) >= 3:
+                    hit = mine[0]
+                elif mine:
+                    hit = "weak: " + mine[0] + (" (the line's other figures are not there)" if others else " (a short number)")
+                else:
+                    hit = None
+                del places
                 cited.append((rel, ln, n, unit, ctx, level, src, hit))
             else:
                 cands = [f for f in allfolders if found(n, unit, [f])]
                 uncited.append((rel, ln, n, unit, ctx, cands))
-    ver = sum(1 for r in cited if r[7])
+    ver = sum(1 for r in cited if r[7] and not r[7].startswith("weak"))
+    weak = sum(1 for r in cited if r[7] and r[7].startswith("weak"))
     w = sys.stdout.write
     w("# Citations of measured figures (issue #50)\n\n")
     w("Generated by `python3 scripts/citations.py > docs/results/CITATIONS.md`; how it reads a figure, its\n"
       "source and a match is in the script's header. Each stored run folder has a `run.txt` naming its\n"
       "commit, command, date and machine (or saying which of them is not recorded).\n\n")
     w(f"Figures found: **{len(cited) + len(uncited)}**; with a named stored run: **{len(cited)}** "
-      f"(verified {ver}, not verified {len(cited) - ver}); with no stored run named: **{len(uncited)}**.\n\n")
-    w("\"verified\" = the number occurs, at the precision quoted, in a stored text file of the named run "
-      "(the file is given); \"no\" = it does not (a computed figure, a rounding, a different run, or a "
-      "figure the run does not hold: see the list of not-verified figures below).\n\n")
+      f"(verified {ver}, found only weakly {weak}, not found {len(cited) - ver - weak}); with no stored run "
+      f"named: **{len(uncited)}**.\n\n")
+    w("\"yes\" = the number occurs, at the precision quoted, in a stored text file of the named run (the file\n"
+      "is given), and either another figure of the same line occurs in the same file (run1..runN of a set counting as one) or the figure has three\n"
+      "or more significant digits. \"weak\" = the number occurs there, but alone and short, or without the\n"
+      "line's other figures: it may be chance (read the file). \"no\" = it does not occur (a figure computed\n"
+      "from stored numbers, a rounding, another run, or a figure the run does not hold). None of this checks\n"
+      "that the number is on the row the text says: that needs a reader.\n\n")
     esc = lambda s: s.replace("|", "\\|")
 
     def srcs(src):
@@ -280,10 +317,15 @@ def main():
     for rel, ln, n, unit, ctx, level, src, hit in cited:
         if not hit:
             w(f"| {rel}:{ln} | {n} {unit} | {esc(ctx)[:80]} | {srcs(src)} ({level}) |\n")
+    w("\n## Figures with a named run found only weakly\n\n")
+    w("| file:line | figure | context | named run (where named) | match |\n|---|---|---|---|---|\n")
+    for rel, ln, n, unit, ctx, level, src, hit in cited:
+        if hit and hit.startswith("weak"):
+            w(f"| {rel}:{ln} | {n} {unit} | {esc(ctx)[:80]} | {srcs(src)} ({level}) | {hit[6:]} |\n")
     w("\n## Every figure with a named run\n\n")
     w("| file:line | figure | named run (where named) | verified |\n|---|---|---|---|\n")
     for rel, ln, n, unit, ctx, level, src, hit in cited:
-        w(f"| {rel}:{ln} | {n} {unit} | {srcs(src)} ({level}) | {'yes: ' + hit if hit else 'no'} |\n")
+        w(f"| {rel}:{ln} | {n} {unit} | {srcs(src)} ({level}) | {('' if hit.startswith('weak') else 'yes: ') + hit if hit else 'no'} |\n")
 
 
 if __name__ == "__main__":

@@ -113,7 +113,7 @@ def numbers_in(folder):
             elif "|" not in line:  # a table row holds its unit in its header: any unit
                 units = set(re.findall(r"(?<![A-Za-z])(ms/GiB|GB/s|ns|us|µs|ms|KiB|MiB|GiB)(?![A-Za-z])", line))
                 units = {"us" if u == "µs" else u for u in units}
-                if re.search(r"\dx\b|ratio", line) or re.match(r"(bench|run\d|repeat)\.log$|run\d\.log$", base):
+                if re.search(r"\dx\b|ratio", line) or re.match(r"(bench[\w-]*|run\d[\w-]*|repeat)\.log$", base):
                     units.add("x")
             for m in re.finditer(r"(?<![\w.])-?\d+(?:\.\d+)?(?:e[-+]?\d+)?", line.replace(",", " ")):
                 try:

@@ -1,0 +1,332 @@
+#!/usr/bin/env python3
+"""Audits the measured figures quoted in README.md and docs/*.md against the stored runs (#50).
+
+    python3 scripts/citations.py > docs/results/CITATIONS.md
+
+A figure is a number with a unit of measure (ns, us, ms, ms/GiB, GB/s, KiB, MiB, a ratio written
+1.23x, minutes), a test count ("683 tests, 674 passed", "24 of 24 passed"), or a decimal number in a table
+row. Thresholds (a number after >=, <=, under, within, +-, a goal) are skipped.
+
+A figure's source is the stored run its text names, looked for on its line, then in its paragraph
+(the lines up to a blank line, a table counting as one), then in its section's heading, then in the
+paragraphs just before and after, then in the headings above: a
+docs/results/<folder> path or link, a session named ("session 16", mapped to its folder), or a run
+date (2026-11-29, 2026-11-30). A figure is verified when a number in that folder's stored text files
+(csv, md, log, txt, out; run*.txt and a folder's README.md, which are
+written about a run, left out) equals it at the precision quoted (also read as ns<->us
+and us<->ms). This checks that the number is there, not that it is the same row: a match of a short
+number may be chance, and a figure computed from stored numbers (a ratio of two medians, a sum)
+reads as not verified though it may be right. Figures without a source are searched for in every
+stored folder, and the folders holding them are listed as candidates.
+"""
+import os
+import re
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RES = os.path.join(ROOT, "docs", "results")
+
+SESSION_FOLDERS = {
+    1: ["2026-11-29-h200-bench_replay.csv"], 2: ["2026-11-29-h200"], 3: ["2026-11-30-h200"],
+    4: ["2026-11-30-h200-session4"], 5: ["2026-12-01-h200-session5"],
+}
+for d in sorted(os.listdir(RES)):
+    m = re.match(r"\d{4}-\d\d-\d\d-h200-session(\d+)$", d)
+    if m:
+        SESSION_FOLDERS[int(m.group(1))] = [d]
+DATE_FOLDERS = {"2026-11-29": ["2026-11-29-h200", "2026-11-29-h200-bench_replay.csv"],
+                "2026-11-30": ["2026-11-30-h200", "2026-11-30-h200-session4"],
+                "2026-12-01": ["2026-12-01-h200-session5"]}
+
+NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
+JOIN = r"\s*(?:-|–|/|to|and|against|,|or)\s*"
+UNIT = r"(ms/GiB|GB/s|ns|us|µs|ms|KiB|MiB|minutes|x)(?![A-Za-z])"
+FIG = re.compile(rf"(?<![\w.#/])((?:{NUM})(?:{JOIN}(?:{NUM}))*)\s?{UNIT}")
+TESTS = re.compile(r"(\d[\d,]*) tests?, (\d[\d,]*) passed|(\d[\d,]*) of (\d[\d,]*) passed")
+SKIP_BEFORE = re.compile(r"(>=|<=|≥|≤|under|within|\+-|±|goal|below|above|over|at least|at most|~)\s*$")
+CITE_PATH = re.compile(r"(?:docs/)?results/(\d{4}-\d\d-\d\d-h200[\w.-]*)((?:/[\w.*{},-]+)*)")
+CITE_SESSION = re.compile(r"[Ss]essions? ((?:\d+(?:, | and | to |-|–))*\d+)")
+CITE_DATE = re.compile(r"\b(2026-1[12]-\d\d)\b")
+
+
+def cites(text):
+    out = []
+    for m in CITE_PATH.finditer(text):
+        out.append((m.group(1), "results/" + m.group(1) + (m.group(2) or "")))
+    for m in CITE_SESSION.finditer(text):
+        nums = [int(n) for n in re.findall(r"\d+", m.group(1))]
+        if re.search(r" to |-|–", m.group(1)) and len(nums) == 2:
+            nums = list(range(nums[0], nums[1] + 1))
+        for n in nums:
+            for f in SESSION_FOLDERS.get(n, []):
+                out.append((f, f"session {n}"))
+    if out:
+        return out  # a path or a session named: a date beside it says when, not which run
+    for m in CITE_DATE.finditer(text):
+        for f in DATE_FOLDERS.get(m.group(1), []):
+            out.append((f, m.group(1)))
+    return out
+
+
+_cache = {}
+
+
+def numbers_in(folder):
+    if folder in _cache:
+        return _cache[folder]
+    vals = []
+    path = os.path.join(RES, folder)
+    files = [path] if os.path.isfile(path) else [
+        os.path.join(d, f) for d, _, fs in os.walk(path) for f in fs]
+    for p in files:
+        if not re.search(r"\.(csv|md|log|txt|out)$", p) or re.search(r"/(run[-\w]*\.txt|README\.md)$", p):
+            continue
+        try:
+            text = open(p, encoding="utf-8", errors="replace").read()
+        except OSError:
+            continue
+        rel = os.path.relpath(p, RES)
+        base = os.path.basename(p)
+        kind = "counts" if re.match(r"(ctest|suite)", base) else (
+            "noise" if re.match(r"(build|configure|ps|runs)\.log$|summary\.txt$|.*\.out$|memcheck|racecheck", base)
+            else "data")
+        if kind == "counts":
+            # ctest's summary gives the total and the failures; skips are listed one a line: the
+            # passed count the docs quote is total - failed - skipped
+            for m in re.finditer(r"(\d+)% tests passed, (\d+) tests? failed out of (\d+)", text):
+                failed, total = int(m.group(2)), int(m.group(3))
+                skipped = len(re.findall(r"\(Skipped\)", text))
+                for n in (total, total - failed - skipped, total - failed):
+                    vals.append((float(n), rel + " (summary)", kind, None))
+        for line in text.split("\n"):
+            units = None
+            if p.endswith(".csv"):
+                # only the statistics (median, p99, mean, min), not the parameter or the samples
+                um = re.match(r'^"[^"]*","[^"]*","[^"]*","[^"]*","([^"]*)",([^,]*),([^,]*),([^,]*),([^,]*),', line)
+                if um:
+                    units = {um.group(1)}
+                    line = " ".join(um.groups()[1:])
+                elif not re.match(r"^[\d., ]+$", line):
+                    continue
+                else:
+                    units = set()
+            elif "|" not in line:  # a table row holds its unit in its header: any unit
+                units = set(re.findall(r"(?<![A-Za-z])(ms/GiB|GB/s|ns|us|µs|ms|KiB|MiB|GiB)(?![A-Za-z])", line))
+                units = {"us" if u == "µs" else u for u in units}
+                if re.search(r"\dx\b|ratio", line) or re.match(r"(bench[\w-]*|run\d[\w-]*|repeat)\.log$", base):
+                    units.add("x")
+            for m in re.finditer(r"(?<![\w.])-?\d+(?:\.\d+)?(?:e[-+]?\d+)?", line.replace(",", " ")):
+                try:
+                    vals.append((float(m.group(0)), rel, kind, units))
+                except ValueError:
+                    pass
+    _cache[folder] = vals
+    return vals
+
+
+def found(value, unit, folders, every=False):
+    hits = []
+    s = value.replace(",", "")
+    dec = len(s.split(".")[1]) if "." in s else 0
+    v = float(s)
+    # an integer may be a rounded median (1018.81 quoted as 1019); a count must match exactly
+    tol = 0.5 * 10 ** -dec + 1e-9 if dec else (0.5 if unit != "tests" else 1e-9)
+    scales = [1.0]
+    if unit in ("us", "µs", "ns", "ms"):
+        scales += [1000.0, 0.001]
+    scaled = {"ns": {1.0: "ns", 1000.0: "us", 0.001: None}, "us": {1.0: "us", 1000.0: "ms", 0.001: "ns"},
+              "µs": {1.0: "us", 1000.0: "ms", 0.001: "ns"}, "ms": {1.0: "ms", 1000.0: "s", 0.001: "us"}}
+    for f in folders:
+        for n, rel, kind, units in numbers_in(f):
+            if (unit == "tests") != (kind == "counts") or kind == "noise":
+                continue
+            for k in scales:
+                if units is not None and unit and unit != "tests":
+                    want = scaled.get(unit, {}).get(k, "us" if unit == "µs" else unit)
+                    if want not in units and not (unit == "x" and units & {"ratio", "x"}):
+                        continue
+                if abs(n * k - v) <= tol * (1 if k == 1.0 else 1):
+                    if dec == 0 and k != 1.0 and abs(n * k - v) > 1e-9:
+                        continue
+                    if not every:
+                        return rel
+                    hits.append(rel)
+                    break
+    return hits if every else None
+
+
+def place(rel):
+    """A stored file, with run1..runN collapsed (the same file of each run of a set)."""
+    return re.sub(r"(^|/)run\d+(/|\.log$)", r"\1run*\2", rel.split(" ")[0])
+
+
+def sig_digits(value):
+    return len(value.replace(",", "").replace(".", "").lstrip("0"))
+
+
+def figures(line):
+    out = []
+    for m in FIG.finditer(line):
+        if SKIP_BEFORE.search(line[:m.start()]):
+            continue
+        unit = m.group(2)
+        nums = re.findall(NUM, m.group(1))
+        if unit == "x":
+            nums = [n for n in nums if "." in n]
+            if line[m.end():m.end() + 1].isalnum():
+                continue
+        for n in nums:
+            out.append((n, unit, m.group(0)))
+    for m in TESTS.finditer(line):
+        for n in m.groups():
+            if n:
+                out.append((n, "tests", m.group(0)))
+    if line.lstrip().startswith("|"):
+        taken = {n for n, _, _ in out}
+        for cell in line.strip().strip("|").split("|"):
+            if SKIP_BEFORE.search(cell) or re.search(r"[<>≥≤]", cell):
+                continue
+            if re.sub(r"\b(ms/GiB|GB/s|ns|us|µs|ms|KiB|MiB|x|of|and|to|run|runs)\b", "", cell).strip(" \t.,;:/()*-–+±%x0123456789"):
+                continue  # a cell of words (a version, a name): only its unit-bearing figures count
+            for n in re.findall(r"(?<![\w.])\d+\.\d+(?![\w.])", cell):
+                if n not in taken:
+                    out.append((n, "", cell.strip()))
+    return out
+
+
+def audit(path):
+    rel = os.path.relpath(path, ROOT)
+    lines = open(path, encoding="utf-8").read().split("\n")
+    heads = {}
+    rows = []
+    in_code = False
+    para_start = 0
+    for i, line in enumerate(lines):
+        if line.startswith("```"):
+            in_code = not in_code
+            continue
+        if in_code:
+            continue
+        if not line.strip():
+            para_start = i + 1
+            continue
+        h = re.match(r"(#+)\s", line)
+        if h:
+            lvl = len(h.group(1))
+            heads = {k: v for k, v in heads.items() if k < lvl}
+            heads[lvl] = line
+            para_start = i + 1
+            continue
+        figs = figures(line)
+        if not figs:
+            continue
+        j = i
+        while j + 1 < len(lines) and lines[j + 1].strip() and not lines[j + 1].startswith("#"):
+            j += 1
+        para = "\n".join(lines[para_start:j + 1])
+        # the paragraphs just before and after (a table's caption, the sentence that names the run)
+        k = para_start - 1
+        while k >= 0 and not lines[k].strip():
+            k -= 1
+        while k > 0 and lines[k - 1].strip() and not lines[k].startswith("#"):
+            k -= 1
+        m = j + 1
+        while m < len(lines) and not lines[m].strip():
+            m += 1
+        e = m
+        while e < len(lines) and lines[e].strip() and not lines[e].startswith("#"):
+            e += 1
+        before = "\n".join(l for l in lines[max(k, 0):para_start] if not l.startswith("#"))
+        after = "\n".join(l for l in lines[m:e] if not l.startswith("#"))
+        level, src = None, []
+        nearest = heads[max(heads)] if heads else ""
+        for lv, text in (("line", line), ("paragraph", para), ("heading", nearest), ("paragraph before", before),
+                         ("paragraph after", after), ("headings above", "\n".join(heads.values()))):
+            src = cites(text)
+            if src:
+                level = lv
+                break
+        for n, unit, ctx in figs:
+            rows.append((rel, i + 1, n, unit, ctx, level, src))
+    return rows
+
+
+def main():
+    files = [os.path.join(ROOT, "README.md")] + sorted(
+        os.path.join(ROOT, "docs", f) for f in os.listdir(os.path.join(ROOT, "docs")) if f.endswith(".md"))
+    allfolders = sorted(os.listdir(RES))
+    allfolders = [f for f in allfolders if f.startswith("20")]
+    cited, uncited = [], []
+    for p in files:
+        rows = audit(p)
+        hits = {}
+        for i, (rel, ln, n, unit, ctx, level, src) in enumerate(rows):
+            if level:
+                hits[i] = found(n, unit, sorted({f for f, _ in src}), every=True)
+        for i, (rel, ln, n, unit, ctx, level, src) in enumerate(rows):
+            if level:
+                # strong: another figure of the same line is found in the same file (a chance match
+                # of two numbers in one file is unlikely), or a lone figure of 3+ significant digits
+                mine = hits[i]
+                others = [hits[j] for j, r in enumerate(rows) if j != i and r[1] == ln and j in hits]
+                places = {place(h) for h in mine}
+                strong = [h for h in mine if any(place(h) in {place(x) for x in o} for o in others)]
+                if strong:
+                    hit = strong[0]
+                elif mine and not others and sig_digits(n) >= 3:
+                    hit = mine[0]
+                elif mine:
+                    hit = "weak: " + mine[0] + (" (the line's other figures are not there)" if others else " (a short number)")
+                else:
+                    hit = None
+                del places
+                cited.append((rel, ln, n, unit, ctx, level, src, hit))
+            else:
+                cands = [f for f in allfolders if found(n, unit, [f])]
+                uncited.append((rel, ln, n, unit, ctx, cands))
+    ver = sum(1 for r in cited if r[7] and not r[7].startswith("weak"))
+    weak = sum(1 for r in cited if r[7] and r[7].startswith("weak"))
+    w = sys.stdout.write
+    w("# Citations of measured figures (issue #50)\n\n")
+    w("Generated by `python3 scripts/citations.py > docs/results/CITATIONS.md`; how it reads a figure, its\n"
+      "source and a match is in the script's header. Each stored run folder has a `run.txt` naming its\n"
+      "commit, command, date and machine (or saying which of them is not recorded).\n\n")
+    w(f"Figures found: **{len(cited) + len(uncited)}**; with a named stored run: **{len(cited)}** "
+      f"(verified {ver}, found only weakly {weak}, not found {len(cited) - ver - weak}); with no stored run "
+      f"named: **{len(uncited)}**.\n\n")
+    w("\"yes\" = the number occurs, at the precision quoted, in a stored text file of the named run (the file\n"
+      "is given), and either another figure of the same line occurs in the same file (run1..runN of a set counting as one) or the figure has three\n"
+      "or more significant digits. \"weak\" = the number occurs there, but alone and short, or without the\n"
+      "line's other figures: it may be chance (read the file). \"no\" = it does not occur (a figure computed\n"
+      "from stored numbers, a rounding, another run, or a figure the run does not hold). None of this checks\n"
+      "that the number is on the row the text says: that needs a reader.\n\n")
+    esc = lambda s: s.replace("|", "\\|")
+
+    def srcs(src):
+        return ", ".join(sorted({label for _, label in src}))
+    w("## Figures with no stored run named\n\n")
+    w("No docs/results path, session with a stored folder, or run date on the line, in its paragraph or in\n"
+      "the headings above it. \"found in\" lists the stored folders whose files hold the number (a hint, not a\n"
+      "citation; short numbers match by chance).\n\n")
+    w("| file:line | figure | context | found in |\n|---|---|---|---|\n")
+    for rel, ln, n, unit, ctx, cands in uncited:
+        c = ", ".join(cands[:4]) + (" ..." if len(cands) > 4 else "") if cands else "nowhere"
+        w(f"| {rel}:{ln} | {n} {unit} | {esc(ctx)[:80]} | {c} |\n")
+    w("\n## Figures with a named run that were not found in it\n\n")
+    w("| file:line | figure | context | named run (where named) |\n|---|---|---|---|\n")
+    for rel, ln, n, unit, ctx, level, src, hit in cited:
+        if not hit:
+            w(f"| {rel}:{ln} | {n} {unit} | {esc(ctx)[:80]} | {srcs(src)} ({level}) |\n")
+    w("\n## Figures with a named run found only weakly\n\n")
+    w("| file:line | figure | context | named run (where named) | match |\n|---|---|---|---|---|\n")
+    for rel, ln, n, unit, ctx, level, src, hit in cited:
+        if hit and hit.startswith("weak"):
+            w(f"| {rel}:{ln} | {n} {unit} | {esc(ctx)[:80]} | {srcs(src)} ({level}) | {hit[6:]} |\n")
+    w("\n## Every figure with a named run\n\n")
+    w("| file:line | figure | named run (where named) | verified |\n|---|---|---|---|\n")
+    for rel, ln, n, unit, ctx, level, src, hit in cited:
+        w(f"| {rel}:{ln} | {n} {unit} | {srcs(src)} ({level}) | {('' if hit.startswith('weak') else 'yes: ') + hit if hit else 'no'} |\n")
+
+
+if __name__ == "__main__":
+    main()

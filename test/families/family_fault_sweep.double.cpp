@@ -86,16 +86,14 @@ public:
 
   [[nodiscard]] std::vector<gcsweep::absorption> absorptions() const {
     return {
-        {"cudaGraphDestroy", phases(phase::capture, phase::teardown),
-         "teardown never throws: a template once instantiated, the graphs"},
-        {"cudaGraphExecDestroy", phases(phase::capture, phase::select, phase::teardown),
-         "teardown never throws"},
-        {"cudaEventDestroy", phases(phase::capture, phase::teardown),
+        {"cudaGraphDestroy", phases(phase::teardown), "teardown never throws: the templates"},
+        {"cudaGraphExecDestroy", phases(phase::teardown), "teardown never throws"},
+        {"cudaEventDestroy", phases(phase::teardown),
          "teardown never throws: the completion markers"},
         {"cudaStreamDestroy", phases(phase::teardown), "teardown never throws: the streams"},
         {"cudaFreeAsync", phases(phase::teardown),
          "a slab whose stream-ordered free fails is freed with cudaFree"},
-        {"cudaStreamWaitEvent", phases(phase::capture, phase::teardown),
+        {"cudaStreamWaitEvent", phases(phase::teardown),
          "slabs are freed after the pool's stream waits for the completion markers; if that wait "
          "cannot be enqueued, graphcap waits on the host"},
         {"cudaGetDevice", phases(phase::capture),
@@ -103,10 +101,6 @@ public:
         {"cudaThreadExchangeStreamCaptureMode",
          phases(phase::capture, phase::select, phase::teardown),
          "the relaxed capture-mode guard: the call runs in the thread's mode"},
-        {"cudaGetLastError", phases(phase::capture, phase::select, phase::teardown),
-         "clearing the error of a failure graphcap handled"},
-        {"cudaMemGetInfo", phases(phase::capture, phase::select),
-         "the memory an instantiation took is measured; not known, it counts 0"},
     };
   }
 

@@ -104,7 +104,7 @@ public:
          "the device a pool notes with its first slab: the current one"},
         {"cudaThreadExchangeStreamCaptureMode", phases(phase::capture, phase::teardown),
          "the relaxed capture-mode guard: the call runs in the thread's mode"},
-        {"cudaGetLastError", phases(phase::capture, phase::teardown),
+        {"cudaGetLastError", phases(phase::capture),
          "clearing the error of a failure graphcap handled"},
         {"cudaGraphExecUpdate", phases(phase::capture),
          "a recapture's segment that CUDA cannot update in place is instantiated anew (its "

@@ -209,31 +209,24 @@ public:
   }
 
   [[nodiscard]] std::vector<gcsweep::absorption> absorptions() const {
-    return {
+    std::vector<gcsweep::absorption> rules{
         {"cuMemRelease", phases(phase::capture, phase::wake),
          "a segment's handle released once mapped: should that fail, the handle is kept and the "
          "next sleep (or the slab's free) releases it"},
-        {"cudaFreeHost", phases(phase::wake, phase::teardown),
-         "the backup's pinned memory, freed after the copy back: a failure leaks it"},
         {"cudaEventSynchronize", phases(phase::sleep),
          "sleep waits for each graph's completion marker; where that wait fails it waits for the "
          "device instead"},
-        {"cudaEventQuery", phases(phase::capture),
-         "a marker watched again drops the done ones first: not known, it is kept"},
         {"cudaThreadExchangeStreamCaptureMode",
-         phases(phase::capture, phase::handover, phase::sleep, phase::wake, phase::teardown),
+         phases(phase::capture, phase::sleep, phase::wake, phase::teardown),
          "the relaxed capture-mode guard: the call runs in the thread's mode"},
         {"cudaStreamDestroy", phases(phase::teardown), "teardown never throws: the copy stream"},
         {"cudaEventDestroy", phases(phase::teardown), "teardown never throws: the markers"},
-        {"cudaGraphDestroy", phases(phase::capture, phase::teardown),
-         "teardown never throws: a template once instantiated, the graphs"},
+        {"cudaGraphDestroy", phases(phase::teardown), "teardown never throws: the graphs"},
         {"cudaGraphExecDestroy", phases(phase::teardown), "teardown never throws"},
         {"cuMemUnmap", phases(phase::teardown),
          "a freed slab's segment: the free cannot throw, the mapping is leaked"},
         {"cuMemAddressFree", phases(phase::teardown),
          "the arena of the last slab: the free cannot throw, the reservation is leaked"},
-        {"cudaGetLastError", phases(phase::sleep, phase::teardown),
-         "clearing the error of a failure graphcap handled"},
         {"cudaStreamWaitEvent", phases(phase::teardown),
          "slabs are freed after the pool's stream waits for the completion marker; if that wait "
          "cannot be enqueued, graphcap waits on the host"},
@@ -243,6 +236,12 @@ public:
         {"cudaGetDevice", phases(phase::capture),
          "the device a pool notes with its first slab: the current one"},
     };
+    if (How == gc::pool::backup::host) {
+      rules.push_back(
+          {"cudaFreeHost", phases(phase::wake),
+           "the backup's pinned memory, freed after the copy back: a failure leaks it"});
+    }
+    return rules;
   }
 
   /// A freed slab's unmap, its arena's address free: a failure in the teardown leaks what it

@@ -29,6 +29,7 @@
 
 #include <cstddef>
 #include <cstdio>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,6 +52,13 @@ inline void user_point() {
     state.armed = 0;
     throw gcsweep::user_exception{};
   }
+}
+
+/// The steps in which each function's failure was absorbed, over a sweep (its rules must all be
+/// used: each says what the sweep found, no more).
+inline std::map<std::string, gcsweep::phase_set>& absorbed() noexcept {
+  static std::map<std::string, gcsweep::phase_set> used;
+  return used;
 }
 
 /// What a case injects: a call that fails, or the user's exception at a point (1-based).
@@ -117,6 +125,7 @@ std::size_t one_case(const char* name, const injection& inject) {
                     << gcsweep::name(inject.failing.where) << " and no step saw it");
       const std::vector<gcsweep::absorption> rules = scenario.absorptions();
       CHECK(gcsweep::absorbed_by(rules, function, inject.failing.where) != nullptr);
+      absorbed()[function] |= gcsweep::phases(inject.failing.where);
     }
     if (inject.throw_at != 0) {
       CHECK(any_failed); // the armed point was reached
@@ -166,6 +175,23 @@ counts sweep(const char* name) {
     one_case<Scenario>(name, {{}, at});
     ++done.throws;
   }
+  cuda_double::reset();
+  {
+    const Scenario scenario;
+    for (const gcsweep::absorption& rule : scenario.absorptions()) {
+      const gcsweep::phase_set unused = rule.where & ~absorbed()[std::string{rule.function}];
+      std::string steps;
+      for (unsigned where = 0; where < 16; ++where) {
+        if ((unused & (gcsweep::phase_set{1} << where)) != 0) {
+          steps += std::string{" "} + gcsweep::name(static_cast<gcsweep::phase>(where));
+        }
+      }
+      INFO("the rule for " << rule.function << " names steps where no failure was absorbed:"
+                           << steps << ": narrow it");
+      CHECK(unused == 0);
+    }
+  }
+  absorbed().clear();
   cuda_double::reset();
   std::printf("%s fault sweep: %zu injected failures, %zu user exceptions\n", name, done.injections,
               done.throws);

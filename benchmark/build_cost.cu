@@ -12,10 +12,13 @@
 // (so that the explanation of a miss at 10,000 nodes is measured here, not guessed).
 //
 // Since #32 graphcap's capture end counts no nodes (node_count() counts when read) and keeps the
-// template, unseen, until the graph goes: its default path destroys no template where the raw
-// arm does. "capture, instantiate and teardown" therefore times the whole life of both (the raw
-// arm's cudaGraphExecDestroy, graphcap's destructor), so that no cost moved out of the capture
-// is left out of the comparison.
+// template, unseen, until the graph goes. Both "capture + instantiate" arms therefore time the
+// same work: begin, the kernels, end and instantiate; neither destroys its template or its
+// executable inside the window (the raw arms destroy both right after it, graphcap's destructor
+// runs after it; #48: until session 17 the raw arm destroyed its template inside the window, so
+// that row favoured graphcap). "capture, instantiate and teardown" times the whole life of both
+// (the raw arm's cudaGraphDestroy and cudaGraphExecDestroy, graphcap's destructor): the row the
+// whole-life goal is judged on, so that no cost moved out of the capture is left out.
 #include <graphcap/graphcap.hpp>
 
 #include "harness.hpp"
@@ -120,12 +123,13 @@ int main() {
           std::size_t count = 0;
           bench::check(cudaGraphGetNodes(graph, nullptr, &count), "cudaGraphGetNodes");
         }
-        bench::check(cudaGraphDestroy(graph), "destroy");
         if (teardown) {
+          bench::check(cudaGraphDestroy(graph), "destroy");
           bench::check(cudaGraphExecDestroy(exec), "exec destroy");
         }
         const auto t1 = steady::now();
-        if (!teardown) {
+        if (!teardown) { // outside the window, as graphcap's template and executable are
+          bench::check(cudaGraphDestroy(graph), "destroy");
           bench::check(cudaGraphExecDestroy(exec), "exec destroy");
         }
         if (record) {

@@ -30,6 +30,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <random>
@@ -352,11 +353,23 @@ public:
   /// A free-form line printed under the table and kept in the JSON (a check's outcome, a caveat).
   void note(const std::string& text) { notes_.push_back(text); }
 
-  /// Prints the table and writes <OUT>/<name>.csv and <OUT>/<name>.json.
+  /// Prints the table and writes <OUT>/<name>.csv and <OUT>/<name>.json (making <OUT> if it is
+  /// missing). A file that cannot be written ends the process with a failure after the table is
+  /// printed: a run whose figures are not stored must not look like one that is (#50: session
+  /// 16's bench_sleep at 4 GiB wrote no CSV and exited 0).
   void finish() const {
     print_table();
-    write_csv();
-    write_json();
+    const char* out = std::getenv("OUT");
+    if (out != nullptr && *out != '\0') {
+      std::error_code ignored;
+      std::filesystem::create_directories(out, ignored);
+    }
+    const bool csv = write_csv();
+    const bool json = write_json();
+    if (!csv || !json) {
+      std::fprintf(stderr, "%s: the results were printed but not stored\n", name_.c_str());
+      std::exit(EXIT_FAILURE);
+    }
   }
 
 private:
@@ -381,11 +394,11 @@ private:
     return std::string(out != nullptr && *out != '\0' ? out : ".") + "/" + name_ + extension;
   }
 
-  void write_csv() const {
+  [[nodiscard]] bool write_csv() const {
     std::FILE* file = std::fopen(path(".csv").c_str(), "w");
     if (file == nullptr) {
       std::fprintf(stderr, "%s: cannot write %s\n", name_.c_str(), path(".csv").c_str());
-      return;
+      return false;
     }
     std::fprintf(file, "case,metric,param,arm,unit,median,p99,mean,min,samples,values\n");
     for (const row& entry : rows_) {
@@ -403,7 +416,7 @@ private:
                    entry.stats.p99, entry.stats.mean, entry.stats.min, entry.stats.samples,
                    csv_field(values).c_str());
     }
-    std::fclose(file);
+    return std::fclose(file) == 0;
   }
 
   static std::string csv_field(const std::string& text) {
@@ -428,11 +441,11 @@ private:
     return result + "\"";
   }
 
-  void write_json() const {
+  [[nodiscard]] bool write_json() const {
     std::FILE* file = std::fopen(path(".json").c_str(), "w");
     if (file == nullptr) {
       std::fprintf(stderr, "%s: cannot write %s\n", name_.c_str(), path(".json").c_str());
-      return;
+      return false;
     }
     std::fprintf(file, "{\n  \"case\": %s,\n  \"title\": %s,\n  \"gpu\": %s,\n",
                  quoted(name_).c_str(), quoted(title_).c_str(), quoted(gpu_).c_str());
@@ -457,7 +470,7 @@ private:
           entry.ratio.high, i + 1 == rows_.size() ? "" : ",");
     }
     std::fprintf(file, "  ]\n}\n");
-    std::fclose(file);
+    return std::fclose(file) == 0;
   }
 
   std::string name_;

@@ -4,8 +4,13 @@
 //   graphcap liveness::check + free_watch  one load instead of one driver query per input
 //   graphcap liveness::check, no watch     the per-input queries (the watch stopped for the arm)
 //   raw cudaGraphLaunch, no watch          what the watch's CUPTI subscription costs other calls
-// and, per sample, the replay after one cudaFree of unrelated memory (the full check it triggers).
-// Links graphcap::free_watch (CUPTI).
+// and the replay right after a cudaFree of unrelated memory (the full check the free brings back),
+// for the watched graph, the same graph with the watch stopped and the raw launch. Every arm's
+// sample is the same measure: the mean host time of one replay call over `launches` calls. In the
+// after-free arms each call follows its own cudaMalloc and cudaFree of 256 unrelated bytes (not
+// timed; cudaFree waits for the device, so each of those calls meets an idle stream, which the
+// raw after-free arm shows). Until session 17 the after-free arm timed one call per round against
+// the others' means over 200 (#50). Links graphcap::free_watch (CUPTI).
 #include <graphcap/free_watch.hpp>
 #include <graphcap/graphcap.hpp>
 
@@ -22,6 +27,25 @@ constexpr int buffer_floats = 256;
 
 /// Replay calls per sample (a batch of launches).
 constexpr int launches = 200;
+
+/// The mean host time of `calls` replay calls, each right after a cudaMalloc and cudaFree of
+/// unrelated memory (the allocation and the free are not timed).
+template <class Call>
+double per_call_after_free(cudaStream_t stream, int calls, Call&& call) {
+  bench::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  double total = 0;
+  for (int i = 0; i < calls; ++i) {
+    float* scratch = nullptr;
+    bench::check(cudaMalloc(&scratch, 256), "cudaMalloc");
+    bench::check(cudaFree(scratch), "cudaFree");
+    const auto start = bench::steady::now();
+    call();
+    const auto stop = bench::steady::now();
+    total += bench::micros(start, stop);
+  }
+  bench::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  return total / calls;
+}
 
 void replay_with_watch(bench::report& report, cudaStream_t stream, cudaStream_t capture_stream) {
   using checked = graphcap::graph_with<graphcap::liveness::check>;
@@ -43,47 +67,56 @@ void replay_with_watch(bench::report& report, cudaStream_t stream, cudaStream_t 
     }
     // An arm run with the watch stopped; started again after it (outside the timed calls: the
     // next watched arm's first replay then checks in full, 1 of its `launches` calls).
-    const auto unwatched = [&](std::vector<double>& samples, auto call) {
-      return [&samples, &watch, stream, call](bool record) {
+    const auto unwatched = [&](std::vector<double>& samples, auto measure) {
+      return [&samples, &watch, measure](bool record) {
         watch.reset();
-        const double t = bench::per_call(stream, launches, call);
+        const double t = measure();
         watch.emplace();
         if (record) {
           samples.push_back(t);
         }
       };
     };
+    const auto batch = [&](auto call) {
+      return [stream, call] { return bench::per_call(stream, launches, call); };
+    };
+    const auto after_free = [&](auto call) {
+      return [stream, call] { return per_call_after_free(stream, launches, call); };
+    };
+    const auto watched = [](std::vector<double>& samples, auto measure) {
+      return [&samples, measure](bool record) {
+        const double t = measure();
+        if (record) {
+          samples.push_back(t);
+        }
+      };
+    };
+    const auto replay_raw = [&] { raw.replay(stream); };
+    const auto replay_checked = [&] { on.replay(stream); };
     std::vector<double> raw_times;
     std::vector<double> watched_times;
     std::vector<double> unwatched_times;
     std::vector<double> raw_unwatched_times;
-    std::vector<double> after_free_times;
-    bench::interleave(
-        bench::scaled(31), 3,
-        {bench::per_call_arm(raw_times, stream, launches, [&] { raw.replay(stream); }),
-         bench::per_call_arm(watched_times, stream, launches, [&] { on.replay(stream); }),
-         unwatched(unwatched_times, [&] { on.replay(stream); }),
-         unwatched(raw_unwatched_times, [&] { raw.replay(stream); }),
-         [&](bool record) { // one replay right after a free: the full check comes back
-           float* scratch = nullptr;
-           bench::check(cudaMalloc(&scratch, 256), "cudaMalloc");
-           bench::check(cudaFree(scratch), "cudaFree");
-           bench::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-           const auto start = bench::steady::now();
-           on.replay(stream);
-           const auto stop = bench::steady::now();
-           bench::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-           if (record) {
-             after_free_times.push_back(bench::micros(start, stop));
-           }
-         }});
+    std::vector<double> raw_after_free;
+    std::vector<double> watched_after_free;
+    std::vector<double> unwatched_after_free;
+    bench::interleave(bench::scaled(31), 3,
+                      {watched(raw_times, batch(replay_raw)),
+                       watched(watched_times, batch(replay_checked)),
+                       unwatched(unwatched_times, batch(replay_checked)),
+                       unwatched(raw_unwatched_times, batch(replay_raw)),
+                       watched(raw_after_free, after_free(replay_raw)),
+                       watched(watched_after_free, after_free(replay_checked)),
+                       unwatched(unwatched_after_free, after_free(replay_checked))});
     const std::string metric = "liveness with a free watch: replay call";
     report.add(metric, inputs, "raw cudaGraphLaunch", "us", raw_times);
     report.add(metric, inputs, "graphcap liveness::check + free_watch", "us", watched_times);
     report.add(metric, inputs, "graphcap liveness::check, no watch", "us", unwatched_times);
     report.add(metric, inputs, "raw cudaGraphLaunch, no watch", "us", raw_unwatched_times);
-    report.add("liveness with a free watch: the replay after a free", inputs,
-               "graphcap liveness::check + free_watch", "us", after_free_times);
+    const std::string after = "liveness with a free watch: the replay after a free";
+    report.add(after, inputs, "raw cudaGraphLaunch", "us", raw_after_free);
+    report.add(after, inputs, "graphcap liveness::check + free_watch", "us", watched_after_free);
+    report.add(after, inputs, "graphcap liveness::check, no watch", "us", unwatched_after_free);
     watch.reset();
     for (int i = 0; i < inputs; ++i) {
       bench::check(cudaFree(table.pointers[i]), "cudaFree");

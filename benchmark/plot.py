@@ -12,8 +12,9 @@ tables alone and says so.
 Ratios are medians of per-round ratios (benchmark/harness.hpp pairs the arms' samples by round),
 with a 95% interval; where an arm's samples cannot be paired (PyTorch's, other counts), the ratio
 of medians. --compare prints the headline ratios (HEADLINE) of several runs side by side with their spread
-(half the range over the mean), then every other ratio: the repeatability check of
-docs/benchmarks.md.
+(half the range over the mean), each goal's verdict run by run (a goal is met over the runs only
+where every run met it), then every other ratio: the repeatability check of docs/benchmarks.md.
+results.md opens with the run's run.txt (scripts/run-info.sh: commit, command, date, machine).
 """
 
 import csv
@@ -196,12 +197,17 @@ HEADLINE = (
     + [(f"capture, instantiate and teardown, {n} node{'' if n == '1' else 's'}: graphcap / raw",
         "bench_build", "capture, instantiate and teardown (default path)", n, "graphcap", "raw")
        for n in ("1", "10000")]
-    + [(f"loops K={k}: replay_loop / body unrolled in one raw graph (x64)", "bench_loops",
+    + [(f"loops K={k}: replay_loop / body unrolled in one raw graph (x64) (goal <= 1.02)", "bench_loops",
         "loop iteration", k, "replay_loop", "unrolled in one raw graph, x64")
        for k in ("1", "8", "32")]
-    + [(f"PyTorch replay() / lean_graph replay, {n} node{'' if n == '1' else 's'} (goal >= 3)",
+    + [(f"PyTorch replay() / lean_graph replay, {n} node{'' if n == '1' else 's'} (retired goal)",
         "bench_pytorch_replay", "replay call", n, "pytorch CUDAGraph.replay()",
         "graphcap lean_graph", "bench_replay") for n in ("1", "100")]
+    # Added in session 17 (#48), before its runs: the whole life at the sizes between, since the
+    # goal holds at every size; labels above name the goals as #48 set them.
+    + [(f"capture, instantiate and teardown, {n} nodes: graphcap / raw", "bench_build",
+        "capture, instantiate and teardown (default path)", n, "graphcap", "raw")
+       for n in ("10", "100", "1000")]
     + [("families: pool / the largest size alone", "bench_families", "pool reserved", "64",
         "shape_family", "largest size alone"),
        ("verify / hand-written check, 1 Mi floats", "bench_verify", "check, per call", "1048576",
@@ -271,7 +277,7 @@ def compare_runs(run_dirs):
         lines.append(f"| {case} | {metric} | {param} | {arm} / {base} | {cells} | "
                      f"±{spread:.1f}% |")
     within = sum(1 for s in spreads if s[0] <= 3.0)
-    summary = ["## Headline ratios", ""] + headline_lines(runs)
+    summary = ["## Headline ratios", ""] + headline_lines(runs) + goals_per_run(runs)
     summary += [f"{within} of {len(spreads)} ratios repeat within ±3% over {len(runs)} runs.", ""]
     worst = sorted(spreads, reverse=True)[:5]
     if worst:
@@ -279,6 +285,39 @@ def compare_runs(run_dirs):
                                               for s, c, m, p, a in worst) + ".")
         summary.append("")
     return summary + lines
+
+
+def goals_per_run(runs):
+    """Each goal's verdict in every run, and the verdict over the runs: a goal set "in every run"
+    is met only where every run met it (#50)."""
+    per_run = []
+    for rows in runs:
+        verdicts = {}
+        for line in goal_lines(rows)[2:]:
+            cells = [cell.strip() for cell in line.strip("|").split(" | ")]
+            if len(cells) == 3:
+                verdicts.setdefault(cells[0], (cells[1], cells[2]))
+        per_run.append(verdicts)
+    header = " | ".join(f"run {i + 1}" for i in range(len(runs)))
+    lines = [f"| goal | {header} | over the runs |", "|---|" + "---|" * len(runs) + "---|"]
+    met_all = missed = 0
+    for goal in per_run[0]:
+        found = [verdicts.get(goal) for verdicts in per_run]
+        judged = [f[1] for f in found if f is not None and f[1] != "n/a"]
+        if not judged:
+            over = "n/a"
+        elif len(judged) == len(runs) and all(v == "yes" for v in judged):
+            over = "met in every run"
+            met_all += 1
+        else:
+            misses = [str(i + 1) for i, f in enumerate(found) if f is None or f[1] != "yes"]
+            over = f"**missed** (run {', '.join(misses)})"
+            missed += 1
+        cells = " | ".join("-" if f is None else f"{f[0]} ({f[1]})" for f in found)
+        lines.append(f"| {goal} | {cells} | {over} |")
+    return ["## Goals, run by run", "",
+            f"{met_all} goals met in every one of {len(runs)} runs, {missed} missed in at least "
+            "one.", ""] + lines + [""]
 
 
 def goal_lines(rows):
@@ -305,14 +344,16 @@ def goal_lines(rows):
          "case 1 replay call", "raw cudaGraphLaunch, control"),
         ("bench_build", "all four phases", "raw", "graphcap", "case 2 build, all phases", None),
         ("bench_build", "capture + instantiate (default path)", "raw", "graphcap",
-         "case 2 capture + instantiate", "raw, control"),
+         "case 2 capture + instantiate (listed; judged on the whole life below)", "raw, control"),
         ("bench_device", "device time per kernel", "raw graph", "graphcap graph",
          "case 3 device time", None),
     ]:
         worst = worst_ratio(case, metric, raw_arm, gc_arm)
+        judged = "listed" not in label  # #48: capture + instantiate is judged on the whole life
         if worst:
             add(f"all off <= 1.02x raw: {label}",
-                f"worst {worst[0]:.3f}x (at {worst[1]}){interval_text(worst)}", worst[0] <= 1.02)
+                f"worst {worst[0]:.3f}x (at {worst[1]}){interval_text(worst)}",
+                worst[0] <= 1.02 if judged else None)
         else:
             add(f"all off <= 1.02x raw: {label}", "not measured", None)
         # The control: the same raw arm twice. Its worst says how far from 1.0 this run reads
@@ -344,10 +385,13 @@ def goal_lines(rows):
     whole_control = worst_ratio("bench_build", "capture, instantiate and teardown (default path)",
                                 "raw", "raw, control")
     if whole:
-        add("all off <= 1.02x raw: capture, instantiate and teardown",
+        add("all off <= 1.02x raw: capture, instantiate and teardown, at every size",
             f"worst {whole[0]:.3f}x (at {whole[1]}){interval_text(whole)}"
             + (f"; control worst {whole_control[0]:.3f}x (at {whole_control[1]})"
                if whole_control else ""), whole[0] <= 1.02)
+    else:
+        add("all off <= 1.02x raw: capture, instantiate and teardown, at every size",
+            "not measured", None)
 
     speedups = []
     for kernels in ("1", "10", "100"):
@@ -356,12 +400,12 @@ def goal_lines(rows):
         ours = value(rows, "bench_replay", "replay call", kernels, "graphcap lean_graph")
         if torch_us and ours:
             speedups.append((torch_us / ours, kernels))
+    # Retired in session 17 (#48): PyTorch's replay() costs 1.13-1.51x its own raw launch, so no
+    # launch can be 3x cheaper than it. Listed, not judged.
     if speedups:
         least = min(speedups)
-        add("replay >= 3x cheaper than PyTorch's (<= 100 nodes)",
-            f"least {least[0]:.2f}x (at {least[1]} nodes)", least[0] >= 3.0)
-    else:
-        add("replay >= 3x cheaper than PyTorch's (<= 100 nodes)", "not measured", None)
+        add("PyTorch's replay() / lean_graph replay (<= 100 nodes; retired goal, not judged)",
+            f"least {least[0]:.2f}x (at {least[1]} nodes)", None)
 
     hit = select(rows, "bench_features", "pool: allocate during capture",
                  "graphcap private_pool, free-list hit")
@@ -495,9 +539,14 @@ def goal_lines(rows):
                 "pinned cudaMemcpy there and back"):
             found = ratio(rows, "bench_sleep", r["metric"], r["param"], r["arm"],
                           "pinned cudaMemcpy there and back")
+            # The goal is judged on sleep(backup::host) as it runs by default; the option that
+            # keeps the backup's memory is a second row, listed without a verdict (#50).
+            default = r["arm"] == "graphcap sleep(host) + wake"
             if found:
-                add(f"sleep: {r['arm']} >= 80% of pinned copies ({r['param']} MiB)",
-                    f"{100 / found[0]:.0f}% ({found[0]:.3f}x the copies' time)", found[0] <= 1.25)
+                add(f"sleep: {r['arm']} >= 80% of pinned copies ({r['param']} MiB)"
+                    + ("" if default else " (an option: listed, not the verdict)"),
+                    f"{100 / found[0]:.0f}% ({found[0]:.3f}x the copies' time)",
+                    found[0] <= 1.25 if default else None)
     woken = ratio(rows, "bench_sleep", "replay (kernels)", "200", "slept and woken", "never slept")
     if woken:
         add("sleep: replay after wake <= 1.02x never slept", f"{woken[0]:.3f}x", woken[0] <= 1.02)
@@ -537,23 +586,24 @@ def loop_goals(rows, add, worst_ratio, interval_text):
     # #32, goal 3: replay_loop per iteration at K=1, and against the body unrolled inside one
     # raw graph (64 copies, the launches an unrolled loop cannot avoid) at K=8 and K=32; each
     # form the loop can take, beside the default (automatic).
+    # Session 17 (#48): "<= 0.80 us per iteration" is retired (the body unrolled in one raw graph
+    # takes 0.90 us: the floor is the device's); the goal is replay_loop <= 1.02x that graph at
+    # K = 1, 8 and 32. The time per iteration is listed, not judged.
     at_k1 = value(rows, "bench_loops", metric, "1", "replay_loop")
     if at_k1 is not None:
-        add("loops: replay_loop <= 0.80 us per iteration (K=1)", f"{at_k1:.3f} us",
-            at_k1 <= 0.80)
-    else:
-        add("loops: replay_loop <= 0.80 us per iteration (K=1)", "not measured", None)
+        add("loops: replay_loop per iteration, K=1 (retired goal <= 0.80 us, not judged)",
+            f"{at_k1:.3f} us", None)
     for arm in ("replay_loop", "replay_loop, flat", "replay_loop, child graphs",
                 "replay_loop, child graphs, rest replayed"):
         for k in ("1", "8", "32"):
             found = ratio(rows, "bench_loops", metric, k, arm, "unrolled in one raw graph, x64")
             if found is None:
                 continue
-            goal = arm == "replay_loop" and k != "1"
+            goal = arm == "replay_loop"
             add(f"loops: {arm} / body unrolled in one raw graph (x64), K={k}"
-                + (" (goal <= 1.05)" if goal else ""),
+                + (" (goal <= 1.02)" if goal else ""),
                 f"{found[0]:.3f}x{interval_text((found[0], k, found[1], found[2]))}",
-                found[0] <= 1.05 if goal else None)
+                found[0] <= 1.02 if goal else None)
     ours = value(rows, "bench_loops", metric, "1", "replay_loop")
     torch_rows = [r for r in rows if r["case"].startswith("bench_pytorch")
                   and r["metric"] == metric and r["param"] == "1"]
@@ -794,7 +844,12 @@ def main(argv):
     subtitle = f"{meta.get('gpu', 'unknown GPU')}, {meta.get('date', 'unknown date')}"
     lines = [f"Run of {meta.get('date', 'unknown date')} on {meta.get('gpu', 'unknown GPU')} "
              f"(CUDA driver API {meta.get('driver_api_version', '?')}, runtime "
-             f"{meta.get('runtime_version', '?')}).", "", "### Goals", ""]
+             f"{meta.get('runtime_version', '?')}).", ""]
+    run_info = os.path.join(results_dir, "run.txt")  # scripts/run-info.sh: commit, command, ...
+    if os.path.exists(run_info):
+        with open(run_info) as file:
+            lines += [f"- {line.rstrip()}" for line in file if line.strip()] + [""]
+    lines += ["### Goals", ""]
     lines += goal_lines(rows) + [""] + markdown_tables(rows)
     with open(os.path.join(results_dir, "results.md"), "w") as file:
         file.write("\n".join(lines) + "\n")

@@ -12,6 +12,7 @@ runs="${RUNS:-3}"
 out="${OUT:-build-bench-gpu/repeat}"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
+scripts/run-info.sh "$out" scripts/bench-repeat.sh "$@" # and each run's folder has its own
 status=0
 dirs=()
 for run in $(seq 1 "$runs"); do

@@ -3,7 +3,8 @@
 # bench_* case (Release; the GPU present, or CUDAARCHS) in build-bench-gpu, runs them one after the other, then PyTorch's
 # arms (benchmark/pytorch_bench.py) and the plots (benchmark/plot.py). Everything it writes goes
 # under $OUT (default: build-bench-gpu/results): bench_*.csv and .json, bench.log, results.md (the
-# tables and the goals' check, for docs/benchmarks.md), the PNGs, gpu.txt.
+# tables and the goals' check, for docs/benchmarks.md), the PNGs, gpu.txt and run.txt (the commit,
+# the command line, the date and the machine: scripts/run-info.sh).
 #
 #   scripts/bench.sh                     # the whole suite, under 5 minutes on an H200
 #   BENCH_SCALE=0.3 scripts/bench.sh     # fewer repetitions: a quick look
@@ -17,6 +18,7 @@ build="${BENCH_BUILD_DIR:-build-bench-gpu}"
 out="${OUT:-$build/results}"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
+scripts/run-info.sh "$out" scripts/bench.sh "$@" # run.txt: commit, command, date, machine
 export PATH="/usr/local/cuda/bin:$PATH"
 # bench_annotations and bench_liveness exist where CUPTI was found (graphcap::annotations,
 # graphcap::free_watch); they are run when built.

@@ -17,6 +17,13 @@ floor is what its choice of standard headers costs (docs/benchmarks.md, Compile 
   python3 scripts/compile-time.py             # prints a table and the ratios
   RUNS=5 NVCC=/usr/local/cuda/bin/nvcc python3 scripts/compile-time.py
   python3 scripts/compile-time.py --check benchmark/compile-time.json   # CI's gate
+  python3 scripts/compile-time.py --out docs/results/<run>/compile-time.txt   # a stored run
+
+With --out FILE the same lines are also written to FILE, under a header naming the commit (git
+rev-parse HEAD, or $GRAPHCAP_COMMIT where the tree has no .git), the command line, the UTC date,
+the machine and nvcc's version, followed by every run's seconds: a stored run a reader can trace
+(#50). Each configuration's ratio to its floor is printed with #48's goal for it (graphcap.hpp
+<= 1.3x its floor, every leaf <= 1.8x, lean <= 1.15x) and whether this run met it.
 
 With --check FILE (what .ci/run does), it fails when a configuration's ratio is more than 20%
 over the ratio FILE records for it ({"ratios": {"lean": 2.2, ...}}, measured on the CI machine's
@@ -130,13 +137,55 @@ def compile_once(path):
     return elapsed
 
 
+# #48's goals: a configuration's compile time over its floor's (what graphcap's own code adds).
+ABOVE_FLOOR_GOALS = {"lean": ("lean floor", 1.15), "graphcap": ("graphcap floor", 1.3),
+                     "every leaf": ("leaf floor", 1.8)}
+
+
+def commit():
+    """The commit measured: git's HEAD, or $GRAPHCAP_COMMIT where the tree has no .git (a copy)."""
+    if os.path.exists(os.path.join(ROOT, ".git")):
+        result = subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"], capture_output=True,
+                                text=True)
+        if result.returncode == 0:
+            return result.stdout.strip()
+    return os.environ.get("GRAPHCAP_COMMIT", "unknown (no .git and no GRAPHCAP_COMMIT)")
+
+
+def run_header():
+    version = subprocess.run([NVCC, "--version"], capture_output=True, text=True).stdout
+    release = next((line.strip() for line in version.splitlines() if "release" in line), "unknown")
+    return [f"commit: {commit()}",
+            "command: " + " ".join(["scripts/compile-time.py"] + sys.argv[1:]) + f" (RUNS={RUNS})",
+            "date: " + time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            f"machine: {os.uname().nodename}, {os.cpu_count()} cores, nvcc {release}", ""]
+
+
+def parse_arguments(arguments):
+    check_file, out_file = None, None
+    while arguments:
+        if len(arguments) >= 2 and arguments[0] in ("--check", "--out"):
+            if arguments[0] == "--check":
+                check_file = arguments[1]
+            else:
+                out_file = arguments[1]
+            arguments = arguments[2:]
+        else:
+            sys.exit("usage: compile-time.py [--check recorded.json] [--out stored.txt]")
+    return check_file, out_file
+
+
 def main():
     check = None
-    if len(sys.argv) == 3 and sys.argv[1] == "--check":
-        with open(sys.argv[2], encoding="utf-8") as recorded:
+    check_file, out_file = parse_arguments(sys.argv[1:])
+    if check_file is not None:
+        with open(check_file, encoding="utf-8") as recorded:
             check = json.load(recorded)["ratios"]
-    elif len(sys.argv) != 1:
-        sys.exit("usage: compile-time.py [--check recorded.json]")
+    lines = run_header() if out_file is not None else []
+
+    def say(line):
+        print(line)
+        lines.append(line)
     with tempfile.TemporaryDirectory() as folder:
         paths = {}
         for name, text in sources().items():
@@ -148,8 +197,8 @@ def main():
             for name, path in paths.items():  # interleaved: a load change hits every one alike
                 times[name].append(compile_once(path))
     base = min(times["cuda_runtime"])
-    print(f"compile time of one .cu TU, nvcc -std=c++20 -arch=sm_90, minimum of {RUNS} runs")
-    print(f"{'configuration':<14}{'seconds':>9}{'ratio':>8}")
+    say(f"compile time of one .cu TU, nvcc -std=c++20 -arch=sm_90, minimum of {RUNS} runs")
+    say(f"{'configuration':<14}{'seconds':>9}{'ratio':>8}")
     over = []
     for name, samples in times.items():
         ratio = min(samples) / base
@@ -160,7 +209,18 @@ def main():
             if ratio > limit:
                 over.append(name)
                 line += "  OVER"
-        print(line)
+        say(line)
+    for name, (floor_name, goal) in ABOVE_FLOOR_GOALS.items():
+        above = min(times[name]) / min(times[floor_name])
+        say(f"{name} over {floor_name}: {above:.2f}x (goal <= {goal}x: "
+            f"{'met' if above <= goal else 'missed'})")
+    if out_file is not None:
+        say("")
+        say("every run's seconds, in run order:")
+        for name, samples in times.items():
+            say(f"{name:<16}" + " ".join(f"{sample:.3f}" for sample in samples))
+        with open(out_file, "w", encoding="utf-8") as stored:
+            stored.write("\n".join(lines) + "\n")
     if over:
         sys.exit(f"compile-time.py: {', '.join(over)} compile more than 20% slower, relative to "
                  "cuda_runtime.h alone, than recorded: find the include that grew (g++ -H), or "

@@ -5,6 +5,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-build-gpu/logs}"
 mkdir -p "$out"
+scripts/run-info.sh "$out" scripts/gpu-suite.sh "$@" # run.txt: commit, command, date, machine
 export PATH="/usr/local/cuda/bin:$PATH"
 build=build-gpu
 watch() { # what runs, every 60 s, so that a hang names its culprit
@@ -32,11 +33,32 @@ if [ $built -ne 0 ]; then # report, then test what did build
 fi
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.txt"
 SECONDS=0
-(cd "$build" && timeout "${TEST_TIMEOUT:-240}" ctest -j8 --output-on-failure --timeout 120 ${CTEST_ARGS:-}) >"$out/ctest.log" 2>&1
+( # a subshell: its exit is ctest's status, not this script's end
+  echo "ctest started: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  cd "$build" && timeout "${TEST_TIMEOUT:-240}" ctest -j8 --output-on-failure --timeout 120 ${CTEST_ARGS:-}
+  code=$?
+  echo "ctest ended: $(date -u +%Y-%m-%dT%H:%M:%SZ), status $code"
+  exit $code
+) >"$out/ctest.log" 2>&1
 status=$?
 echo "ctest: status $status after ${SECONDS}s"
 grep -E "Failed|Timeout|Exception|\*\*\*" "$out/ctest.log" | head -40
 grep -E "tests passed" "$out/ctest.log"
+# Skips by reason (docs/testing.md): a test that skips passes nothing. Each skipped test's own
+# "SKIPPED: <why>" line (support/skip.hpp, support/main.cpp) comes from CTest's full log;
+# skips.txt lists them test by test. Skips for want of devices (a test that needs more GPUs than
+# the machine has, or none) are expected on a one-GPU machine; any other reason is listed apart.
+last="$build/Testing/Temporary/LastTest.log"
+if [ -f "$last" ]; then
+  awk '/^[0-9]+\/[0-9]+ Test: / { name = $0; sub(/^[0-9]+\/[0-9]+ Test: /, "", name) }
+       /^SKIPPED: / { why = $0; sub(/^SKIPPED: /, "", why); print name "\t" why }' "$last" |
+    sort -u >"$out/skips.txt"
+  devices=$(cut -f2 "$out/skips.txt" | grep -cE "this test needs [0-9]+ and was not run|a CUDA device is present")
+  others=$(cut -f2 "$out/skips.txt" | grep -vcE "this test needs [0-9]+ and was not run|a CUDA device is present")
+  echo "skipped: $((devices + others)) tests; $devices for want of devices (expected here), $others for another reason"
+  cut -f2 "$out/skips.txt" | sort | uniq -c | sort -rn | sed -E 's/^ *([0-9]+) /  \1 x: /'
+  [ "$others" -gt 0 ] && grep -vE "this test needs [0-9]+ and was not run|a CUDA device is present" "$out/skips.txt" | sed 's/^/  not evidence: /'
+fi
 # The soak in full (docs/reliability.md): a million replays and 100,000 capture/replay/destroy
 # cycles per configuration; SOAK=0 skips it.
 if [ "${SOAK:-1}" = 1 ] && [ -x "$build/test/soak_tests" ]; then

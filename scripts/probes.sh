@@ -8,6 +8,7 @@ export PATH="/usr/local/cuda/bin:$PATH"
 out="${OUT:-build-gpu/logs}/probes"
 bin=build-gpu/probes
 mkdir -p "$out" "$bin"
+scripts/run-info.sh "$out" scripts/probes.sh "$@" # run.txt: commit, command, date, machine
 arch="${CUDAARCHS:-$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d .)}"
 arch="${arch:-90}"
 names=()

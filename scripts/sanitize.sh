@@ -40,6 +40,7 @@ jobs="${JOBS:-6}"
 serial="${SERIAL:-memory_growth_tests stress_tests control_flow_kernel_tests control_flow_annotation_kernel_tests device_loop_kernel_tests}"
 export RUN_TIMEOUT="${RUN_TIMEOUT:-300}"
 mkdir -p "$out"
+scripts/run-info.sh "$out" scripts/sanitize.sh "$@" # run.txt: commit, command, date, machine
 command -v compute-sanitizer >/dev/null || { echo "compute-sanitizer not found" >&2; exit 1; }
 
 SECONDS=0

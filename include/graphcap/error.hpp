@@ -12,8 +12,10 @@
 //                          (declared with verify: <graphcap/inspection/verify_report.hpp>)
 //   - island_error         an eager island of a piecewise graph threw during replay()
 //                          (declared with piecewise graphs: <graphcap/piecewise/island_error.hpp>)
+//   - rebind_error         a rebinder cannot move an input (not one, a null or too small target,
+//                          a patch CUDA refused, undone): <graphcap/rebind/rebind_error.hpp>
 //
-// The last three live with their features, so that a program that uses neither compiles neither.
+// The last four live with their features, so that a program that uses neither compiles neither.
 // capture_error derives from cuda_error because every capture failure graphcap reports carries
 // the CUDA status that caused it (cudaErrorStreamCaptureUnsupported for a capture on the legacy
 // default stream, which graphcap rejects before calling CUDA, mirroring what CUDA would return).

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <graphcap/graphcap.hpp>
+#include <graphcap/rebind.hpp>
 
 #include <concepts>
 #include <cstdint>
@@ -93,6 +94,13 @@ static_assert(std::is_nothrow_default_constructible_v<lean_graph>);
 static_assert(!std::is_copy_constructible_v<lean_graph::scope> &&
               std::is_nothrow_move_constructible_v<lean_graph::scope>);
 static_assert(std::is_nothrow_destructible_v<lean_graph::scope>);
+
+// ---- the rebinder: move-only (a copy would patch with the original's words), nothrow moves -----
+static_assert(!std::is_copy_constructible_v<rebinder<lean_graph>> &&
+                  !std::is_copy_assignable_v<rebinder<lean_graph>>,
+              "a rebinder's nodes point into its own parameter copies: it must not be copied");
+static_assert(std::is_nothrow_move_constructible_v<rebinder<lean_graph>> &&
+              std::is_nothrow_move_assignable_v<rebinder<graph_with<liveness::check>>>);
 
 // ---- one scope class template, its kinds unrelated: no slicing of a recapture -----------------
 static_assert(std::is_same_v<lean_graph::scope, basic_scope<lean_graph, capture_kind::fresh>>);
@@ -186,15 +194,15 @@ struct reaches_data<L, std::void_t<decltype(std::declval<L&>().core_)>> : std::t
 template <class L, class = void>
 struct reaches_steps : std::false_type {};
 template <class L>
-struct reaches_steps<L, std::void_t<decltype(std::declval<L&>().begin_on_side_stream())>>
-    : std::true_type {};
+struct reaches_steps<L, std::void_t<decltype(std::declval<L&>().begin(nullptr))>> : std::true_type {
+};
 template <class L, class = void>
 struct reaches_policies : std::false_type {};
 template <class L>
 struct reaches_policies<L, std::void_t<decltype(std::declval<L&>().pool())>> : std::true_type {};
 struct open_lifecycle { // the control: the same names, public, are detected
   int core_ = 0;
-  void begin_on_side_stream() {}
+  void begin(const void* /*stream*/) {}
   int pool() { return 0; }
 };
 static_assert(reaches_data<open_lifecycle>::value && reaches_steps<open_lifecycle>::value &&

@@ -9,6 +9,7 @@
 #include "liveness_helpers.hpp"
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -92,4 +93,34 @@ TEST_CASE("free_watch: a moved-from watch is inactive and says so, the moved-to 
   CHECK_THROWS_AS(graph.replay(stream), gc::liveness_error);
   moved = gc::liveness::free_watch{};
   CHECK(moved.active());
+}
+
+TEST_CASE("free_watch: replays skip the full check while nothing is freed, and make it after a "
+          "free") {
+  const gc::liveness::free_watch watch;
+  INFO(watch.reason());
+  REQUIRE(watch.active());
+  gctest::stream stream;
+  void* target = some_device_memory();
+  checked_graph graph;
+  capture_memset(graph, stream, target);
+  const auto full_checks = [&] { return graph.liveness_policy().full_checks(); };
+  const std::uint64_t before = full_checks();
+  graph.replay(stream);
+  CHECK(full_checks() == before + 1); // the first replay of a capture checks in full
+  for (int i = 0; i < 10; ++i) {
+    graph.replay(stream);
+  }
+  CHECK(full_checks() == before + 1);           // nothing freed: one load each, no driver query
+  CUDA_REQUIRE(cudaFree(some_device_memory())); // unrelated memory
+  graph.replay(stream);
+  CHECK(full_checks() == before + 2); // a free: the next replay checks in full again
+  graph.replay(stream);
+  graph.replay(stream);
+  CHECK(full_checks() == before + 2);
+  stream.synchronize();
+  CUDA_REQUIRE(cudaFree(target));
+  CHECK_THROWS_AS(graph.replay(stream), gc::liveness_error);
+  CHECK(full_checks() == before + 3);
+  gctest::require_no_last_error();
 }

@@ -74,9 +74,8 @@ TEST_CASE("liveness::check: nothing dead, the graph replays as it would unchecke
   checked_graph graph;
   capture_copy_and_tick(graph, stream, destination.get(), source.get(), ticks);
   CHECK(graph.liveness_policy().input_count() == 2);
-  for (int i = 0; i < 3; ++i) {
-    graph.replay(stream);
-  }
+  // Watched: the first replay checks in full, the next two skip the queries (on the GPU too).
+  CHECK(gctest::full_checks_of(graph, stream, 3) == gctest::expected_full_checks(3));
   stream.synchronize();
   CHECK(ticks == 3);
   CHECK(all_bytes_are(destination.get(), bytes, 5));
@@ -507,8 +506,8 @@ TEST_CASE("liveness::check: frees of other memory between replays refuse nothing
   checked_graph graph;
   capture_copy_and_tick(graph, stream, destination.get(), source, ticks);
   for (int round = 0; round < 3; ++round) {
-    graph.replay(stream);
-    graph.replay(stream);
+    // Watched: after the capture or a free, one full check, then the one-load path.
+    CHECK(gctest::full_checks_of(graph, stream, 2) == gctest::expected_full_checks(2));
     CUDA_REQUIRE(cudaFree(raw_device_memory())); // someone else's memory comes and goes
   }
   graph.replay(stream);

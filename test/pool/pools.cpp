@@ -7,11 +7,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <iostream>
 #include <limits>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace gc = graphcap;
@@ -91,6 +94,50 @@ TEST_CASE("a private pool stays reserved while the graph lives and is released o
   graph.reset();
   CHECK(graph.pool_statistics().reserved_bytes == 0);
   CHECK(graph.pool_statistics().in_use_bytes == 0);
+}
+
+TEST_CASE("in_use counts what the pool handed out and got back: a block deallocated during a "
+          "capture stays the graph's (private) or goes back at its end (shared)") {
+  // Two 4 KiB blocks taken, one deallocated: the private pool's graph keeps it (its replays use
+  // it, and later allocations of this capture may reuse it) until reset; a shared pool gets it
+  // back when the capture ends, for the next capture.
+  auto two_taken_one_freed = [](auto& graph) {
+    using graph_type = std::remove_reference_t<decltype(graph)>;
+    graph.capture([&](typename graph_type::scope& cap) {
+      auto* first = cap.template allocate<unsigned char>(bytes);
+      auto* second = cap.template allocate<unsigned char>(bytes);
+      CUDA_REQUIRE(cudaMemsetAsync(first, 1, bytes, cap.stream()));
+      CUDA_REQUIRE(cudaMemcpyAsync(second, first, bytes, cudaMemcpyDeviceToDevice, cap.stream()));
+      cap.deallocate(first);
+    });
+  };
+  SECTION("pool::private_pool") {
+    gc::graph graph;
+    two_taken_one_freed(graph);
+    CHECK(graph.pool_statistics().in_use_bytes == 2 * bytes);
+    CHECK(graph.pool_statistics().blocks_in_use == 2);
+  }
+  SECTION("pool::shared") {
+    gc::graph_with<gc::pool::shared> graph{gc::graph_pool_handle()};
+    two_taken_one_freed(graph);
+    CHECK(graph.pool_statistics().in_use_bytes == bytes);
+    CHECK(graph.pool_statistics().blocks_in_use == 1);
+  }
+}
+
+TEST_CASE("pool_statistics prints with operator<<") {
+  STATIC_REQUIRE(std::is_same_v<decltype(std::cout << std::declval<const gc::pool_statistics&>()),
+                                std::ostream&>);
+  gctest::stream stream;
+  std::vector<unsigned char> host(bytes, 0);
+  gc::graph graph;
+  capture_fill(graph, host, 1);
+  std::ostringstream out;
+  out << graph.pool_statistics();
+  CHECK(out.str() == "pool: 2097152 bytes reserved in 1 slab, 4096 bytes in use in 1 block");
+  std::ostringstream empty;
+  empty << gc::pool_statistics{};
+  CHECK(empty.str() == "pool: 0 bytes reserved in 0 slabs, 0 bytes in use in 0 blocks");
 }
 
 TEST_CASE("exact pool sizes around the size classes") {

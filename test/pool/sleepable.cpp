@@ -3,6 +3,7 @@
 #include <graphcap/family.hpp>
 #include <graphcap/graph_cache.hpp>
 #include <graphcap/graphcap.hpp>
+#include <graphcap/piecewise.hpp>
 #include <graphcap/sleepable_pool.hpp>
 
 #include "catch.hpp"
@@ -140,7 +141,9 @@ TEST_CASE("sleepable: a pool grown in many pieces gives them all back and keeps 
   pool.sleep();
   CHECK(pool.resident_bytes() == 0);
   CHECK(free_device_memory() >= free_awake + resident);
-  // Evidence for docs/pools.md: did the driver take one cuMemUnmap over the 12 mappings?
+  // Printed for the log only: both answers pass (the pool falls back to one call per mapping),
+  // so this is no evidence of what the driver does; benchmark/probes/unmap_several_mappings.cu
+  // asks that question on its own, and docs/pools.md cites the probe's log.
   WARN("one cuMemUnmap over several mappings: "
        << (gc::detail::pool::sleepable_access::chunks(pool)->unmaps_runs()
                ? "taken by the driver"
@@ -169,7 +172,12 @@ TEST_CASE("sleepable: a pool grown in many pieces gives them all back and keeps 
   CHECK(holds(growths - 1));
 }
 
-TEST_CASE("sleepable: backup::none drops contents, and graphs that write their memory replay") {
+// docs/pools.md promises no contents after sleep(backup::none) ("the contents are gone", "undefined
+// until written again"): what a test can hold it to is that nothing is kept (no backup, no page
+// resident while asleep) and that the memory is mapped and writable again after wake(), at the
+// same address, by the host API and by the graphs that write it.
+TEST_CASE("sleepable: backup::none keeps no backup and no page, and after wake the memory is "
+          "mapped and writable at the same address") {
   gctest::stream stream;
   std::vector<unsigned char> host(bytes, 0);
   sleepy_graph graph;
@@ -177,9 +185,18 @@ TEST_CASE("sleepable: backup::none drops contents, and graphs that write their m
   graph.replay(stream);
   stream.synchronize();
   gc::sleepable_pool_handle pool = graph.pool();
+  const std::size_t resident = pool.resident_bytes();
+  REQUIRE(resident > 0);
   pool.sleep();
-  CHECK(pool.backup_bytes() == 0);
+  CHECK(pool.backup_bytes() == 0);   // nothing copied out
+  CHECK(pool.resident_bytes() == 0); // and nothing held on the device
   pool.wake();
+  CHECK(pool.resident_bytes() == resident);
+  CHECK(pool.backup_bytes() == 0);
+  CHECK(pool.backup_memory() == 0); // no pinned host memory held for it either
+  // Mapped and writable: a write through the host API reads back, at the address the graph holds.
+  CUDA_REQUIRE(cudaMemset(block, 0x5A, bytes));
+  CHECK(read_back(block) == std::vector<unsigned char>(bytes, 0x5A));
   std::fill(host.begin(), host.end(), 0);
   graph.replay(stream);
   stream.synchronize();
@@ -342,4 +359,142 @@ TEST_CASE("sleepable: a graph_family and a graph_cache of sleepable graphs sleep
   }
   const gc::pool_handle plain = gc::graph_pool_handle();
   CHECK_THROWS_AS(gc::sleepable_pool_handle{plain}, gc::error);
+}
+
+TEST_CASE("sleepable: a recapture refused while the pool sleeps keeps the graph, which replays "
+          "after wake()") {
+  gctest::stream stream;
+  std::vector<unsigned char> host(bytes, 0);
+  sleepy_graph graph;
+  unsigned char* const block = capture_fill(graph, host, 5);
+  gc::sleepable_pool_handle pool = graph.pool();
+  pool.sleep(gc::pool::backup::host);
+  bool ran = false;
+  auto never = [&](cudaStream_t /*stream*/) { ran = true; };
+  CHECK_THROWS_WITH(graph.recapture(stream, never), gctest::contains("asleep"));
+  CHECK_THROWS_AS(graph.recapture(never), gc::state_error); // on the side stream
+  CHECK_THROWS_AS(static_cast<void>(graph.begin_recapture(stream)), gc::state_error);
+  CHECK_THROWS_AS(static_cast<void>(graph.begin_recapture()), gc::state_error);
+  CHECK_FALSE(ran);
+  CHECK_FALSE(gctest::capturing(stream));
+  CHECK(graph.state() == gc::graph_state::instantiated); // nothing was released
+  CHECK(graph.node_count() == 2);
+  CHECK(pool.statistics().blocks_in_use == 1);
+  CHECK(pool.backup_bytes() == bytes);                    // the backup is the pool's, as before
+  CHECK_THROWS_AS(graph.replay(stream), gc::state_error); // still asleep
+  pool.wake();
+  graph.replay(stream);
+  stream.synchronize();
+  CHECK(host == std::vector<unsigned char>(bytes, 5));
+  CHECK(read_back(block) == std::vector<unsigned char>(bytes, 5));
+  // Awake, the recapture runs: the same block, the executable updated in place.
+  unsigned char* again = nullptr;
+  const gc::update_result result = graph.recapture(stream, [&](sleepy_graph::scope& cap) {
+    again = cap.allocate<unsigned char>(bytes);
+    CUDA_REQUIRE(cudaMemsetAsync(again, 6, bytes, cap.stream()));
+    CUDA_REQUIRE(cudaMemcpyAsync(host.data(), again, bytes, cudaMemcpyDeviceToHost, cap.stream()));
+  });
+  CHECK(result.updated());
+  CHECK(again == block);
+  graph.replay(stream);
+  stream.synchronize();
+  CHECK(host == std::vector<unsigned char>(bytes, 6));
+}
+
+TEMPLATE_TEST_CASE("sleepable: a pool::shared or private_pool graph on a sleeping pool's handle "
+                   "gets no memory, a free-list hit neither",
+                   "", gc::graph_with<gc::pool::shared>, gc::graph) {
+  // A sleepable_pool_handle is a pool_handle: pool::shared and pool::private_pool take it. The
+  // first graph's reset puts its block on the pool's free list, so the next take would hit it.
+  using plain_graph = TestType;
+  gctest::stream stream;
+  gc::sleepable_pool_handle pool;
+  std::vector<unsigned char> host(bytes, 0);
+  unsigned char* block = nullptr;
+  {
+    sleepy_graph first{pool};
+    block = capture_fill(first, host, 1);
+  }
+  REQUIRE(pool.statistics().blocks_in_use == 0);
+  REQUIRE(pool.statistics().slabs == 1);
+  plain_graph graph{pool};
+  SECTION("the capture is refused while the pool sleeps") {
+    pool.sleep();
+    CHECK_THROWS_WITH(capture_fill(graph, host, 2), gctest::contains("asleep"));
+    CHECK(graph.empty());
+    CHECK_FALSE(gctest::capturing(stream));
+  }
+  SECTION("asleep during an open capture: a free-list hit is refused") {
+    CHECK_THROWS_WITH(graph.capture(stream,
+                                    [&](typename plain_graph::scope& cap) {
+                                      pool.sleep();
+                                      static_cast<void>(
+                                          cap.template allocate<unsigned char>(bytes));
+                                    }),
+                      gctest::contains("asleep"));
+    CHECK(graph.empty());
+  }
+  SECTION("asleep during an open capture: a buffer is refused") {
+    CHECK_THROWS_AS(graph.capture(stream,
+                                  [&](typename plain_graph::scope& cap) {
+                                    pool.sleep();
+                                    static_cast<void>(
+                                        cap.template make_buffer<unsigned char>(bytes));
+                                  }),
+                    gc::state_error);
+  }
+  SECTION("asleep during an open capture: a block this capture freed is not handed out again") {
+    CHECK_THROWS_AS(graph.capture(stream,
+                                  [&](typename plain_graph::scope& cap) {
+                                    auto* taken = cap.template allocate<unsigned char>(bytes);
+                                    CHECK(taken == block); // awake: the free-list hit
+                                    cap.deallocate(taken);
+                                    pool.sleep();
+                                    static_cast<void>(cap.template allocate<unsigned char>(bytes));
+                                  }),
+                    gc::state_error);
+  }
+  CHECK(pool.statistics().blocks_in_use == 0); // nothing handed out
+  CHECK(pool.asleep());
+  pool.wake();
+  CHECK(capture_fill(graph, host, 2) == block); // awake, the free-list hit is served
+  graph.replay(stream);
+  stream.synchronize();
+  CHECK(host == std::vector<unsigned char>(bytes, 2));
+}
+
+TEST_CASE("sleepable: a piecewise recapture refused while the pool sleeps keeps every segment "
+          "and island") {
+  gctest::stream stream;
+  gc::sleepable_pool_handle pool;
+  gc::piecewise_graph<sleepy_graph> step{pool};
+  std::vector<unsigned char> host(bytes, 0);
+  int islands = 0;
+  auto work = [&](int value) {
+    return [&, value](gc::piecewise_graph<sleepy_graph>::scope& cap) {
+      auto* block = cap.allocate<unsigned char>(bytes);
+      CUDA_REQUIRE(cudaMemsetAsync(block, value, bytes, cap.stream()));
+      cap.eager([&](cudaStream_t /*stream*/) { ++islands; });
+      CUDA_REQUIRE(
+          cudaMemcpyAsync(host.data(), block, bytes, cudaMemcpyDeviceToHost, cap.stream()));
+    };
+  };
+  step.capture(stream, work(5));
+  pool.sleep(gc::pool::backup::host);
+  bool ran = false;
+  CHECK_THROWS_AS(
+      step.recapture(
+          stream, [&](gc::piecewise_graph<sleepy_graph>::recapture_scope& /*cap*/) { ran = true; }),
+      gc::state_error);
+  CHECK_FALSE(ran);
+  CHECK(step.segment_count() == 2);
+  CHECK(step.island_count() == 1);
+  CHECK(step.state() == gc::graph_state::instantiated);
+  CHECK(step.node_count() == 2);
+  CHECK_FALSE(gctest::capturing(stream));
+  pool.wake();
+  step.replay(stream);
+  stream.synchronize();
+  CHECK(islands == 1);
+  CHECK(host == std::vector<unsigned char>(bytes, 5));
 }

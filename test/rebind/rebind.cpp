@@ -183,6 +183,48 @@ TEST_CASE("rebinder: a value that equals an unregistered allocation's address is
   CHECK(written == tag);
 }
 
+TEST_CASE("rebinder: an integer parameter is patched only inside a registered extent, not "
+          "because it lies in the moved allocation") {
+  gctest::model_rebind_kernels();
+  gctest::stream stream;
+  const gctest::device_buffer<std::uint64_t> slab(64); // 512 bytes; the input is its first 256
+  const gctest::device_buffer<std::uint64_t> other(64);
+  const gctest::device_buffer<std::uint64_t> out(4); // not registered
+  const floats bystander(n);
+  CUDA_REQUIRE(cudaMemset(slab.get(), 0, 64 * sizeof(std::uint64_t)));
+  CUDA_REQUIRE(cudaMemset(other.get(), 0, 64 * sizeof(std::uint64_t)));
+  CUDA_REQUIRE(cudaDeviceSynchronize()); // cudaMemset is not ordered with the test's stream
+  const auto base = reinterpret_cast<std::uintptr_t>(slab.get());
+  const auto unregistered = reinterpret_cast<std::uintptr_t>(bystander.get());
+  gc::lean_graph graph{gc::keep_graph};
+  graph.capture(stream, [&](cudaStream_t s) {
+    gctest::launch_tag(s, slab.get(), 5);             // a pointer into the extent: a site
+    gctest::launch_tag(s, out.get(), base + 256);     // one past the extent, same allocation
+    gctest::launch_tag(s, out.get() + 1, base + 384); // deeper in the allocation, outside
+    gctest::launch_tag(s, out.get() + 2, base + 16);  // an integer inside the extent: a site
+    gctest::launch_tag(s, out.get() + 3, unregistered);
+  });
+  gc::rebinder inputs{graph, {{slab.get(), 256}}};
+  // A scanner that took every word in the moved allocation for a pointer would count 4.
+  CHECK(inputs.site_count(slab.get()) == 2);
+  inputs.rebind(slab.get(), other.get());
+  graph.replay(stream);
+  stream.synchronize();
+  std::vector<std::uint64_t> written(4);
+  CUDA_REQUIRE(
+      cudaMemcpy(written.data(), out.get(), 4 * sizeof(std::uint64_t), cudaMemcpyDeviceToHost));
+  const auto moved_to = reinterpret_cast<std::uintptr_t>(other.get());
+  CHECK(written[0] == base + 256); // outside every registered extent: never patched
+  CHECK(written[1] == base + 384);
+  CHECK(written[2] == moved_to + 16); // inside: moved by its offset, as docs/rebinding.md says
+  CHECK(written[3] == unregistered);
+  std::uint64_t first_word = 0;
+  CUDA_REQUIRE(cudaMemcpy(&first_word, other.get(), sizeof first_word, cudaMemcpyDeviceToHost));
+  CHECK(first_word == 5); // the pointer moved
+  CUDA_REQUIRE(cudaMemcpy(&first_word, slab.get(), sizeof first_word, cudaMemcpyDeviceToHost));
+  CHECK(first_word == 0);
+}
+
 TEST_CASE("rebinder: all_inputs registers every external allocation, never the pool's memory") {
   gctest::model_rebind_kernels();
   gctest::stream stream;
@@ -265,6 +307,98 @@ TEST_CASE("rebinder: every refusal is typed and patches nothing") {
     gc::lean_graph empty{gc::keep_graph};
     CHECK_THROWS_WITH((gc::rebinder{empty, {x.get()}}), gctest::contains("keep_graph"));
   }
+}
+
+TEST_CASE("rebinder: a patch CUDA refuses midway is undone, and the graph reads as before") {
+  gctest::model_rebind_kernels();
+  gctest::stream stream;
+  const floats x(n);
+  const floats y(n);
+  const floats copy(n);
+  fill(x.get(), 1.0F);
+  gc::lean_graph graph{gc::keep_graph};
+  // x in a kernel, a device-to-device copy and a kernel: in creation order (or its reverse) a
+  // kernel is patched before the copy, whose move to pageable memory CUDA refuses (the H200:
+  // docs/results/2026-12-04-h200-session17/probes/setparams_refusals.log) while it accepts the
+  // kernel's. A kernel left patched would read pageable memory, which the H200 cannot.
+  graph.capture(stream, [&](cudaStream_t s) {
+    gctest::launch_axpy(s, y.get(), x.get(), 1.0F, n);
+    CUDA_REQUIRE(
+        cudaMemcpyAsync(copy.get(), x.get(), n * sizeof(float), cudaMemcpyDeviceToDevice, s));
+    gctest::launch_axpy(s, y.get(), x.get(), 1.0F, n);
+  });
+  graph.instantiate();
+  gc::rebinder inputs{graph, {x.get()}};
+  CHECK(inputs.site_count(x.get()) == 3);
+  std::vector<float> pageable(n, 7.0F);
+  CHECK_THROWS_WITH(inputs.rebind(x.get(), pageable.data(), n * sizeof(float)),
+                    gctest::contains("cudaGraphExecMemcpyNodeSetParams") &&
+                        gctest::contains("nothing was rebound"));
+  static_cast<void>(cudaGetLastError()); // CUDA leaves the refusal pending
+  CHECK(inputs.is_input(x.get()));
+  CHECK(template_pointer(graph.raw_graph(), 1) == x.get());
+  fill(y.get(), 0.0F);
+  fill(copy.get(), 0.0F);
+  graph.replay(stream);
+  stream.synchronize();
+  CHECK(read(y.get())[n - 1] == 2.0F); // both kernels read x
+  CHECK(read(copy.get())[n - 1] == 1.0F);
+  CHECK(pageable[0] == 7.0F);
+
+  // CUDA also refuses the copy's source moved from cudaMalloc into stream-ordered pool memory
+  // (the H200: setparams_refusals-rerun.log). A kernel left patched would read 9s here.
+  float* pooled = nullptr;
+  CUDA_REQUIRE(cudaMallocAsync(reinterpret_cast<void**>(&pooled), n * sizeof(float), stream));
+  CUDA_REQUIRE(cudaStreamSynchronize(stream));
+  fill(pooled, 9.0F);
+  CHECK_THROWS_WITH(inputs.rebind(x.get(), pooled, n * sizeof(float)),
+                    gctest::contains("cudaGraphExecMemcpyNodeSetParams"));
+  static_cast<void>(cudaGetLastError());
+  CHECK(inputs.is_input(x.get()));
+  CHECK(template_pointer(graph.raw_graph(), 1) == x.get());
+  fill(y.get(), 0.0F);
+  graph.replay(stream);
+  stream.synchronize();
+  CHECK(read(y.get())[n - 1] == 2.0F);
+  CUDA_REQUIRE(cudaFreeAsync(pooled, stream));
+  CUDA_REQUIRE(cudaStreamSynchronize(stream));
+}
+
+TEST_CASE("rebinder: an operand of a cudaMemcpyDefault copy is not moved out of CUDA memory") {
+  gctest::model_rebind_kernels();
+  gctest::stream stream;
+  const floats x(n);
+  const floats y(n);
+  const floats copy(n);
+  fill(x.get(), 1.0F);
+  gc::lean_graph graph{gc::keep_graph};
+  graph.capture(stream, [&](cudaStream_t s) {
+    gctest::launch_axpy(s, y.get(), x.get(), 1.0F, n);
+    CUDA_REQUIRE(cudaMemcpyAsync(copy.get(), x.get(), n * sizeof(float), cudaMemcpyDefault, s));
+  });
+  graph.instantiate();
+  gc::rebinder inputs{graph, {x.get()}};
+  // The H200 accepts the copy's patch and fails the next launch with cudaErrorIllegalAddress
+  // (docs/results/2026-12-04-h200-session17/probes/setparams_refusals.log): refused before.
+  std::vector<float> pageable(n, 7.0F);
+  CHECK_THROWS_WITH(inputs.rebind(x.get(), pageable.data(), n * sizeof(float)),
+                    gctest::contains("cudaMemcpyDefault") &&
+                        gctest::contains("pinned (cudaMallocHost)"));
+  CHECK(inputs.is_input(x.get()));
+  const auto replay_reads = [&](float expected) {
+    fill(y.get(), 0.0F);
+    graph.replay(stream);
+    stream.synchronize();
+    CHECK(read(y.get())[n - 1] == expected);
+    CHECK(read(copy.get())[n - 1] == expected);
+  };
+  replay_reads(1.0F);
+  const gctest::pinned_buffer<float> pinned(n); // CUDA memory: accepted
+  for (unsigned i = 0; i < n; ++i) {
+    pinned.get()[i] = 4.0F;
+  }
+  inputs.rebind(x.get(), pinned.get(), n * sizeof(float));
+  replay_reads(4.0F);
 }
 
 TEST_CASE("rebinder: a registered size narrows the extent to a sub-allocation") {

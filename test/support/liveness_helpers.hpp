@@ -4,6 +4,8 @@
 
 #include <graphcap/liveness.hpp>
 
+#include <cuda_runtime_api.h>
+
 #include <charconv>
 #include <cstdint>
 #include <string>
@@ -28,6 +30,30 @@
 #endif
 
 namespace gctest {
+
+/// Whether this build runs its liveness cases under a free watch (GCTEST_FREE_WATCH).
+#ifdef GCTEST_FREE_WATCH
+inline constexpr bool watched_build = true;
+#else
+inline constexpr bool watched_build = false;
+#endif
+
+/// The full checks (a driver query per input allocation) that `replays` replays of `graph` make.
+template <class Graph>
+std::uint64_t full_checks_of(Graph& graph, cudaStream_t stream, int replays) {
+  const std::uint64_t before = graph.liveness_policy().full_checks();
+  for (int i = 0; i < replays; ++i) {
+    graph.replay(stream);
+  }
+  return graph.liveness_policy().full_checks() - before;
+}
+
+/// What `replays` replays in a row, the first right after a capture or a free, must cost in full
+/// checks: under a free watch the first only (the others take the one-load path, also on the
+/// GPU), without one every replay.
+constexpr std::uint64_t expected_full_checks(int replays) noexcept {
+  return watched_build ? 1U : static_cast<std::uint64_t>(replays);
+}
 
 /// The address as liveness_error prints it (0x and lower-case hex digits).
 inline std::string hex(const void* pointer) {

@@ -108,7 +108,7 @@ public:
   /// exception) ends and discards the capture, leaving the stream not capturing.
   [[nodiscard("the capture ends when the scope is destroyed; call end() on it")]] scope
   begin_capture(stream_ref stream) {
-    return scope{lifecycle_, lifecycle_.begin(stream), {}};
+    return scope{lifecycle_, lifecycle_.begin(&stream), {}};
   }
 
   /// Begins capturing on the graph's own non-blocking side stream (created on first use, on the
@@ -116,7 +116,7 @@ public:
   /// your other work: replay(stream) orders the graph's work on the stream you replay it on.
   [[nodiscard("the capture ends when the scope is destroyed; call end() on it")]] scope
   begin_capture() {
-    return scope{lifecycle_, lifecycle_.begin_on_side_stream(), {}};
+    return scope{lifecycle_, lifecycle_.begin(nullptr), {}};
   }
 
   /// Captures what `work` issues on the graph's side stream. `work` takes the capture scope
@@ -140,7 +140,9 @@ public:
   /// updated in place with cudaGraphExecUpdate when CUDA allows (same topology, node types and
   /// kernel functions; parameters and addresses may change), instantiated anew otherwise. The
   /// result says which happened and why. The graph's pool hands the new capture the blocks of
-  /// the old one in the same order, so the same allocations get the same addresses. If `work`
+  /// the old one in the same order, so the same allocations get the same addresses. A refusal (a
+  /// capture in progress, a stream that cannot capture or captures already, a policy's, such as
+  /// a sleeping pool's) comes before anything is released: the graph is as before. If `work`
   /// throws or the capture fails, the graph is left empty, as after any failed capture. Returns
   /// the update_result; what `work` returns is dropped (use begin_recapture() to keep it).
   template <class Work>
@@ -158,15 +160,17 @@ public:
   /// (update() on the scope tells how). On an empty graph it is a first capture.
   [[nodiscard("the capture ends when the scope is destroyed; call end() on it")]] recapture_scope
   begin_recapture(stream_ref stream) {
-    capture_kind::update kind{lifecycle_.release_for_recapture(), {}};
-    return recapture_scope{lifecycle_, lifecycle_.begin(stream), std::move(kind)};
+    capture_kind::update kind{};
+    const cudaStream_t capturing = lifecycle_.begin_recapture(&stream, kind.previous);
+    return recapture_scope{lifecycle_, capturing, std::move(kind)};
   }
 
   /// The same, on the graph's own side stream.
   [[nodiscard("the capture ends when the scope is destroyed; call end() on it")]] recapture_scope
   begin_recapture() {
-    capture_kind::update kind{lifecycle_.release_for_recapture(), {}};
-    return recapture_scope{lifecycle_, lifecycle_.begin_on_side_stream(), std::move(kind)};
+    capture_kind::update kind{};
+    const cudaStream_t capturing = lifecycle_.begin_recapture(nullptr, kind.previous);
+    return recapture_scope{lifecycle_, capturing, std::move(kind)};
   }
 
   // ---- instantiate and replay ---------------------------------------------------------

@@ -54,6 +54,8 @@
 // a misspelt hook fails there instead of silently reading as "not offered".
 //
 //   capability                    hook(s)                                default
+//   policy_that_checks_captures   check_capture() const: throws to       every capture allowed
+//                                 refuse a capture before anything runs
 //   pool_that_recaptures          on_recapture() noexcept: give blocks   on_reset()
 //                                 back in order, keep the slabs
 //   pool_with_slabs               for_each_slab(f) const: f(base, bytes) no slabs (liveness::check
@@ -79,7 +81,6 @@
 #pragma once
 
 #include <graphcap/config.hpp>
-
 #include <graphcap/fwd.hpp>
 
 #include <cuda_runtime_api.h>
@@ -207,6 +208,14 @@ concept liveness_policy = detail::policy_of<L, detail::liveness_category> && lif
 
 // ---- optional hooks: named capabilities (the table above) ----------------------------------
 
+/// Any policy: check_capture() throws (a state_error saying what to do) to refuse a capture now
+/// (a sleeping pool). Runs before a capture's first hook and before a recapture releases
+/// anything: no hook follows a refusal, and the graph keeps its executable, template, blocks.
+template <class P>
+concept policy_that_checks_captures = requires(const P& policy) {
+  policy.check_capture();
+};
+
 /// Pool: on_recapture() gives every block back in allocation order and keeps the slabs, so that
 /// a recapture's allocations get the same addresses (and the executable can be updated).
 template <class P>
@@ -291,8 +300,14 @@ concept policy_with_bodies = requires(const P& policy) {
 
 namespace detail::contract {
 
-// The one place the core and the wings call optional hooks; each gives the default when the
-// policy lacks the capability.
+// The one place the core and the wings call optional hooks (the default where one is lacking).
+
+template <class P>
+void check_capture(const P& policy) {
+  if constexpr (policy_that_checks_captures<P>) {
+    policy.check_capture();
+  }
+}
 
 template <class P>
 void recapture(P& pool) noexcept {

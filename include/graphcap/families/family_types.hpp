@@ -111,6 +111,10 @@ struct family_key_statistics {
   std::size_t switches = 0;  ///< one executable: times this key took its group's executable
   std::size_t updates = 0;   ///< of those, updated in place
   std::size_t fallbacks = 0; ///< of those, instantiated (a group of its own, or none held)
+  /// One executable: why this key has an executable of its own though a group of its topology
+  /// existed (its kernels' functions or launch attributes differ, or CUDA refused the update);
+  /// empty otherwise
+  std::string own_executable;
 };
 
 } // namespace graphcap

@@ -82,6 +82,15 @@ public:
   /// Distinct input addresses tracked for the current capture.
   [[nodiscard]] std::size_t input_count() const noexcept { return tracking_.inputs.size(); }
 
+  /// How many replays since this policy was made asked the driver about every input allocation
+  /// (the full check). With a liveness::free_watch running, only the first replay of a capture and
+  /// the first after a free do; without one, every replay. Counted on the full check's own path
+  /// (which makes driver queries anyway), never on the one-load path: what tests and diagnostics
+  /// read to tell the watch's fast path from the fallback.
+  [[nodiscard]] std::uint64_t full_checks() const noexcept {
+    return __atomic_load_n(&full_checks_, __ATOMIC_RELAXED);
+  }
+
   // ---- hooks -----------------------------------------------------------------------------------
 
   /// Resolves cuPointerGetAttribute (once per process) before the capture begins, so that input()
@@ -106,6 +115,7 @@ public:
     const std::uint64_t epoch = detail::liveness::trusted_free_epoch();
     if (!detail::liveness::free_epoch_watched(epoch) ||
         epoch != __atomic_load_n(&checked_epoch_, __ATOMIC_RELAXED)) {
+      __atomic_fetch_add(&full_checks_, 1, __ATOMIC_RELAXED);
       if (!allocations_alive()) [[unlikely]] {
         detail::liveness::liveness_diagnose(tracking_.inputs, query_);
         return; // everything was alive after all: the next replay asks again
@@ -284,6 +294,7 @@ private:
   // The free epoch (liveness/detail/free_epoch.hpp) at the last full check that passed, 0 if not
   // trusted. Written by the const replay check: atomic builtins, as replays may come from threads.
   mutable std::uint64_t checked_epoch_ = 0;
+  mutable std::uint64_t full_checks_ = 0; // full_checks(): the full check's path only
   std::vector<std::weak_ptr<const void>> tokens_;
   detail::liveness::liveness_pointer_query query_ = nullptr;
   // The tracking behind them, for the error message and for exclude()/add_input() updates.

@@ -129,21 +129,27 @@ public:
   /// Returns one update_result per segment, in order (each says what happened and why). A
   /// recapture with more breaks than before captures the extra segments fresh (their result:
   /// instantiated); one with fewer drops the segments left over. The pool hands each segment
-  /// the blocks of its previous capture in the same order. If `work` throws or a segment cannot
-  /// be captured, the graph is left empty, as after a failed capture.
+  /// the blocks of its previous capture in the same order. A recapture refused before it begins
+  /// (segment 0's refusals: its stream, a sleeping pool, a policy) changes nothing: the graph
+  /// replays as before. If `work` throws or a segment cannot be captured, the graph is left
+  /// empty, as after a failed capture.
   template <class Work>
   std::vector<update_result> recapture(stream_ref stream, Work&& work) {
-    islands_.clear();
-    island_scopes_.clear();
+    bool begun = false;
     try {
       recapture_scope cap{*this, stream.get()};
       cap.current_.emplace(begin_segment<typename Graph::recapture_scope>(stream.get(), 0));
+      begun = true;
+      islands_.clear();
+      island_scopes_.clear();
       detail::invoke_work(cap, std::forward<Work>(work));
       cap.end_segment("the end of the capture");
       segments_.resize(islands_.size() + 1); // fewer breaks than before: the rest is dropped
       return std::move(cap.updates_);
     } catch (...) {
-      reset();
+      if (begun || segments_.empty() || segments_.front()->empty()) { // else refused: kept
+        reset();
+      }
       throw;
     }
   }

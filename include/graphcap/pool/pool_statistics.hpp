@@ -5,15 +5,32 @@
 #include <graphcap/config.hpp>
 
 #include <cstddef>
+#include <iosfwd>
 
 namespace graphcap {
 
-/// What a pool holds, for introspection and tests.
+/// What a pool holds, for introspection and tests. "In use" is from the pool's side: a block
+/// handed out to a graph (or held by a buffer) and not yet given back to the pool. A block
+/// deallocate()d during a capture stays in use until its graph's reset (pool::private_pool,
+/// pool::user, pool::sleepable: the graph's replays still use it, and later allocations of the
+/// same capture may reuse it); a pool::shared graph gives it back when the capture ends.
 struct pool_statistics {
   std::size_t reserved_bytes = 0; ///< device memory held in slabs
-  std::size_t in_use_bytes = 0;   ///< bytes of blocks handed out and not given back
+  std::size_t in_use_bytes = 0;   ///< bytes of the blocks in use (see above)
   std::size_t slabs = 0;          ///< slabs held
-  std::size_t blocks_in_use = 0;  ///< blocks handed out and not given back
+  std::size_t blocks_in_use = 0;  ///< blocks in use (see above)
+
+  /// One line: "pool: R bytes reserved in S slabs, U bytes in use in B blocks". A template of
+  /// the stream, so that this header needs only <iosfwd>: include <ostream> to use it.
+  template <class Char, class Traits>
+  friend std::basic_ostream<Char, Traits>& operator<<(std::basic_ostream<Char, Traits>& out,
+                                                      const pool_statistics& statistics) {
+    out << "pool: " << statistics.reserved_bytes << " bytes reserved in " << statistics.slabs
+        << (statistics.slabs == 1 ? " slab, " : " slabs, ") << statistics.in_use_bytes
+        << " bytes in use in " << statistics.blocks_in_use
+        << (statistics.blocks_in_use == 1 ? " block" : " blocks");
+    return out;
+  }
 };
 
 } // namespace graphcap

@@ -140,6 +140,14 @@ public:
 
   // -- hooks ---------------------------------------------------------------------------------
 
+  /// check_capture (core/policy.hpp): state_error while the pool's memory sleeps (a sleepable
+  /// pool's handle given to pool::shared or private_pool, or pool::sleepable): nothing begins.
+  void check_capture() const {
+    if (core_) {
+      core_->require_awake();
+    }
+  }
+
   /// The capture succeeded: a shared pool's blocks freed during it go back to the pool.
   void after_capture_end(cudaGraph_t /*graph*/) noexcept {
     freed_.clear();
@@ -304,6 +312,7 @@ private:
          (or_larger || reusable->first.second == size);
          ++reusable) {
       if (!reusable->second.empty()) {
+        core_->require_awake(); // a block this capture freed is unmapped too while asleep
         const std::size_t position = reusable->second.back();
         reusable->second.pop_back();
         held_[position].freed = false;
@@ -353,11 +362,13 @@ struct user : detail::slab_pool<false> {
 
 // The optional hooks the slab pools offer (core/policy.hpp): a misspelt one fails here.
 static_assert(pool_that_recaptures<private_pool> && pool_with_slabs<private_pool> &&
-              pool_with_own_nodes<private_pool> && pool_across_streams<private_pool>);
+              pool_with_own_nodes<private_pool> && pool_across_streams<private_pool> &&
+              policy_that_checks_captures<private_pool>);
 static_assert(pool_that_recaptures<shared> && pool_with_slabs<shared> &&
-              pool_with_own_nodes<shared> && pool_across_streams<shared>);
+              pool_with_own_nodes<shared> && pool_across_streams<shared> &&
+              policy_that_checks_captures<shared>);
 static_assert(pool_that_recaptures<user> && pool_with_slabs<user> && pool_with_own_nodes<user> &&
-              pool_across_streams<user>);
+              pool_across_streams<user> && policy_that_checks_captures<user>);
 
 } // namespace pool
 } // namespace graphcap

@@ -170,24 +170,13 @@ struct sleepable : detail::slab_pool<false, detail::pool::vmm_chunks> {
     memory_ = detail::pool::sleepable_access::chunks(handle);
   }
 
-  /// Like the slab pools' allocate(); state_error while the pool sleeps.
-  template <class T>
-  [[nodiscard]] T* allocate(std::size_t count, cudaStream_t stream) {
-    refuse_asleep("allocate during a capture");
-    return slab_pool::allocate<T>(count, stream);
-  }
-  /// Like the slab pools' make_buffer(); state_error while the pool sleeps.
-  template <class T>
-  [[nodiscard]] buffer<T> make_buffer(std::size_t count, cudaStream_t stream) {
-    refuse_asleep("make a buffer during a capture");
-    return slab_pool::make_buffer<T>(count, stream);
-  }
+  // A capture (check_capture) and an allocation (the pool core's take) while the pool sleeps are
+  // state_errors of the slab pools' own, as for every graph drawing from a sleeping pool.
 
-  /// state_error while the pool sleeps; else the capture counts as open (sleep refuses).
+  /// The capture counts as open (sleep refuses); check_capture refused it while asleep.
   void before_capture(cudaStream_t stream) {
     ensure_core();
     memory_ = &static_cast<detail::pool::vmm_chunks&>(*core()->custom_source());
-    refuse_asleep("capture");
     slab_pool::before_capture(stream);
     memory_->capture_opened();
     capturing_ = true;
@@ -228,11 +217,6 @@ private:
     }
     return handle;
   }
-  void refuse_asleep(const char* what) const {
-    if (memory_ != nullptr && memory_->asleep()) [[unlikely]] {
-      throw_asleep(what);
-    }
-  }
   GRAPHCAP_COLD [[noreturn]] static void throw_asleep(const char* what) {
     throw state_error(std::string{"graphcap: cannot "} + what +
                       " while the graph's sleepable pool is asleep: call wake() on its "
@@ -250,7 +234,8 @@ private:
 };
 
 static_assert(pool_that_recaptures<sleepable> && pool_with_slabs<sleepable> &&
-              pool_with_own_nodes<sleepable> && pool_across_streams<sleepable>);
+              pool_with_own_nodes<sleepable> && pool_across_streams<sleepable> &&
+              policy_that_checks_captures<sleepable>);
 
 } // namespace pool
 } // namespace graphcap

@@ -102,7 +102,8 @@ public:
       : graph_(&graph), when_(when) {
     require_ready("construct a rebinder");
     for (const rebind_input& input : inputs) {
-      register_input(input);
+      detail::rebind::register_input(inputs_, reinterpret_cast<std::uintptr_t>(input.address),
+                                     input.bytes, rebind_input::to_allocation_end);
     }
     scan(inputs_);
   }
@@ -116,6 +117,17 @@ public:
     require_ready("construct a rebinder");
     scan({});
   }
+
+  /// Move-only: each patched node's argument pointers point into this rebinder's own copy of its
+  /// parameters, so a copy would patch with another's words. A move takes that storage along;
+  /// the moved-from rebinder refuses every call (state_error).
+  rebinder(const rebinder&) = delete;
+  rebinder& operator=(const rebinder&) = delete;
+  /// Takes `other`'s inputs and nodes; `other` is left moved from.
+  rebinder(rebinder&&) noexcept = default;
+  /// As the move constructor; what this rebinder held is dropped.
+  rebinder& operator=(rebinder&&) noexcept = default;
+  ~rebinder() = default;
 
   /// Moves the input at `from` to `to` (whose size is asked from CUDA).
   void rebind(const void* from, const void* to) {
@@ -135,7 +147,7 @@ public:
   /// midway is undone), and the inputs keep their addresses.
   void rebind(std::span<const rebinding> moves) {
     require_current("rebind");
-    resolve(moves);
+    detail::rebind::resolve_moves(moves, inputs_, nodes_, which_, rebinding::unknown_size);
     if (++stamp_ == 0) { // a stamp of 0 would match nodes no call touched yet
       for (detail::rebind::patchable_node& node : nodes_) {
         node.stamp = 0;
@@ -168,9 +180,10 @@ public:
         undo(k);
         detail::throw_cuda(status, detail::rebind::exec_call(node.kind),
                            "CUDA refused to patch a node of the executable; nothing was "
-                           "rebound. CUDA refuses a memcpy or memset whose device or memory type "
-                           "would change, a memset that is not 1-D, and a kernel whose context "
-                           "would change");
+                           "rebound. CUDA refuses a memset's destination in pageable host "
+                           "memory, the same for a copy's operand that its kind says is device "
+                           "memory, and a copy's operand moved between cudaMalloc and "
+                           "stream-ordered (cudaMallocAsync) memory (docs/rebinding.md, Errors)");
       }
     }
     move_liveness(moves);
@@ -242,41 +255,30 @@ private:
   };
 
   [[nodiscard]] bool holds_template() const noexcept {
-    return graph_->keeps_graph() && (graph_->state() == graph_state::captured ||
-                                     graph_->state() == graph_state::instantiated);
+    return graph_ && graph_->keeps_graph() &&
+           (graph_->state() == graph_state::captured ||
+            graph_->state() == graph_state::instantiated);
   }
 
   void require_ready(const char* what) const {
+    if (!graph_) [[unlikely]] {
+      detail::rebind::throw_moved_from(what);
+    }
     if (!holds_template()) [[unlikely]] {
       detail::rebind::throw_not_ready(what, graph_->state(), graph_->keeps_graph());
     }
   }
 
   void require_current(const char* what) const {
+    if (!graph_) [[unlikely]] {
+      detail::rebind::throw_moved_from(what);
+    }
     if (graph_->state() == graph_state::capturing) [[unlikely]] {
       detail::rebind::throw_capture_open(what);
     }
     if (!holds_template() || graph_->generation() != generation_) [[unlikely]] {
       detail::rebind::throw_stale(what);
     }
-  }
-
-  void register_input(const rebind_input& input) {
-    const auto address = reinterpret_cast<std::uintptr_t>(input.address);
-    std::size_t bytes = input.bytes;
-    if (bytes == rebind_input::to_allocation_end) {
-      const auto allocation = detail::rebind::allocation_at(address);
-      if (!allocation) [[unlikely]] {
-        detail::rebind::throw_no_extent(address);
-      }
-      bytes = allocation->base + allocation->bytes - address;
-    }
-    for (const detail::rebind::bound_input& known : inputs_) {
-      if (address < known.address + known.bytes && known.address < address + bytes) {
-        detail::rebind::throw_overlap(address, known.address);
-      }
-    }
-    inputs_.push_back({address, bytes, {}});
   }
 
   void scan(std::vector<detail::rebind::bound_input> inputs) {
@@ -308,29 +310,6 @@ private:
     inputs_ = std::move(inputs); // taken once nothing can fail: a failed scan changes nothing
     nodes_ = std::move(found);
     generation_ = graph_->generation();
-  }
-
-  /// Fills which_ with each move's input; throws rebind_error before anything changes.
-  void resolve(std::span<const rebinding> moves) {
-    which_.clear();
-    for (const rebinding& move : moves) {
-      const auto from = reinterpret_cast<std::uintptr_t>(move.from);
-      const auto input = find(from);
-      if (input == inputs_.end()) [[unlikely]] {
-        detail::rebind::throw_unknown_input(from, inputs_.size());
-      }
-      const auto index = static_cast<std::size_t>(input - inputs_.begin());
-      if (std::find(which_.begin(), which_.end(), index) != which_.end()) [[unlikely]] {
-        detail::rebind::throw_moved_twice(from);
-      }
-      const auto to = reinterpret_cast<std::uintptr_t>(move.to);
-      const std::size_t available =
-          detail::rebind::bytes_at(to, move.to_bytes, rebinding::unknown_size);
-      if (available < input->bytes) [[unlikely]] {
-        detail::rebind::throw_smaller(from, input->bytes, to, available);
-      }
-      which_.push_back(index);
-    }
   }
 
   /// liveness::check moves its tracking too; if it refuses, every patch is undone.
@@ -374,7 +353,7 @@ private:
         [&](const detail::rebind::bound_input& input) { return input.address == address; });
   }
 
-  Graph* graph_;
+  detail::rebind::graph_link<Graph> graph_; // null once moved from
   template_patch when_ = template_patch::at_once;
   bool all_inputs_ = false;
   std::uint16_t generation_ = 0;

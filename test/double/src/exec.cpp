@@ -196,6 +196,30 @@ int device_of(const void* p) {
   return a && a->kind != Allocation::Kind::pinned ? a->device : -1;
 }
 
+// A kernel launch's attribute `id`, zero where none was given.
+cudaLaunchAttributeValue attribute_of(const KernelCall& call, cudaLaunchAttributeID id) {
+  cudaLaunchAttributeValue value{};
+  for (const cudaLaunchAttribute& a : call.attributes) {
+    if (a.id == id)
+      value = a.val;
+  }
+  return value;
+}
+
+// Two device operands on different devices (host memory has none: -1).
+bool device_changed(const void* before, const void* after) {
+  const int was = device_of(before);
+  const int now = device_of(after);
+  return was >= 0 && now >= 0 && was != now;
+}
+
+// Stream-ordered pool memory (cudaMallocAsync) against any other.
+bool pool_changed(const void* before, const void* after) {
+  const Allocation* was = find_allocation(before);
+  const Allocation* now = find_allocation(after);
+  return (was && was->pool) != (now && now->pool);
+}
+
 // Pairs nodes by creation order and checks what cudaGraphExecUpdate may
 // change; applies the new parameters when `apply` is set.
 cudaGraphExecUpdateResult compare(CUgraph_st& old, const CUgraph_st& neu, bool apply,
@@ -254,6 +278,16 @@ cudaGraphExecUpdateResult compare(CUgraph_st& old, const CUgraph_st& neu, bool a
       }
       break;
     }
+    case cudaGraphNodeTypeKernel:
+      // The H200 refuses a change of cooperative launch (AttributesChanged) and takes every
+      // other launch attribute change as a success, keeping the executable's own (a cluster shape
+      // stays as instantiated: benchmark/probes/exec_update_attributes.cu).
+      if (o.kernel && n.kernel &&
+          attribute_of(*o.kernel, cudaLaunchAttributeCooperative).cooperative !=
+              attribute_of(*n.kernel, cudaLaunchAttributeCooperative).cooperative) {
+        return cudaGraphExecUpdateErrorAttributesChanged;
+      }
+      break;
     case cudaGraphNodeTypeMemAlloc:
       if (o.alloc.dptr != n.alloc.dptr || o.alloc.bytesize != n.alloc.bytesize) {
         return cudaGraphExecUpdateErrorNotSupported;
@@ -300,8 +334,12 @@ cudaGraphExecUpdateResult compare(CUgraph_st& old, const CUgraph_st& neu, bool a
       o.event = n.event;
       // New arguments and shape, or another function: CUDA 13 documents both as updatable
       // (FunctionChanged only for drivers before 11.2; the double has one device, no CDP).
-      if (n.kernel)
+      if (n.kernel) {
+        std::vector<cudaLaunchAttribute> kept =
+            o.kernel ? o.kernel->attributes : std::vector<cudaLaunchAttribute>{};
         o.kernel = std::make_unique<KernelCall>(*n.kernel);
+        o.kernel->attributes = std::move(kept); // the launch attributes stay the executable's
+      }
     }
   }
   if (apply) {
@@ -533,9 +571,15 @@ cudaError_t cudaGraphNodeGetEnabled(cudaGraphExec_t hGraphExec, cudaGraphNode_t 
   });
 }
 
-// CUDA's rules for patching a memset or memcpy node of an executable (cudaGraphExec*SetParams):
-// both the node's operands and the new ones 1-D, nothing zero-length, the operands' devices and
-// (memcpy) memory types unchanged.
+// CUDA's rules for patching a memset or memcpy node of an executable (cudaGraphExec*SetParams),
+// as the H200 showed them (benchmark/probes/setparams_refusals.cu, stored at
+// docs/results/2026-12-04-h200-session17/probes/setparams_refusals{,-rerun}.log). A memset: 1-D
+// before and after, its destination CUDA memory (device, pinned, managed, pool: all accepted;
+// pageable refused); element size and width may change. A memcpy: 1-D, the kind unchanged, each
+// operand the kind names device memory CUDA memory (pinned included; pageable refused), any operand
+// of a cudaMemcpyDefault copy accepted (the H200 then faults at the launch on pageable memory), an
+// operand never moved between cudaMalloc memory and stream-ordered pool memory. Documented, not
+// probed (one device): an operand on another device is refused.
 cudaError_t cudaGraphExecMemsetNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node,
                                              const cudaMemsetParams* pNodeParams) {
   return api(__func__, [&] {
@@ -551,7 +595,7 @@ cudaError_t cudaGraphExecMemsetNodeSetParams(cudaGraphExec_t hGraphExec, cudaGra
       return cudaErrorInvalidValue;
     if (cudaError_t e = check_memset(p, true))
       return e;
-    if (device_of(p.dst) != device_of(copy->memset.dst))
+    if (device_changed(copy->memset.dst, p.dst))
       return cudaErrorInvalidValue;
     copy->memset = p;
     return cudaSuccess;
@@ -574,16 +618,15 @@ cudaError_t cudaGraphExecMemcpyNodeSetParams(cudaGraphExec_t hGraphExec, cudaGra
     const auto one_dimensional = [](const cudaMemcpy3DParms& q) {
       return q.extent.height == 1 && q.extent.depth == 1;
     };
-    if (!one_dimensional(p) || !one_dimensional(copy->memcpy))
+    if (!one_dimensional(p) || !one_dimensional(copy->memcpy) || p.kind != copy->memcpy.kind)
       return cudaErrorInvalidValue;
-    auto kind_of = [](const void* q) {
-      const Allocation* a = find_allocation(q);
-      return a ? static_cast<int>(a->kind == Allocation::Kind::pinned) : 2;
-    };
-    if (kind_of(p.srcPtr.ptr) != kind_of(copy->memcpy.srcPtr.ptr) ||
-        kind_of(p.dstPtr.ptr) != kind_of(copy->memcpy.dstPtr.ptr) ||
-        device_of(p.srcPtr.ptr) != device_of(copy->memcpy.srcPtr.ptr) ||
-        device_of(p.dstPtr.ptr) != device_of(copy->memcpy.dstPtr.ptr)) {
+    const cudaMemcpy3DParms& was = copy->memcpy;
+    void* dst = static_cast<char*>(p.dstPtr.ptr) + p.dstPos.x;
+    const void* src = static_cast<const char*>(p.srcPtr.ptr) + p.srcPos.x;
+    if (check_memcpy(dst, src, p.extent.width, p.kind, true) != cudaSuccess ||
+        pool_changed(was.srcPtr.ptr, p.srcPtr.ptr) || pool_changed(was.dstPtr.ptr, p.dstPtr.ptr) ||
+        device_changed(was.srcPtr.ptr, p.srcPtr.ptr) ||
+        device_changed(was.dstPtr.ptr, p.dstPtr.ptr)) {
       return cudaErrorInvalidValue;
     }
     copy->memcpy = p;

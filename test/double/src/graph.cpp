@@ -619,8 +619,18 @@ cudaError_t cudaGraphMemcpyNodeGetParams(cudaGraphNode_t node, cudaMemcpy3DParms
 cudaError_t cudaGraphMemcpyNodeSetParams(cudaGraphNode_t node,
                                          const cudaMemcpy3DParms* pNodeParams) {
   return api(__func__, [&] {
+    // As the H200 (benchmark/probes/setparams_refusals.cu): an operand the kind names device
+    // memory is CUDA memory (a 1-D copy's checked; pageable refused).
     return set_field(node, cudaGraphNodeTypeMemcpy, &CUgraphNode_st::memcpy, pNodeParams,
-                     [](const cudaMemcpy3DParms* p) { return check_memcpy3d(p); });
+                     [](const cudaMemcpy3DParms* p) {
+                       if (cudaError_t e = check_memcpy3d(p))
+                         return e;
+                       if (p->extent.height != 1 || p->extent.depth != 1)
+                         return cudaSuccess;
+                       return check_memcpy(static_cast<char*>(p->dstPtr.ptr) + p->dstPos.x,
+                                           static_cast<const char*>(p->srcPtr.ptr) + p->srcPos.x,
+                                           p->extent.width, p->kind, true);
+                     });
   });
 }
 

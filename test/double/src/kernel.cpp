@@ -104,8 +104,27 @@ bool valid_shape(dim3 grid, dim3 block) {
   return std::size_t{block.x} * block.y * block.z <= 1024;
 }
 
+// Sets (or adds) the attribute `id` of a launch.
+void set_attribute(std::vector<cudaLaunchAttribute>& attributes, cudaLaunchAttributeID id,
+                   const cudaLaunchAttributeValue& value) {
+  for (cudaLaunchAttribute& a : attributes) {
+    if (a.id == id) {
+      a.val = value;
+      return;
+    }
+  }
+  cudaLaunchAttribute added{};
+  added.id = id;
+  added.val = value;
+  attributes.push_back(added);
+}
+
+// The launch attributes of the kernel model running on this thread (null outside a model).
+thread_local const std::vector<cudaLaunchAttribute>* running_attributes = nullptr;
+
 cudaError_t launch(Kernel* k, dim3 grid, dim3 block, void** args, std::size_t shared,
-                   cudaStream_t stream) {
+                   cudaStream_t stream, const cudaLaunchAttribute* attributes = nullptr,
+                   unsigned attribute_count = 0) {
   if (!k)
     return cudaErrorInvalidDeviceFunction;
   if (!valid_shape(grid, block))
@@ -121,6 +140,8 @@ cudaError_t launch(Kernel* k, dim3 grid, dim3 block, void** args, std::size_t sh
     return e;
   std::unique_ptr<KernelCall> call =
       copy_launch(*k, grid, block, static_cast<unsigned>(shared), args);
+  for (unsigned a = 0; a < attribute_count; ++a)
+    set_attribute(call->attributes, attributes[a].id, attributes[a].val);
   if (t.capture) {
     capture_node(t, cudaGraphNodeTypeKernel)->kernel = std::move(call);
     return cudaSuccess;
@@ -178,7 +199,7 @@ KernelCall::KernelCall() {
 
 KernelCall::KernelCall(const KernelCall& other)
     : kernel(other.kernel), grid(other.grid), block(other.block), shared_bytes(other.shared_bytes),
-      storage(other.storage) {
+      storage(other.storage), attributes(other.attributes) {
   ++live_arguments;
   for (std::size_t offset : kernel->offsets)
     params.push_back(reinterpret_cast<unsigned char*>(storage.data()) + offset);
@@ -191,6 +212,7 @@ KernelCall& KernelCall::operator=(const KernelCall& other) {
     block = other.block;
     shared_bytes = other.shared_bytes;
     storage = other.storage;
+    attributes = other.attributes;
     params.clear();
     for (std::size_t offset : kernel->offsets)
       params.push_back(reinterpret_cast<unsigned char*>(storage.data()) + offset);
@@ -229,12 +251,14 @@ cudaError_t run_kernel(const KernelCall& call) {
   ThreadState& ts = thread_state();
   ts.in_callback = true; // a kernel cannot call the runtime
   cudaError_t result = cudaSuccess;
+  running_attributes = &call.attributes;
   try {
     k.model(copy.params.data(), call.grid, call.block);
     ++k.runs;
   } catch (...) {
     result = cudaErrorLaunchFailure;
   }
+  running_attributes = nullptr;
   thread_state().in_callback = false;
   return result;
 }
@@ -333,6 +357,8 @@ CUresult set_kernel_node_params(CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS_
   std::unique_ptr<KernelCall> call;
   if (const CUresult r = call_from_driver_params(params, call))
     return r;
+  if (node->kernel)
+    call->attributes = node->kernel->attributes; // a node keeps its launch attributes
   node->kernel = std::move(call);
   return CUDA_SUCCESS;
 }
@@ -349,6 +375,8 @@ CUresult exec_set_kernel_node_params(CUgraphExec exec, CUgraphNode node,
   std::unique_ptr<KernelCall> call;
   if (const CUresult r = call_from_driver_params(params, call))
     return r;
+  if (copy->kernel)
+    call->attributes = copy->kernel->attributes; // the executable keeps its launch attributes
   copy->kernel = std::move(call);
   return CUDA_SUCCESS;
 }
@@ -372,6 +400,17 @@ void set_kernel_model(const void* stub, std::vector<kernel_parameter> parameters
 } // namespace cuda_double::detail
 
 namespace cuda_double {
+
+cudaLaunchAttributeValue launch_attribute(cudaLaunchAttributeID id) {
+  cudaLaunchAttributeValue value{};
+  if (running_attributes != nullptr) {
+    for (const cudaLaunchAttribute& a : *running_attributes) {
+      if (a.id == id)
+        value = a.val;
+    }
+  }
+  return value;
+}
 
 void clear_kernel_models() {
   std::lock_guard<std::recursive_mutex> lock(state().mu);
@@ -559,13 +598,59 @@ cudaError_t cudaGraphKernelNodeGetParams(cudaGraphNode_t node, cudaKernelNodePar
   });
 }
 
-// The double keeps no launch attributes (priority, cluster shape, ...): copying them checks that
-// both nodes are live kernel nodes, as CUDA does, and has nothing else to copy.
+// The launch attributes a kernel node keeps (cluster shape, cooperative, priority, ...): what
+// cudaLaunchKernelEx gave it or was set since. An attribute never given reads as zero.
 cudaError_t cudaGraphKernelNodeCopyAttributes(cudaGraphNode_t hDst, cudaGraphNode_t hSrc) {
   return api(__func__, [&] {
-    return with_kernel_node(hSrc, [&](CUgraphNode_st& /*source*/) {
-      return with_kernel_node(hDst, [](CUgraphNode_st& /*target*/) { return cudaSuccess; });
+    return with_kernel_node(hSrc, [&](CUgraphNode_st& source) {
+      return with_kernel_node(hDst, [&](CUgraphNode_st& target) {
+        target.kernel->attributes = source.kernel->attributes;
+        return cudaSuccess;
+      });
     });
+  });
+}
+
+cudaError_t cudaGraphKernelNodeGetAttribute(cudaGraphNode_t hNode, cudaLaunchAttributeID attr,
+                                            cudaLaunchAttributeValue* value_out) {
+  return api(__func__, [&] {
+    return with_kernel_node(hNode, [&](CUgraphNode_st& n) {
+      if (!value_out)
+        return cudaErrorInvalidValue;
+      *value_out = cudaLaunchAttributeValue{};
+      for (const cudaLaunchAttribute& a : n.kernel->attributes) {
+        if (a.id == attr)
+          *value_out = a.val;
+      }
+      return cudaSuccess;
+    });
+  });
+}
+
+cudaError_t cudaGraphKernelNodeSetAttribute(cudaGraphNode_t hNode, cudaLaunchAttributeID attr,
+                                            const cudaLaunchAttributeValue* value) {
+  return api(__func__, [&] {
+    return with_kernel_node(hNode, [&](CUgraphNode_st& n) {
+      if (!value)
+        return cudaErrorInvalidValue;
+      set_attribute(n.kernel->attributes, attr, *value);
+      return cudaSuccess;
+    });
+  });
+}
+
+// cudaLaunchKernelEx (a template of cuda_runtime.h) calls this: the launch with its attributes,
+// which a kernel node captured from it keeps.
+cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func, void** args) {
+  return api(__func__, [&] {
+    if (!config)
+      return cudaErrorInvalidValue;
+    if (!func)
+      return cudaErrorInvalidDeviceFunction;
+    if (config->numAttrs > 0 && !config->attrs)
+      return cudaErrorInvalidValue;
+    return launch(&kernel_of(func), config->gridDim, config->blockDim, args,
+                  config->dynamicSmemBytes, config->stream, config->attrs, config->numAttrs);
   });
 }
 
@@ -576,6 +661,7 @@ cudaError_t cudaGraphKernelNodeSetParams(cudaGraphNode_t node,
       std::unique_ptr<KernelCall> call;
       if (cudaError_t e = call_from_params(pNodeParams, call))
         return e;
+      call->attributes = n.kernel->attributes; // a node keeps its launch attributes
       n.kernel = std::move(call);
       return cudaSuccess;
     });
@@ -594,6 +680,7 @@ cudaError_t cudaGraphExecKernelNodeSetParams(cudaGraphExec_t hGraphExec, cudaGra
       std::unique_ptr<KernelCall> call;
       if (cudaError_t e = call_from_params(pNodeParams, call))
         return e;
+      call->attributes = copy->kernel->attributes; // the executable keeps its launch attributes
       copy->kernel = std::move(call);
       return cudaSuccess;
     });

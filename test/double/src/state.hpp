@@ -53,6 +53,9 @@ struct KernelCall {
   unsigned shared_bytes = 0;
   std::vector<std::max_align_t> storage;
   std::vector<void*> params;
+  // The launch attributes given to cudaLaunchKernelEx or set on the node (cluster shape,
+  // cooperative, priority, ...), one per id, in the order they were first given.
+  std::vector<cudaLaunchAttribute> attributes;
 
   KernelCall();
   KernelCall(const KernelCall& other);

@@ -28,6 +28,21 @@ inline void require_capturable(stream_ref stream) {
   }
 }
 
+/// Refuses a stream that a capture runs on already (another graph's, or an invalidated one),
+/// before a recapture releases anything: cudaStreamBeginCapture would refuse it too late.
+inline void require_not_capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (const cudaError_t error = cudaStreamIsCapturing(stream, &status); error != cudaSuccess) {
+    throw_cuda<capture_error>(error, "cudaStreamIsCapturing");
+  }
+  if (status != cudaStreamCaptureStatusNone) [[unlikely]] {
+    throw_error<capture_error>(
+        cudaErrorIllegalState, "graphcap::begin_recapture",
+        "the stream is capturing already (another capture runs on it, or one was invalidated "
+        "and not ended): end that capture first, or recapture on another stream");
+  }
+}
+
 /// Ends whatever capture is still running on `stream` and destroys what it produced; never
 /// throws and never leaves the stream capturing. An end that fails for another reason than an
 /// invalidated capture may leave the stream capturing (seen with fault injection), so this asks

@@ -92,23 +92,48 @@ private:
 
   // ---- begin -------------------------------------------------------------------------------
 
-  /// Begins capturing on `stream`; returns it. Needs an empty graph and a capturable stream.
-  cudaStream_t begin(stream_ref stream) {
+  /// Begins capturing on `*stream` (null: the side stream, made for the current device);
+  /// returns the capture stream. Needs an empty graph and a capturable stream.
+  cudaStream_t begin(const stream_ref* stream) {
     core_.require_state(graph_state::empty, "begin a capture",
                         "call reset() first, or capture into another graph");
-    capture::require_capturable(stream);
-    core_.note_capture_device();
-    start_capture(stream.get());
-    return stream.get();
+    const cudaStream_t capturing = checked_stream(stream);
+    check_policies();
+    start_capture(capturing);
+    return capturing;
   }
 
-  /// Begins capturing on the graph's own side stream (made for the current device); returns it.
-  cudaStream_t begin_on_side_stream() {
-    core_.require_state(graph_state::empty, "begin a capture",
-                        "call reset() first, or capture into another graph");
-    const cudaStream_t stream = core_.side_stream_for_current_device();
-    start_capture(stream);
-    return stream;
+  /// begin() for a recapture; `previous` gets the executable to update. Each refusal (capturing,
+  /// the stream, check_capture) comes first: nothing is lost. Then the template and the policies'
+  /// records go (the pool takes its blocks back in order, for the new capture to reuse).
+  cudaStream_t begin_recapture(const stream_ref* stream, exec_handle& previous) {
+    if (core_.state == graph_state::capturing) {
+      throw state_error(core_.message("recapture", "end the capture in progress first"));
+    }
+    const cudaStream_t capturing = checked_stream(stream);
+    capture::require_not_capturing(capturing);
+    check_policies();
+    previous = std::move(core_.exec);
+    core_.drop();
+    contract::recapture(pool_);
+    annot_.on_reset();
+    liveness_.on_reset();
+    start_capture(capturing);
+    return capturing;
+  }
+
+  /// `*stream`, refused if it cannot capture (the device noted); null: the side stream.
+  cudaStream_t checked_stream(const stream_ref* stream) {
+    if (stream != nullptr) {
+      capture::require_capturable(*stream);
+      core_.note_capture_device();
+    }
+    return stream != nullptr ? stream->get() : core_.side_stream_for_current_device();
+  }
+
+  /// The policies' refusals (check_capture, core/policy.hpp): no call where none checks.
+  void check_policies() {
+    each_policy([](const auto& policy) { contract::check_capture(policy); });
   }
 
   /// Prepares the policies and begins the capture. A hook that throws, before the capture or
@@ -132,21 +157,6 @@ private:
       abandon_capture(stream);
       throw;
     }
-  }
-
-  /// Takes the executable graph out for a recapture to update, and drops the rest of the old
-  /// capture: the template, and what the policies recorded (the pool takes its blocks back, in
-  /// order, for the new capture to reuse).
-  exec_handle release_for_recapture() {
-    if (core_.state == graph_state::capturing) {
-      throw state_error(core_.message("recapture", "end the capture in progress first"));
-    }
-    exec_handle previous = std::move(core_.exec);
-    core_.drop();
-    contract::recapture(pool_);
-    annot_.on_reset();
-    liveness_.on_reset();
-    return previous;
   }
 
   // ---- end: the capture kinds call end_capture(), then make the executable graph their way ---

@@ -17,6 +17,8 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace graphcap::detail::families {
@@ -41,10 +43,15 @@ struct group_switch {
   update_result result{};    ///< updated, or instantiated (a group of its own, or none held)
   std::size_t group = 0;     ///< the key's group after the switch
   std::size_t new_bytes = 0; ///< device bytes an instantiation took (0 for an update)
+  /// Why a group of the key's topology could not take it (empty: none existed, or one did)
+  std::string apart;
 
   /// Enters the switch in a key's statistics, its group and the family's last update.
   void record(family_key_statistics& counts, std::size_t& key_group, update_result& last) const {
     key_group = group;
+    if (!apart.empty()) {
+      counts.own_executable = apart;
+    }
     if (switched) {
       last = result;
       counts.executable_bytes += new_bytes;
@@ -64,15 +71,24 @@ public:
   group_switch join(Graph& graph) {
     const topology_signature signature = signature_of(graph.raw_graph());
     update_result refused{};
+    std::string apart; // why a group of its topology whose launches differ cannot take it
     for (std::size_t g = 0; g < groups_.size(); ++g) {
       group& candidate = groups_[g];
-      if (candidate.signature != signature || candidate.holder == nullptr) {
+      if (!candidate.signature.same_topology(signature) || candidate.holder == nullptr) {
+        continue;
+      }
+      if (candidate.signature.launches != signature.launches) {
+        // CUDA would update it and keep the executable's launches (another cluster shape):
+        // never shared.
+        if (apart.empty()) {
+          apart = launch_difference(graph.raw_graph(), candidate.holder->raw_graph());
+        }
         continue;
       }
       update_result result = graph.take_executable(*candidate.holder);
       if (result.updated()) {
         candidate.holder = &graph;
-        return {true, result, g, 0};
+        return {true, result, g, 0, {}};
       }
       refused = result;
     }
@@ -80,6 +96,10 @@ public:
     if (refused.outcome == update_outcome::refused) { // a group of its topology refused it
       own.result = {update_outcome::reinstantiated, refused.cuda_result, refused.reason,
                     refused.error};
+      own.apart = std::string{"CUDA refused the update from its topology's executable: "} +
+                  std::string{refused.reason};
+    } else {
+      own.apart = std::move(apart);
     }
     return own;
   }
@@ -90,7 +110,8 @@ public:
   group_switch switch_to(Graph& graph, std::size_t g) {
     group& current = groups_[g];
     if (current.holder == &graph) {
-      return {false, {update_outcome::updated, cudaGraphExecUpdateSuccess, {}, cudaSuccess}, g, 0};
+      return {
+          false, {update_outcome::updated, cudaGraphExecUpdateSuccess, {}, cudaSuccess}, g, 0, {}};
     }
     if (current.holder == nullptr) {
       current.device_bytes = instantiate_measured(graph);
@@ -100,15 +121,18 @@ public:
                "its group held no executable graph (the key that held it was evicted)",
                cudaSuccess},
               g,
-              current.device_bytes};
+              current.device_bytes,
+              {}};
     }
     update_result result = graph.take_executable(*current.holder);
     if (result.updated()) {
       current.holder = &graph;
-      return {true, result, g, 0};
+      return {true, result, g, 0, {}};
     }
     group_switch own = start_group(graph, current.signature);
     own.result = {update_outcome::reinstantiated, result.cuda_result, result.reason, result.error};
+    own.apart = std::string{"CUDA refused the update from its topology's executable: "} +
+                std::string{result.reason};
     return own;
   }
 
@@ -154,7 +178,8 @@ private:
             {update_outcome::instantiated, cudaGraphExecUpdateSuccess,
              "no group of its topology took it: an executable graph of its own", cudaSuccess},
             groups_.size() - 1,
-            bytes};
+            bytes,
+            {}};
   }
 
   std::vector<group> groups_;

@@ -257,6 +257,12 @@ void write_family_report(std::ostream& out, const std::vector<Key>& keys, bool o
     }
     out << '\n';
   }
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (!at(i).own_executable.empty()) {
+      out << "key " << key_text(keys[i])
+          << ": an executable graph of its own: " << at(i).own_executable << '\n';
+    }
+  }
 }
 
 } // namespace detail::families

@@ -101,7 +101,9 @@ public:
   /// once for all the blocks it gave back together), else carved from the current small slab,
   /// else a new slab. O(log) in the size classes that have free blocks, O(1) in the blocks.
   /// Sets `size` to the block's size class (with reuse_larger_blocks(), maybe a larger one).
+  /// state_error while the pool's memory sleeps (slab_memory::require_awake): nothing is taken.
   [[nodiscard]] void* take(std::size_t bytes, std::size_t& size) {
+    memory_.require_awake();
     size = size_class(bytes);
     // The first block given back of this class, so that a recapture gets its previous blocks in
     // the same order.
@@ -253,6 +255,8 @@ public:
   template <class F>
   void for_each_range_in_use(F&& f) const;
 
+  /// state_error while the core's memory sleeps (a sleepable pool's): nothing may be taken.
+  void require_awake() const { memory_.require_awake(); }
   /// What the core holds now.
   [[nodiscard]] const pool_statistics& statistics() const noexcept { return stats_; }
   /// Takes with no free block of their class may get one of a larger class (graph_family).

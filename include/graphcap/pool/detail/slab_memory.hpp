@@ -17,6 +17,7 @@
 #include <graphcap/cuda/detail/capture_mode_guard.hpp>
 #include <graphcap/cuda/detail/cuda_check.hpp>
 #include <graphcap/cuda/detail/unique_handle.hpp>
+#include <graphcap/error.hpp>
 #include <graphcap/pool/detail/nvtx_regions.hpp>
 
 #include <cuda_runtime_api.h>
@@ -44,6 +45,12 @@ public:
   virtual void free(void* slab) noexcept = 0;
   /// The call that failed last in allocate(), for error messages.
   [[nodiscard]] virtual const char* allocating_call() const noexcept = 0;
+  /// True while the memory is away (a sleeping pool::sleepable pool, from sleep() until a wake()
+  /// succeeds): the slabs' addresses are unmapped, and no block of them may be handed out.
+  [[nodiscard]] bool asleep() const noexcept { return asleep_; }
+
+protected:
+  bool asleep_ = false; // set by the source's sleep and wake
 };
 
 /// How slabs go back, which decides what must order them after the last replay.
@@ -82,6 +89,14 @@ public:
            : source_ != nullptr ? "cudaMallocFromPoolAsync"
            : malloced()         ? "cudaMalloc"
                                 : "cudaMallocAsync";
+  }
+
+  /// state_error while the slabs' memory is asleep (slab_source::asleep): every way to a block,
+  /// a free-list hit too, and every capture into the pool, is refused then.
+  void require_awake() const {
+    if (custom_ && custom_->asleep()) [[unlikely]] {
+      throw_asleep();
+    }
   }
 
   /// `size` bytes, or the failed call's status (the stream or synchronize failing throws).
@@ -177,6 +192,11 @@ public:
 
 private:
   [[nodiscard]] bool malloced() const noexcept { return waits_ || registers_slabs(); }
+  GRAPHCAP_COLD [[noreturn]] static void throw_asleep() {
+    throw state_error("graphcap: cannot capture into or allocate from a sleepable pool while it "
+                      "is asleep (its memory is unmapped): call wake() on its "
+                      "sleepable_pool_handle first");
+  }
 
   std::shared_ptr<slab_source> custom_; // the policy's own source, if any
   cudaMemPool_t source_ = nullptr;

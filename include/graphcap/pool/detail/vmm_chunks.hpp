@@ -71,8 +71,6 @@ public:
   /// Maps new physical memory over every slab and restores the backup.
   void wake();
 
-  /// True from a sleep (even a failed one) until a wake succeeds.
-  [[nodiscard]] bool asleep() const noexcept { return asleep_; }
   /// False once the driver refused to unmap a range over several mappings (see drop_run).
   [[nodiscard]] bool unmaps_runs() const noexcept { return unmap_runs_; }
   /// True when some segment still holds physical memory: a sleep has something left to do.
@@ -183,7 +181,6 @@ private:
   std::size_t resident_ = 0;
   std::size_t captures_ = 0;
   int device_ = 0;
-  bool asleep_ = false;
   bool keep_backup_memory_ = false;
   bool unmap_runs_ = true; // the driver unmaps a range over several mappings (until refused)
   const char* failed_call_ = "cuMemCreate";

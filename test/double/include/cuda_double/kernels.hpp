@@ -78,6 +78,12 @@ void emulate_kernel(void (*kernel)(Args...), Model model) {
 // Drops every model given by emulate_kernel.
 void clear_kernel_models();
 
+// Inside a model: the running launch's attribute `id` (cudaLaunchKernelEx's, or set on its node
+// with cudaGraphKernelNodeSetAttribute), zero where none was given. A model of a clustered kernel
+// reads its cluster shape so (cudaLaunchAttributeClusterDimension), as a kernel reads
+// %cluster_nctarank. Outside a model: zero.
+cudaLaunchAttributeValue launch_attribute(cudaLaunchAttributeID id);
+
 // How many times the model of `kernel` ran (eager launches and kernel nodes) since the last
 // reset() or clear_kernel_models().
 std::size_t kernel_runs(const void* kernel);

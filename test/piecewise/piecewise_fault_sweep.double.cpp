@@ -2,9 +2,10 @@
 // every segment, each island's own CUDA call), replays, a replay whose island throws, a recapture
 // with more breaks and one with fewer, the graph replaced. Every CUDA call of a clean run fails
 // once in turn, and the user's exception is thrown at each point of the work
-// (test/support/step_sweep.hpp): a failed capture or recapture leaves the graph empty and no
-// stream capturing, a failed replay leaves it replayable, and the same step succeeds once the
-// fault is gone, every replay writing what its capture said.
+// (test/support/step_sweep.hpp): a failed capture or recapture leaves the graph empty (or, a
+// recapture refused before it began, replaying its capture as before) and no stream capturing, a
+// failed replay leaves it replayable, and the same step succeeds once the fault is gone, every
+// replay writing what its capture said.
 #include <graphcap/graphcap.hpp>
 #include <graphcap/piecewise.hpp>
 
@@ -83,8 +84,9 @@ public:
   void failed(std::size_t step, const gcsweep::outcome& /*result*/) {
     throw_in_island_ = false;
     CHECK_FALSE(gctest::capturing(stream_));
-    if (where(step) == phase::capture) {
-      CHECK(step_.empty()); // a failed capture or recapture drops every segment
+    if (where(step) == phase::capture && !step_.empty()) {
+      CHECK(step != 0);
+      replay_and_check(); // a recapture refused before it began keeps the capture, which replays
     } else if (where(step) == phase::replay) {
       CHECK_FALSE(step_.empty());
     }
@@ -153,11 +155,11 @@ private:
       capture(breaks, value);
       return;
     }
-    breaks_ = breaks;
-    value_ = value;
     const std::vector<gc::update_result> updates =
         step_.recapture(stream_, [&](auto& cap) { work(cap, breaks, value); });
     CHECK(updates.size() == breaks + 1);
+    breaks_ = breaks;
+    value_ = value;
   }
   void replay_and_check() {
     std::fill(host_.begin(), host_.end(), 0);

@@ -25,6 +25,25 @@ class buffer;
 struct update_result;
 class condition;
 
+/// The Mode policies: the cudaStreamCaptureMode a capture runs in. mode::global (the default:
+/// capture-unsafe calls on any thread invalidate it), mode::thread_local_ (on this thread only),
+/// mode::relaxed (none are refused). In core/mode.hpp; docs/threads.md.
+namespace mode {}
+/// The Pool policies: where memory allocated during a capture (cap.allocate<T>(n)) lives.
+/// pool::off (the default: no allocation), pool::private_pool (graphcap::graph's), pool::shared,
+/// pool::user, pool::graph_memory_nodes, and pool::sleepable (<graphcap/sleepable_pool.hpp>).
+/// docs/pools.md.
+namespace pool {}
+/// The Annot policies: named scopes that tag captured nodes. annot::off (the default: marks
+/// compile to nothing) and annot::on (<graphcap/annotations.hpp>, target graphcap::annotations:
+/// CUPTI node ids, export and traces). docs/annotations.md.
+namespace annot {}
+/// The Liveness policies: whether a graph's inputs are still alive before each replay.
+/// liveness::off (the default), liveness::check (<graphcap/liveness.hpp>), liveness::free_watch
+/// (<graphcap/free_watch.hpp>, target graphcap::free_watch), and the inputs users declare
+/// (exclude_from_liveness, add_liveness_input). docs/liveness.md.
+namespace liveness {}
+
 /// What a scope's end() does with the capture (core/scope.hpp, control_flow/conditional.hpp).
 namespace capture_kind {
 struct fresh;

@@ -4,7 +4,7 @@
 #include <graphcap/config.hpp>
 
 #define GRAPHCAP_VERSION_MAJOR 0
-#define GRAPHCAP_VERSION_MINOR 3
+#define GRAPHCAP_VERSION_MINOR 4
 #define GRAPHCAP_VERSION_PATCH 0
 
 namespace graphcap {

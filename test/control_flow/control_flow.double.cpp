@@ -11,6 +11,8 @@
 #include <cuda_double/control.hpp>
 
 #include <cstddef>
+#include <cstdint>
+#include <stdexcept>
 
 namespace gc = graphcap;
 
@@ -263,4 +265,95 @@ TEST_CASE("device_loop(): a device trip count, a caller's counter, and what is r
   CHECK_FALSE(gctest::capturing(stream));
   CHECK_THROWS_WITH(gc::detail::trip_count(-1), gctest::contains("trip count of -1"));
   CHECK(gc::detail::trip_count(std::size_t{12}) == 12U);
+}
+
+TEST_CASE("a condition serves one conditional node: a second node is refused, a new one works") {
+  // CUDA refuses a second node on one handle with a bare cudaErrorInvalidValue (the H200 and
+  // the double): graphcap names the first node and says how to make another condition.
+  cuda_double::reset();
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> target(bytes);
+  gc::lean_graph graph;
+  auto reuse = [&](auto& cap) {
+    const gc::condition more = cap.condition(1);
+    cap.while_(more, [&](cudaStream_t body) {
+      CUDA_REQUIRE(cudaMemsetAsync(target.get(), 1, bytes, body));
+    });
+    const gc::condition copy = more; // a copy is the same condition
+    cap.if_else(
+        copy,
+        [&](cudaStream_t body) { CUDA_REQUIRE(cudaMemsetAsync(target.get(), 2, bytes, body)); },
+        [] {});
+  };
+  CHECK_THROWS_AS(graph.capture(stream, reuse), gc::state_error);
+  CHECK_FALSE(gctest::capturing(stream));
+  CHECK_THROWS_WITH(graph.capture(stream, reuse),
+                    gctest::contains("if_else() was given a condition that already serves the "
+                                     "while_() node of this capture") &&
+                        gctest::contains("a condition serves one conditional node") &&
+                        gctest::contains("cap.condition(initial)"));
+  CHECK_FALSE(gctest::capturing(stream));
+  // Inside a body, the same rule holds for the body's own conditions.
+  CHECK_THROWS_WITH(graph.capture(stream,
+                                  [&](auto& cap) {
+                                    const gc::condition enter = cap.condition(1);
+                                    cap.if_(enter, [&](auto& outer) {
+                                      const gc::condition inner = outer.condition(0);
+                                      outer.if_(inner, [] {});
+                                      outer.while_(inner, [] {});
+                                    });
+                                  }),
+                    gctest::contains("while_() was given a condition that already serves the "
+                                     "if_() node of this capture"));
+  CHECK_FALSE(gctest::capturing(stream));
+  // What the message says to do: one condition per node. The graph captures and replays.
+  gc::condition more;
+  gc::condition taken;
+  graph.capture(stream, [&](auto& cap) {
+    more = cap.condition(1);
+    cap.while_(more, [&](cudaStream_t body) {
+      CUDA_REQUIRE(cudaMemsetAsync(target.get(), 1, bytes, body));
+    });
+    taken = cap.condition(0);
+    cap.if_else(
+        taken,
+        [&](cudaStream_t body) { CUDA_REQUIRE(cudaMemsetAsync(target.get(), 2, bytes, body)); },
+        [&](cudaStream_t body) { CUDA_REQUIRE(cudaMemsetAsync(target.get(), 3, bytes, body)); });
+  });
+  cuda_double::script_conditional(more.handle(), {1, 0});
+  graph.replay(stream);
+  CHECK(first_byte(target) == 3);
+  // A new capture makes new conditions: the last capture's uses do not count in it.
+  graph.reset();
+  graph.capture(stream, [&](auto& cap) {
+    more = cap.condition(0);
+    cap.while_(more, [] {});
+  });
+  graph.replay(stream);
+}
+
+TEST_CASE("condition(initial): a value an unsigned condition cannot hold is refused, by name") {
+  // A negative int converted to unsigned with only a sign-conversion warning: 4294967295.
+  cuda_double::reset();
+  gctest::stream stream;
+  gc::lean_graph graph;
+  CHECK_THROWS_AS(graph.capture(stream, [](auto& cap) { static_cast<void>(cap.condition(-1)); }),
+                  std::invalid_argument);
+  CHECK_FALSE(gctest::capturing(stream));
+  CHECK_THROWS_WITH(graph.capture(stream, [](auto& cap) { static_cast<void>(cap.condition(-1)); }),
+                    gctest::contains("condition() was given the initial value -1"));
+  CHECK_THROWS_WITH(
+      graph.capture(stream,
+                    [](auto& cap) { static_cast<void>(cap.condition(std::int64_t{1} << 32)); }),
+      gctest::contains("initial value 4294967296"));
+  CHECK(graph.empty());
+  gc::condition flag; // what fits is taken: int, bool, a large unsigned
+  graph.capture(stream, [&](auto& cap) {
+    flag = cap.condition(true);
+    cap.if_(flag, [] {});
+    cap.while_(cap.condition(4294967295U), [] {});
+    flag = cap.condition(std::size_t{2});
+    cap.switch_(
+        flag, [] {}, [] {}, [] {});
+  });
 }

@@ -130,3 +130,38 @@ TEST_CASE("replay_loop replays a graph with a conditional node, and says why") {
   CHECK(loop.form() == gc::replay_loop_form::replays);
   CHECK_THAT(std::string(loop.form_reason()), gctest::contains("conditional"));
 }
+
+TEST_CASE("a condition serves one conditional node: reused by while_ then if_else, refused") {
+  // CUDA alone answers cudaErrorInvalidValue from cudaGraphAddNode; graphcap names the node.
+  gctest::stream stream;
+  gctest::device_buffer<int> counter(1);
+  gctest::device_buffer<int> iterations(1);
+  gc::graph graph;
+  CHECK_THROWS_WITH(graph.capture(stream,
+                                  [&](auto& cap) {
+                                    const gc::condition more = cap.condition(1);
+                                    cap.while_(more, [&](auto& body) {
+                                      gctest::launch_count_down(body.stream(), counter.get(), more);
+                                    });
+                                    cap.if_else(
+                                        more, [] {}, [] {});
+                                  }),
+                    gctest::contains("if_else() was given a condition that already serves the "
+                                     "while_() node of this capture"));
+  CHECK_FALSE(gctest::capturing(stream));
+  graph.capture(stream, [&](auto& cap) { // one condition per node
+    const gc::condition more = cap.condition(1, gc::reset_each_launch);
+    cap.while_(more,
+               [&](auto& body) { gctest::launch_count_down(body.stream(), counter.get(), more); });
+    const gc::condition again = cap.condition(1, gc::reset_each_launch);
+    cap.if_else(
+        again, [&](auto& body) { gctest::launch_count_iteration(body.stream(), iterations.get()); },
+        [] {});
+  });
+  write(counter, 3);
+  write(iterations, 0);
+  graph.replay(stream);
+  stream.synchronize();
+  CHECK(read(counter) == 0);
+  CHECK(read(iterations) == 1);
+}

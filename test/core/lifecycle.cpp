@@ -221,6 +221,33 @@ TEST_CASE_METHOD(
   CHECK(counter == 1);
 }
 
+TEST_CASE_METHOD(counting,
+                 "a capture nested in one of the same graph says what reset() then says: end it") {
+  // Both messages name one remedy: end the capture in progress (reset() is refused meanwhile).
+  gc::lean_graph graph;
+  std::string nested;
+  std::string reset;
+  graph.capture(stream, [&](cudaStream_t) {
+    try {
+      graph.capture([](cudaStream_t) {});
+    } catch (const gc::state_error& e) {
+      nested = e.what();
+    }
+    try {
+      graph.reset();
+    } catch (const gc::state_error& e) {
+      reset = e.what();
+    }
+  });
+  CHECK_THAT(nested, gctest::contains("end the capture in progress first"));
+  CHECK_THAT(nested, gctest::contains("do not nest"));
+  CHECK_THAT(reset, gctest::contains("end the capture in progress first"));
+  CHECK(nested.find("reset()") == std::string::npos);
+  CHECK_FALSE(gctest::capturing(stream));
+  graph.replay(stream); // the outer capture ended and instantiated
+  stream.synchronize();
+}
+
 TEST_CASE_METHOD(counting, "upload() prepares the first replay") {
   gc::lean_graph graph{gc::keep_graph};
   graph.capture(increment());

@@ -371,7 +371,8 @@ TEST_CASE_METHOD(family_fixture, "graph_family one-executable mode switches by u
   REQUIRE(holder != nullptr);
   const cudaGraphExec_t executable = holder->raw_exec();
   CHECK(family.find(4) == nullptr); // its template only, until it takes the executable back
-  CHECK(family.statistics(4)->fallbacks == 1); // the first of its topology instantiates
+  CHECK(family.statistics(4)->switches == 0);  // the first of its topology founds its group:
+  CHECK(family.statistics(4)->fallbacks == 0); // its instantiation is no switch, no fallback
   CHECK(family.statistics(2)->updates == 1);   // the others join by an update
   CHECK(family.statistics(1)->updates == 1);
 
@@ -382,7 +383,7 @@ TEST_CASE_METHOD(family_fixture, "graph_family one-executable mode switches by u
   CHECK(family.find(4)->raw_exec() == executable); // the same executable graph, updated in place
   CHECK(family.find(1) == nullptr);
   CHECK(replay_checked(family, 4) == 4); // no switch
-  CHECK(family.statistics(4)->switches == 2);
+  CHECK(family.statistics(4)->switches == 1);
   CHECK(family.statistics(4)->updates == 1);
   CHECK(family.statistics(4)->replays == 2);
   CHECK(replay_checked(family, 2) == 2);
@@ -408,8 +409,8 @@ TEST_CASE_METHOD(family_fixture, "graph_family one-executable mode: one executab
                        })
           .complete());
   CHECK(family.executables() == 2);
-  CHECK(family.statistics(4)->fallbacks == 1); // the first of each topology instantiates
-  CHECK(family.statistics(3)->fallbacks == 1);
+  CHECK(family.statistics(4)->fallbacks == 0); // the first of each topology founds its group
+  CHECK(family.statistics(3)->fallbacks == 0);
   CHECK(family.statistics(2)->updates == 1); // and the second joins it
   CHECK(family.statistics(1)->updates == 1);
   CHECK(family.find(1) != nullptr); // each group's last captured holds its executable
@@ -420,14 +421,16 @@ TEST_CASE_METHOD(family_fixture, "graph_family one-executable mode: one executab
   }
   CHECK(extra == 4); // 2, 4, 4, 2: the node of the other topology ran where it belongs
   CHECK(family.executables() == 2);
-  CHECK(family.statistics(4)->switches == 2); // captured, then switched to once (4 then 4 again)
-  CHECK(family.statistics(3)->updates == 1);  // 1 held it; 3 took it back by an update
+  CHECK(family.statistics(4)->switches == 1); // switched to once (4 then 4 again)
+  CHECK(family.statistics(4)->fallbacks == 0);
+  CHECK(family.statistics(3)->updates == 1); // 1 held it; 3 took it back by an update
 
   CHECK(family.find(2) != nullptr);
   CHECK(family.evict(2)); // 2 holds its group's executable: it goes with it
   CHECK(family.executables() == 1);
   CHECK(replay_checked(family, 4) == 4); // the group held none: 4 instantiates its own
   CHECK(family.last_update().outcome == gc::update_outcome::instantiated);
+  CHECK(family.statistics(4)->fallbacks == 1); // an instantiation in place of an update
   CHECK(family.executables() == 2);
   CHECK(extra == 5);
 }
@@ -498,7 +501,7 @@ TEST_CASE("graph_family one-executable mode: switching up and down allocates not
   CHECK(family.pool().statistics().reserved_bytes == reserved);
   CHECK(family.pool().statistics().blocks_in_use == 3);
   CHECK(family.executables() == 1);
-  CHECK(family.statistics(64)->switches == 41);
+  CHECK(family.statistics(64)->switches == 40);
   CHECK(family.statistics(64)->updates == 40);
-  CHECK(family.statistics(64)->fallbacks == 1); // the first of its topology instantiates
+  CHECK(family.statistics(64)->fallbacks == 0); // it founded its group: no fallback
 }

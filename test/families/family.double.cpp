@@ -108,12 +108,80 @@ TEST_CASE("graph_family one-executable mode: an update CUDA refuses gives the ke
   CHECK(family.last_update().outcome == gc::update_outcome::reinstantiated);
   CHECK(family.last_update().cuda_result == cudaGraphExecUpdateErrorParametersChanged);
   CHECK_FALSE(family.last_update().reason.empty());
-  CHECK(family.statistics(1)->fallbacks == 1);
+  CHECK(family.statistics(1)->fallbacks == 1); // it was to join 2's group: CUDA refused
+  CHECK(family.statistics(1)->switches == 1);
+  CHECK(family.statistics(2)->fallbacks == 0); // 2 founded the group: no switch, no fallback
+  CHECK(family.statistics(2)->switches == 0);
   cuda_double::clear_call_counts();
   CHECK(family.replay_at_least(2, stream) == 2); // each holds its own: no update, no switch
   CHECK(family.replay_at_least(1, stream) == 1);
   CHECK(cuda_double::calls("cudaGraphExecUpdate") == 0);
   CHECK(cuda_double::calls("cudaGraphLaunch") == 2);
+  stream.synchronize();
+  CHECK(host == std::vector<unsigned char>(bytes, 2));
+}
+
+TEST_CASE("graph_family one-executable mode: a fallback is an instantiation in place of an "
+          "update, not a topology's first") {
+  cuda_double::reset();
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> device{bytes};
+  std::vector<unsigned char> host(bytes, 0);
+  int extra = 0;
+  gc::graph_family<> family{{.one_executable = true}};
+  REQUIRE(
+      family
+          .capture_all({1, 2, 3, 4, 5, 6}, stream,
+                       [&](std::size_t key, cudaStream_t s) {
+                         gctest::fill_and_copy(s, device, host, static_cast<int>(key));
+                         if (key % 3 == 0) { // one node more: another topology (3, 6)
+                           CUDA_REQUIRE(cudaLaunchHostFunc(
+                               s, [](void* counter) { ++*static_cast<int*>(counter); }, &extra));
+                         }
+                       })
+          .complete());
+  REQUIRE(family.executables() == 2);
+  const auto total = [&](std::size_t gc::family_key_statistics::*count) {
+    std::size_t sum = 0;
+    for (const std::size_t key : family.keys()) {
+      sum += family.statistics(key)->*count;
+    }
+    return sum;
+  };
+  // Captured largest first: 6 founds one group, 5 the other; 4, 2, 1 and 3 join by an update.
+  CHECK(total(&gc::family_key_statistics::switches) == 4);
+  CHECK(total(&gc::family_key_statistics::updates) == 4);
+  CHECK(total(&gc::family_key_statistics::fallbacks) == 0);
+  cuda_double::clear_call_counts();
+  std::size_t switched = 0;
+  std::size_t previous_of_group[2] = {3, 1}; // what holds each group's executable: the last joined
+  for (int round = 0; round < 50; ++round) {
+    for (const std::size_t n : {1, 6, 2, 3, 5, 4}) {
+      std::size_t& holder = previous_of_group[n % 3 == 0 ? 0 : 1];
+      switched += holder != n ? 1 : 0;
+      holder = n;
+      REQUIRE(family.replay_at_least(n, stream) == n);
+    }
+  }
+  CHECK(cuda_double::calls("cudaGraphInstantiateWithFlags") == 0); // every switch an update
+  CHECK(cuda_double::calls("cudaGraphExecUpdate") == switched);
+  CHECK(family.executables() == 2); // no key got an executable of its own...
+  CHECK(total(&gc::family_key_statistics::switches) == 4 + switched);
+  CHECK(total(&gc::family_key_statistics::updates) == 4 + switched);
+  CHECK(total(&gc::family_key_statistics::fallbacks) == 0); // ...so no fallback was counted
+
+  // The key that holds its group's executable is evicted: the next key of the group to replay
+  // falls back to an instantiation.
+  REQUIRE(family.current_key() == 4u);
+  REQUIRE(family.evict(4));
+  CHECK(family.executables() == 1);
+  cuda_double::clear_call_counts();
+  CHECK(family.replay_at_least(2, stream) == 2);
+  CHECK(cuda_double::calls("cudaGraphInstantiateWithFlags") == 1);
+  CHECK(family.last_update().outcome == gc::update_outcome::instantiated);
+  CHECK(family.statistics(2)->fallbacks == 1);
+  CHECK(total(&gc::family_key_statistics::fallbacks) == 1);
+  CHECK(family.executables() == 2);
   stream.synchronize();
   CHECK(host == std::vector<unsigned char>(bytes, 2));
 }

@@ -55,6 +55,8 @@ TEST_CASE_METHOD(
   // One topology, two cluster shapes: an executable per shape, each key's switch an update.
   CHECK(family.executables() == 2);
   CHECK(family.statistics(4)->own_executable.empty()); // the first of its topology
+  CHECK(family.statistics(4)->fallbacks == 0);         // founded its group: no fallback
+  CHECK(family.statistics(3)->fallbacks == 1); // a group of its topology existed: a fallback
   CHECK_THAT(family.statistics(3)->own_executable, gctest::contains("cluster dimension (1x1x1"));
   CHECK_THAT(family.statistics(3)->own_executable, gctest::contains("has 2x1x1"));
   CHECK(family.statistics(2)->updates == 1); // joined 4's executable

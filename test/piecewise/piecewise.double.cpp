@@ -1,5 +1,6 @@
 // Piecewise graphs on the double: what a replay calls (launches per segment, none for an empty
-// segment, one for a graph without island) and what a capture leaves behind when it fails.
+// segment, one for a graph without island; one liveness check of each segment's inputs per step)
+// and what a capture leaves behind when it fails.
 #include <graphcap/graphcap.hpp>
 #include <graphcap/piecewise.hpp>
 
@@ -22,6 +23,8 @@ void CUDART_CB tick(void* counter) {
 }
 
 using call_map = std::map<std::string, std::size_t>;
+
+using checked = gc::graph_with<gc::liveness::check>;
 
 } // namespace
 
@@ -121,6 +124,69 @@ TEST_CASE("piecewise: a segment's launch that fails stops the replay, and the ne
   stream.synchronize();
   CHECK(ticks == 3);
   CHECK(island_runs == 3);
+}
+
+TEST_CASE("piecewise liveness: an island-first step with a freed input in segment 0 is refused, "
+          "nothing launched, no island called") {
+  cuda_double::reset();
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> kept(64);
+  int ticks = 0;
+  int island_runs = 0;
+  void* input = nullptr;
+  CUDA_REQUIRE(cudaMalloc(&input, 64));
+  gc::piecewise_graph<checked> step;
+  step.capture(stream, [&](auto& cap) {
+    cap.input(input); // segment 0: no node, only this input
+    cap.eager([&](cudaStream_t /*s*/) { ++island_runs; });
+    CUDA_REQUIRE(cudaMemsetAsync(kept.get(), 0, 64, cap.stream())); // segment 1
+    CUDA_REQUIRE(cudaLaunchHostFunc(cap.stream(), tick, &ticks));
+  });
+  REQUIRE(step.segment_count() == 2);
+  REQUIRE(step.segment(0).node_count() == 0);
+  REQUIRE(step.segment(0).liveness_policy().input_count() == 1);
+  step.replay(stream);
+  stream.synchronize();
+  REQUIRE(island_runs == 1);
+  REQUIRE(ticks == 1);
+  CUDA_REQUIRE(cudaFree(input));
+  cuda_double::clear_call_counts();
+  CHECK_THROWS_AS(step.replay(stream), gc::liveness_error);
+  stream.synchronize();
+  CHECK(cuda_double::calls("cudaGraphLaunch") == 0);
+  CHECK(island_runs == 1); // the island was not called
+  CHECK(ticks == 1);       // segment 1 was not launched
+}
+
+TEST_CASE("piecewise liveness: one replay asks about each segment's inputs once, before the "
+          "first launch") {
+  cuda_double::reset();
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> a(64);
+  gctest::device_buffer<unsigned char> b(64);
+  gctest::device_buffer<unsigned char> c(64);
+  gc::piecewise_graph<checked> step;
+  step.capture(stream, [&](auto& cap) {
+    CUDA_REQUIRE(cudaMemsetAsync(a.get(), 0, 64, cap.stream())); // segment 0
+    cap.eager([&](cudaStream_t /*s*/) {});
+    CUDA_REQUIRE(cudaMemsetAsync(b.get(), 0, 64, cap.stream())); // segment 1
+    cap.eager([&](cudaStream_t /*s*/) {});
+    CUDA_REQUIRE(cudaMemsetAsync(c.get(), 0, 64, cap.stream())); // segment 2
+  });
+  REQUIRE(step.segment_count() == 3);
+  std::size_t inputs = 0;
+  for (std::size_t k = 0; k < step.segment_count(); ++k) {
+    REQUIRE(step.segment(k).liveness_policy().input_count() == 1); // one allocation each
+    inputs += step.segment(k).liveness_policy().input_count();
+  }
+  for (int replay = 0; replay < 2; ++replay) {
+    cuda_double::clear_call_counts();
+    step.replay(stream);
+    CHECK(cuda_double::calls("cuPointerGetAttribute") == inputs);
+    CHECK(cuda_double::call_counts() ==
+          call_map{{"cuPointerGetAttribute", inputs}, {"cudaGraphLaunch", 3}});
+  }
+  stream.synchronize();
 }
 
 TEST_CASE("piecewise: a segment's end failing in a call of graphcap's own names that call") {

@@ -24,6 +24,7 @@
 
 #include <graphcap/control_flow/detail/body_capture_end.hpp>
 #include <graphcap/control_flow/detail/body_streams.hpp>
+#include <graphcap/control_flow/detail/condition_uses.hpp>
 #include <graphcap/control_flow/detail/conditional_rules.hpp>
 #include <graphcap/core/basic_graph.hpp>
 #include <graphcap/core/detail/capture.hpp>
@@ -36,6 +37,8 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -154,7 +157,40 @@ struct builder {
   using graph_type = typename Scope::graph_type;
   using body_scope = basic_scope<graph_type, capture_kind::body>;
 
-  static graphcap::condition condition(Scope& cap, unsigned initial, condition_reset reset) {
+  template <class Initial>
+  static graphcap::condition condition(Scope& cap, Initial initial, condition_reset reset) {
+    static_assert(std::is_integral_v<Initial>,
+                  "graphcap: condition(initial) takes an integer: the condition's value at the "
+                  "start of a launch (0 or 1 for if_ and while_, a body's index for switch_)");
+    if constexpr (std::is_integral_v<Initial>) { // otherwise: the error above, and no other
+      return make_condition(cap, initial_value(initial), reset);
+    } else {
+      return graphcap::condition{};
+    }
+  }
+
+private:
+  /// `initial` as the unsigned a condition holds; std::invalid_argument (nothing created) when
+  /// it is negative or over UINT_MAX, which a conversion would turn into another value.
+  template <class Initial>
+  static unsigned initial_value(Initial initial) {
+    bool fits = true;
+    if constexpr (std::is_signed_v<Initial>) {
+      fits = initial >= Initial{0};
+    }
+    if (fits && static_cast<std::uintmax_t>(initial) > std::numeric_limits<unsigned>::max()) {
+      fits = false;
+    }
+    if (!fits) [[unlikely]] {
+      throw std::invalid_argument(
+          "graphcap: condition() was given the initial value " + std::to_string(initial) +
+          ", which an unsigned condition cannot hold (0 to UINT_MAX: 0 or 1 for if_ and "
+          "while_, a body's index for switch_); nothing was created");
+    }
+    return static_cast<unsigned>(initial);
+  }
+
+  static graphcap::condition make_condition(Scope& cap, unsigned initial, condition_reset reset) {
     const capture_point point = capture_point_of(cap.stream(), "condition()");
     cudaGraphConditionalHandle handle = 0;
     check(cudaGraphConditionalHandleCreate(&handle, point.graph, initial,
@@ -165,6 +201,7 @@ struct builder {
     return graphcap::condition{handle, point.graph, point.capture};
   }
 
+public:
   template <class Body>
   static void if_(Scope& cap, const graphcap::condition& flag, Body&& body) {
     add(cap, flag, cudaGraphCondTypeIf, "if_", std::forward<Body>(body));
@@ -202,6 +239,7 @@ private:
                   "(auto&), its stream (cudaStream_t), or nothing");
     const capture_point point = capture_point_of(cap.stream(), construct);
     require_owned_by(flag, point, construct);
+    require_unused(flag, point, construct);
     std::array<cudaGraph_t, sizeof...(Bodies)> body_graphs{};
     cudaGraphNodeParams params{};
     params.type = cudaGraphNodeTypeConditional;
@@ -213,6 +251,7 @@ private:
     check_in_capture(
         cudaGraphAddNode(&node, point.graph, point.dependencies, point.edges, point.count, &params),
         "cudaGraphAddNode (conditional)");
+    condition_uses::add({point.capture, point.graph, flag.handle(), construct});
     // CUDA writes the bodies into its own array; copy them out before the next call.
     for (std::size_t i = 0; i < body_graphs.size(); ++i) {
       body_graphs[i] = params.conditional.phGraph_out[i];
@@ -281,6 +320,20 @@ private:
                         std::to_string(flag.capture_) + ", the node would go into graph " +
                         describe_graph(graph) + " of capture " + std::to_string(point.capture) +
                         "): create the condition with condition() on the scope that uses it");
+    }
+  }
+
+  /// A condition serves one node (CUDA's rule): a second is a state_error naming the first.
+  static void require_unused(const graphcap::condition& flag, const capture_point& point,
+                             const char* construct) {
+    if (const char* first = condition_uses::find(point.capture, point.graph, flag.handle()))
+        [[unlikely]] {
+      throw state_error(std::string{"graphcap: "} + construct +
+                        "() was given a condition that already serves the " + first +
+                        "() node of this capture: a condition serves one conditional node (CUDA "
+                        "refuses a second node on it); make one for this node with "
+                        "cap.condition(initial) (body.condition(initial) inside a body) and set "
+                        "each condition from device code");
     }
   }
 

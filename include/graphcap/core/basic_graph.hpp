@@ -122,7 +122,8 @@ public:
   /// Captures what `work` issues on the graph's side stream. `work` takes the capture scope
   /// (`scope&` or `auto&`), the capture stream (`cudaStream_t`), or nothing. Returns what `work`
   /// returns. If `work` throws, the capture is ended and discarded and the exception propagates
-  /// unchanged.
+  /// unchanged. The scope `work` is given ends with capture(): a pointer to it kept past the
+  /// call dangles (docs/errors.md).
   template <class Work>
   decltype(auto) capture(Work&& work) {
     return scope::run(begin_capture(), std::forward<Work>(work));
@@ -261,7 +262,9 @@ public:
     static_assert(
         P::has_handle,
         "graphcap: pool_statistics() needs a graph with a slab pool: " GRAPHCAP_SLAB_POOLS);
-    return lifecycle_.pool().statistics();
+    if constexpr (P::has_handle) { // without one: the error above, and no other
+      return lifecycle_.pool().statistics();
+    }
   }
 
   /// The Pool policy's state, read-only (its hooks are the graph's to call).
@@ -289,9 +292,10 @@ private:
 
 namespace detail {
 /// Mutable access to a graph's policies, for graphcap's own leaves (liveness.hpp's
-/// exclude_from_liveness and add_liveness_input; a piecewise graph's check of every segment's
-/// inputs before its first launch). Users get the read-only pool_policy(), annot_policy() and
-/// liveness_policy(), and the leaves' public functions; so do the tests.
+/// exclude_from_liveness and add_liveness_input; a piecewise graph's one check of every
+/// segment's inputs before its first launch, and its segments' launches after it). Users get the
+/// read-only pool_policy(), annot_policy() and liveness_policy(), and the leaves' public
+/// functions; so do the tests.
 struct policy_access {
   template <class Graph>
   static auto& pool(Graph& graph) noexcept {
@@ -304,6 +308,11 @@ struct policy_access {
   template <class Graph>
   static auto& liveness(Graph& graph) noexcept {
     return graph.lifecycle_.liveness(policy_key{});
+  }
+  /// graph.replay(stream) without its Liveness check, which the caller made already.
+  template <class Graph>
+  static void replay_checked(Graph& graph, cudaStream_t stream) {
+    graph.lifecycle_.replay_checked(policy_key{}, stream);
   }
 };
 } // namespace detail

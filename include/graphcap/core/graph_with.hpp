@@ -12,6 +12,12 @@
 #include <graphcap/core/basic_graph.hpp>
 #include <graphcap/core/policy.hpp>
 
+#if defined(__has_include)
+#if !__has_include(<boost/hana/tuple.hpp>)
+#error "graphcap: graph_with (and <graphcap/graphcap.hpp>, which includes it) needs Boost.Hana, from the Boost >= 1.74 headers, which this build does not find: install them (Debian: libboost-dev) where CMake's find_package(Boost CONFIG) finds them, or include <graphcap/basic_graph.hpp>, the lean core, which needs no Boost"
+#endif
+#endif
+
 #include <boost/hana/any_of.hpp>
 #include <boost/hana/count_if.hpp>
 #include <boost/hana/equal.hpp>

@@ -20,6 +20,7 @@
 #include <graphcap/core/capture_kind.hpp>
 #include <graphcap/core/detail/allocation_size.hpp>
 #include <graphcap/core/detail/graph_lifecycle.hpp>
+#include <graphcap/core/detail/scope_checks.hpp>
 #include <graphcap/core/stream_ref.hpp>
 #include <graphcap/core/update.hpp>
 #include <graphcap/cuda/detail/unique_handle.hpp>
@@ -38,65 +39,6 @@
 namespace graphcap {
 
 namespace detail {
-
-/// The pools as every diagnostic that asks for one spells them: the slab pools (shareable,
-/// allowed in a conditional body), and every pool that allocates.
-#define GRAPHCAP_SLAB_POOLS "pool::private_pool, pool::shared or pool::user"
-#define GRAPHCAP_ALLOCATING_POOLS                                                                  \
-  "pool::private_pool, pool::shared, pool::user or pool::graph_memory_nodes, not pool::off"
-
-/// The pool checks of a scope's allocating calls (and of the allocators over a scope), in one
-/// place. Deallocating = true: the text names deallocate().
-template <class Pool, bool Deallocating = false>
-constexpr void require_allocating_pool() noexcept {
-  if constexpr (Deallocating) {
-    static_assert(Pool::can_allocate, "graphcap: deallocate() needs a graph whose pool policy "
-                                      "allocates: use " GRAPHCAP_ALLOCATING_POOLS);
-  } else {
-    static_assert(Pool::can_allocate, "graphcap: allocate() needs a graph whose pool policy "
-                                      "allocates: use " GRAPHCAP_ALLOCATING_POOLS);
-  }
-}
-template <class Pool>
-constexpr void require_slab_pool() noexcept {
-  static_assert(Pool::has_handle, "graphcap: make_buffer() needs a graph whose pool keeps blocks "
-                                  "in slabs: use " GRAPHCAP_SLAB_POOLS " (pool::graph_memory_nodes "
-                                  "memory belongs to its graph; pool::off allocates nothing)");
-}
-
-/// A capture kind whose scope captures a conditional node's body (capture_kind::body).
-template <class Kind>
-concept body_capture_kind = Kind::is_conditional_body == true;
-
-/// A Pool policy that allocates through graph memory nodes cannot serve a conditional body
-/// (CUDA allows no memory node there); every other kind of scope takes any pool.
-template <class Pool, class Kind>
-constexpr void require_pool_allowed_in() noexcept {
-  if constexpr (body_capture_kind<Kind>) {
-    static_assert(!contract::allocates_graph_nodes<Pool>,
-                  "graphcap: allocate() in a conditional body needs a slab pool: CUDA allows no "
-                  "memory node in a body, and pool::graph_memory_nodes allocates with one; "
-                  "use " GRAPHCAP_SLAB_POOLS ", or allocate outside the body");
-  }
-}
-
-/// The control-flow builder of a scope type; defined by <graphcap/control_flow.hpp>.
-namespace control_flow {
-template <class Scope>
-struct builder;
-} // namespace control_flow
-
-/// `Flow` itself once <graphcap/control_flow.hpp> defines it; a readable error otherwise.
-template <class Flow>
-struct flow_check {
-  static constexpr bool defined = requires { sizeof(Flow); };
-  static_assert(defined, "graphcap: condition(), if_(), if_else(), switch_() and while_() need "
-                         "#include <graphcap/control_flow.hpp>");
-  using type = Flow;
-};
-template <class Flow>
-using flow = typename flow_check<Flow>::type;
-
 /// Calls `work` with what it takes: the scope (`scope&` or `auto&`), the capture stream
 /// (`cudaStream_t`, or anything a cudaStream_t converts to), or nothing. A direct call, not
 /// std::invoke: <functional> would bring the unordered containers into the lean core.
@@ -106,11 +48,10 @@ decltype(auto) invoke_work(Scope& cap, Work&& work) {
     return std::forward<Work>(work)(cap);
   } else if constexpr (std::is_invocable_v<Work, cudaStream_t>) {
     return std::forward<Work>(work)(cap.stream());
-  } else {
-    static_assert(std::is_invocable_v<Work>,
-                  "graphcap: capture(work) needs a callable taking the capture scope (scope& "
-                  "or auto&), the capture stream (cudaStream_t), or nothing");
+  } else if constexpr (std::is_invocable_v<Work>) {
     return std::forward<Work>(work)();
+  } else {
+    refuse_work<Scope, Work>(); // one static_assert, and no call to report again
   }
 }
 
@@ -188,10 +129,14 @@ public:
   /// The same, for work on `stream`, a stream forked from the capture stream.
   template <class T, std::integral Count>
   [[nodiscard]] T* allocate(Count count, stream_ref stream) {
-    detail::require_allocating_pool<pool_type>();
-    detail::require_pool_allowed_in<pool_type, Kind>();
-    const std::size_t objects = detail::element_count<T>(count, "allocate");
-    return active_graph().pool().template allocate<T>(objects, stream.get());
+    detail::require_allocating_pool<pool_type>(); // without a pool: this error, and no other
+    if constexpr (pool_type::can_allocate) {
+      detail::require_pool_allowed_in<pool_type, Kind>();
+      const std::size_t objects = detail::element_count<T>(count, "allocate");
+      return active_graph().pool().template allocate<T>(objects, stream.get());
+    } else {
+      return nullptr;
+    }
   }
 
   /// Memory for `count` objects of type T from the graph's pool, owned by the returned buffer:
@@ -204,9 +149,13 @@ public:
   /// The same, for work on `stream`, a stream forked from the capture stream.
   template <class T, std::integral Count>
   [[nodiscard]] buffer<T> make_buffer(Count count, stream_ref stream) {
-    detail::require_slab_pool<pool_type>();
-    const std::size_t objects = detail::element_count<T>(count, "make_buffer");
-    return active_graph().pool().template make_buffer<T>(objects, stream.get());
+    detail::require_slab_pool<pool_type>(); // without a slab pool: this error, and no other
+    if constexpr (pool_type::has_handle) {
+      const std::size_t objects = detail::element_count<T>(count, "make_buffer");
+      return active_graph().pool().template make_buffer<T>(objects, stream.get());
+    } else {
+      return buffer<T>{};
+    }
   }
 
   /// Gives back memory allocate() returned in this capture: later allocations of the same size
@@ -219,7 +168,9 @@ public:
   template <class T>
   void deallocate(T* pointer, stream_ref stream) {
     detail::require_allocating_pool<pool_type, /*Deallocating=*/true>();
-    active_graph().pool().deallocate(pointer, stream.get());
+    if constexpr (pool_type::can_allocate) {
+      active_graph().pool().deallocate(pointer, stream.get());
+    }
   }
 
   // ---- control flow (<graphcap/control_flow.hpp>) --------------------------------------------
@@ -229,8 +180,10 @@ public:
   /// defaults to 0, so `while_(cap.condition(), ...)` runs no iteration unless a kernel before it
   /// sets the condition. With graphcap::keep_across_launches `initial` is not used: the value
   /// persists between launches, and device code must set it before a node reads it.
-  template <class Flow = detail::control_flow::builder<basic_scope>>
-  [[nodiscard]] auto condition(unsigned initial = 0,
+  /// An integer `initial` (a negative one, or one over UINT_MAX, is a std::invalid_argument);
+  /// any other type does not compile.
+  template <class Initial = unsigned, class Flow = detail::control_flow::builder<basic_scope>>
+  [[nodiscard]] auto condition(Initial initial = 0U,
                                condition_reset reset = condition_reset::each_launch) {
     return detail::flow<Flow>::condition(*this, initial, reset);
   }

@@ -107,10 +107,15 @@ struct family_key_statistics {
   std::size_t pool_bytes = 0; ///< what the pool grew by for its capture
   /// device bytes its instantiations took (cudaMemGetInfo's drop; 0 for updates)
   std::size_t executable_bytes = 0;
-  std::size_t replays = 0;   ///< replays through the family
-  std::size_t switches = 0;  ///< one executable: times this key took its group's executable
-  std::size_t updates = 0;   ///< of those, updated in place
-  std::size_t fallbacks = 0; ///< of those, instantiated (a group of its own, or none held)
+  std::size_t replays = 0; ///< replays through the family
+  /// One executable: times this key had to take its group's executable (at its join, or at a
+  /// replay while another key held it); the first key of a topology founds its group, no switch.
+  std::size_t switches = 0;
+  std::size_t updates = 0; ///< of those, updated in place (cudaGraphExecUpdate)
+  /// Of those, instantiated instead: a group of its topology could not take it (CUDA refused the
+  /// update, or its launches differ: own_executable says why; one more in executables()), or its
+  /// group held none (the key that held it was evicted).
+  std::size_t fallbacks = 0;
   /// One executable: why this key has an executable of its own though a group of its topology
   /// existed (its kernels' functions or launch attributes differ, or CUDA refused the update);
   /// empty otherwise

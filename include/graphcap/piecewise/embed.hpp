@@ -67,8 +67,11 @@ inline void check_in_capture(cudaError_t status, const char* call) {
 /// Adds `graph`'s template to the capture of `cap` as one child-graph node, after the work
 /// issued on cap.stream() so far; the work issued after it follows it. `graph` must keep its
 /// template (graphcap::keep_graph; state_error otherwise) and stay alive and captured while the
-/// outer graph may replay (see the top of this file). capture_error naming CUDA's rule where
-/// `graph` holds memory or conditional nodes, or where cap.stream() is not capturing.
+/// outer graph may replay: CUDA clones the template into the capture, so a later reset or
+/// recapture of `graph` does not reach the node, but the node uses the addresses `graph`
+/// captured, its pool blocks included. capture_error naming CUDA's rule where `graph` holds
+/// memory or conditional nodes, or where cap.stream() is not capturing. (A capture() on a stream
+/// that is already capturing is refused: embed() is how one graph goes into another.)
 template <class Scope, class Graph>
 void embed(Scope& cap, const Graph& graph) {
   const cudaGraph_t child = graph.raw_graph(); // state_error without a kept template

@@ -49,8 +49,14 @@
 
 namespace graphcap {
 
-/// A step captured as segments of `Graph` with eager islands between them (see the top of this
-/// file). Replays segment 0, island 0, segment 1, ... on one stream.
+/// A step captured as segments of `Graph` with eager islands between them, replayed as one
+/// object: segment 0, island 0, segment 1, ... on one stream. In the capture, cap.eager(island)
+/// ends the current segment, records the island (work a graph cannot hold: a launch whose grid
+/// is a host value that changes every step, a library call that synchronizes or allocates) and
+/// resumes into the next segment; every replay runs the island again, eagerly. The segments draw
+/// from one pool (the first segment's, shared by handle), so a block allocated in one segment
+/// keeps its address in the next. With no island, it is one segment. One thread at a time.
+/// docs/piecewise.md.
 template <class Graph = graphcap::graph>
 class piecewise_graph {
   static_assert(
@@ -155,21 +161,25 @@ public:
   }
 
   /// Replays segment 0, runs island 0 eagerly on `stream`, replays segment 1, and so on. With
-  /// liveness::check every segment's inputs are checked before anything is launched. An island
-  /// that throws stops the replay there: island_error (its exception nested); the graph stays
-  /// replayable. state_error before a capture.
+  /// liveness::check every segment's inputs (an empty segment's too) are checked once, before
+  /// anything is launched; the segments' launches do not check again. An island that throws
+  /// stops the replay there: island_error (its exception nested); the graph stays replayable.
+  /// state_error before a capture.
   void replay(stream_ref stream = {}) {
     if (empty()) {
       throw state_error("graphcap: replay() of a piecewise graph that holds no capture: "
                         "capture() first");
     }
     const cudaStream_t raw = stream.get();
-    for (std::size_t k = 1; k < segments_.size(); ++k) { // segment 0 checks its own, first
-      detail::policy_access::liveness(*segments_[k]).before_replay(raw);
+    // One liveness check per step, every segment's inputs (an empty segment's too: it is not
+    // launched, but what cap.input() declared there is the step's), before anything launches;
+    // the launches below do not check again.
+    for (const std::unique_ptr<Graph>& segment : segments_) {
+      detail::policy_access::liveness(*segment).before_replay(raw);
     }
     for (std::size_t k = 0; k < segments_.size(); ++k) {
       if (segments_[k]->node_count() != 0) { // an island at the start or two in a row
-        segments_[k]->replay(stream);
+        detail::policy_access::replay_checked(*segments_[k], raw);
       }
       if (k < islands_.size()) {
         run_island(k, raw);

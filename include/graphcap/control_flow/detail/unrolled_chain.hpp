@@ -82,8 +82,8 @@ inline void read_body(cudaGraph_t graph, body_nodes& body) {
                                         [](const std::pair<cudaGraphNode_t, std::size_t>& entry,
                                            cudaGraphNode_t key) { return entry.first < key; });
     if (found == index.end() || found->first != node) {
-      throw_cuda(cudaErrorInvalidValue, "cudaGraphGetEdges",
-                 "an edge names a node cudaGraphGetNodes did not list");
+      throw_error(cudaErrorInvalidValue, "cudaGraphGetEdges",
+                  "an edge names a node cudaGraphGetNodes did not list");
     }
     return found->second;
   };
@@ -174,10 +174,10 @@ inline cudaGraphNode_t copy_node(cudaGraph_t chain, cudaGraphNode_t node, cudaGr
     check(cudaGraphAddEmptyNode(&copy, chain, nullptr, 0), "cudaGraphAddEmptyNode");
     return copy;
   default: // flat_refusal() keeps every other type out
-    throw_cuda(cudaErrorNotSupported, "graphcap::replay_loop",
-               std::string{"a "}
-                   .append(graphcap::to_string(type))
-                   .append(" node cannot be copied node by node"));
+    throw_error(cudaErrorNotSupported, "graphcap::replay_loop",
+                std::string{"a "}
+                    .append(graphcap::to_string(type))
+                    .append(" node cannot be copied node by node"));
   }
 }
 

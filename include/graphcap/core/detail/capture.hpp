@@ -46,22 +46,23 @@ inline void require_not_capturing(cudaStream_t stream) {
 /// Ends whatever capture is still running on `stream` and destroys what it produced; never
 /// throws and never leaves the stream capturing. An end that fails for another reason than an
 /// invalidated capture may leave the stream capturing (seen with fault injection), so this asks
-/// CUDA and tries again, a bounded number of times.
+/// CUDA and tries again, a bounded number of times. Each failed call's last error is cleared
+/// (ignore); a user's pending error that none of them replaced stays (docs/errors.md).
 inline void abandon(cudaStream_t stream) noexcept {
   for (int attempt = 0; attempt < 3; ++attempt) {
     // If CUDA cannot say, end anyway: ending a stream that does not capture fails harmlessly.
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusActive;
-    if (cudaStreamIsCapturing(stream, &status) == cudaSuccess &&
-        status == cudaStreamCaptureStatusNone) {
+    const cudaError_t asked = cudaStreamIsCapturing(stream, &status);
+    if (asked == cudaSuccess && status == cudaStreamCaptureStatusNone) {
       break;
     }
+    ignore(asked);
     cudaGraph_t captured = nullptr;
     ignore(cudaStreamEndCapture(stream, &captured));
     if (captured != nullptr) {
       graph_handle{captured}.reset();
     }
   }
-  static_cast<void>(cudaGetLastError());
 }
 
 /// Ends the capture on `stream`. On success `captured` owns the template. On failure the status

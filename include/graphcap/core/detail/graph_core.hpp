@@ -269,6 +269,24 @@ struct graph_core {
     }
   }
 
+  /// A capture begins on an empty graph. During a capture of the same graph, what to do is what
+  /// reset() says then: end that capture first (captures of one graph do not nest).
+  void require_empty_to_begin() const {
+    require_state(graph_state::empty, "begin a capture",
+                  state == graph_state::capturing
+                      ? "captures of one graph do not nest: end the capture in progress first "
+                        "(scope::end(), or let its scope be destroyed), or capture into another "
+                        "graph (embed() adds a captured graph to a capture)"
+                      : "call reset() first, or capture into another graph");
+  }
+
+  /// Throws state_error while a capture scope is open.
+  void refuse_while_capturing(std::string_view operation, std::string_view what_to_do) const {
+    if (state == graph_state::capturing) [[unlikely]] {
+      throw state_error(message(operation, what_to_do));
+    }
+  }
+
   /// "graphcap: cannot <operation> while the graph is <state>: <what to do>".
   [[nodiscard]] GRAPHCAP_COLD std::string message(std::string_view operation,
                                                   std::string_view what_to_do) const {

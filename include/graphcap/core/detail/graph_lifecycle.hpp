@@ -7,9 +7,9 @@
 // A closed engine: its data and steps are private, and it has three doors. The graph and its
 // scopes are friends (they are the lifecycle's two faces); each capture kind ends and abandons
 // itself through the steps (capture_kind::fresh instantiates, capture_kind::update updates);
-// and the wings that hook into a graph (control flow, the liveness leaf's declarations) get
-// the policies alone, not the steps, with a policy_key only they can make. Nothing else
-// reaches inside.
+// and the wings that hook into a graph (control flow, the liveness leaf's declarations, a
+// piecewise graph) get the policies, and one step (a replay whose liveness check the caller
+// made: replay_checked), with a policy_key only they can make. Nothing else reaches inside.
 //
 // Hooks run as core/policy.hpp says: Pool, Annot, Liveness, each step in that order
 // (before_replay: Liveness first); a failure at any step leaves no stream capturing and every
@@ -43,8 +43,9 @@ struct policy_access;
 
 /// The key to a lifecycle's policies for the wings that hook into a graph: control flow (a
 /// conditional node's annotations, a body's streams and inputs) and policy_access (the
-/// liveness leaf's declared inputs). Only they can make one, so a policy's mutable state has
-/// no other way in from outside the core, and none of them reaches a lifecycle step.
+/// liveness leaf's declared inputs; a piecewise graph's one liveness check per step). Only they
+/// can make one, so a policy's mutable state has no other way in from outside the core, and the
+/// one lifecycle step it opens is replay_checked (a replay less its liveness check).
 class policy_key {
   template <class Scope>
   friend struct control_flow::builder;
@@ -74,14 +75,14 @@ public:
     }
     return *this;
   }
-  graph_lifecycle(const graph_lifecycle&) = delete;
-  graph_lifecycle& operator=(const graph_lifecycle&) = delete;
-  ~graph_lifecycle() { release(); }
+  ~graph_lifecycle() { release(); } // not copyable: the move members delete the copies
 
   // ---- the wings' door: the policies, for their hooks (see policy_key) ---------------------
   Pool& pool(policy_key /*key*/) noexcept { return pool_; }
   Annot& annot(policy_key /*key*/) noexcept { return annot_; }
   Liveness& liveness(policy_key /*key*/) noexcept { return liveness_; }
+  /// The one step behind the key: replay() less the Liveness check a piecewise step made.
+  void replay_checked(policy_key /*key*/, cudaStream_t stream) { replay<false>(stream); }
 
 private:
   friend class basic_graph<Mode, Pool, Annot, Liveness>;
@@ -95,8 +96,7 @@ private:
   /// Begins capturing on `*stream` (null: the side stream, made for the current device);
   /// returns the capture stream. Needs an empty graph and a capturable stream.
   cudaStream_t begin(const stream_ref* stream) {
-    core_.require_state(graph_state::empty, "begin a capture",
-                        "call reset() first, or capture into another graph");
+    core_.require_empty_to_begin();
     const cudaStream_t capturing = checked_stream(stream);
     check_policies();
     start_capture(capturing);
@@ -107,9 +107,7 @@ private:
   /// the stream, check_capture) comes first: nothing is lost. Then the template and the policies'
   /// records go (the pool takes its blocks back in order, for the new capture to reuse).
   cudaStream_t begin_recapture(const stream_ref* stream, exec_handle& previous) {
-    if (core_.state == graph_state::capturing) {
-      throw state_error(core_.message("recapture", "end the capture in progress first"));
-    }
+    core_.refuse_while_capturing("recapture", "end the capture in progress first");
     const cudaStream_t capturing = checked_stream(stream);
     capture::require_not_capturing(capturing);
     check_policies();
@@ -278,10 +276,14 @@ private:
         core_.message(operation, "capture a graph first (capture() or begin_capture())"));
   }
 
-  /// The policies' pre-replay checks (Liveness first: a refused replay touches nothing else),
-  /// and one cudaGraphLaunch; misuse is diagnosed only after the launch failed.
+  /// The policies' pre-replay checks (Liveness first: a refused replay touches nothing else;
+  /// none with CheckLiveness false, where the caller made it) and one cudaGraphLaunch; misuse is
+  /// diagnosed only after the launch failed.
+  template <bool CheckLiveness = true>
   void replay(cudaStream_t stream) {
-    liveness_.before_replay(stream);
+    if constexpr (CheckLiveness) {
+      liveness_.before_replay(stream);
+    }
     pool_.before_replay(stream);
     annot_.before_replay(stream);
     const cudaError_t status = cudaGraphLaunch(core_.exec.get(), stream);
@@ -309,10 +311,8 @@ private:
 
   /// reset(): drops the capture; a state_error while a capture scope is open.
   void reset() {
-    if (core_.state == graph_state::capturing) {
-      throw state_error(core_.message("reset()", "end the capture (scope::end(), or let the "
-                                                 "scope be destroyed) before resetting the graph"));
-    }
+    core_.refuse_while_capturing("reset()", "end the capture in progress first (scope::end(), or "
+                                            "let its scope be destroyed), then reset the graph");
     drop_graphs();
   }
 

@@ -30,8 +30,7 @@ constexpr std::string_view hint_for(cudaError_t code) noexcept {
   case cudaErrorStreamCaptureUnjoined:
     return "work was forked to another stream during the capture and never joined back: record an "
            "event on each forked stream and cudaStreamWaitEvent the capture stream on it before "
-           "the "
-           "capture ends";
+           "the capture ends";
   case cudaErrorStreamCaptureUnmatched:
     return "the capture was ended on a stream other than the one it began on";
   case cudaErrorStreamCaptureWrongThread:
@@ -67,12 +66,24 @@ GRAPHCAP_COLD [[noreturn]] void throw_error(cudaError_t code, std::string_view c
   throw Error(code, call, hint.empty() ? hint_for(code) : hint);
 }
 
-/// Throws Error for a failed CUDA call, after clearing the last error that call set: graphcap
-/// never leaves a status of its own behind for an unrelated cudaGetLastError to find.
+/// Clears the runtime's last error if it is `code`: the one a runtime call of graphcap's that
+/// just failed with `code` left (CUDA keeps one per thread, and a failing call overwrites it).
+/// Another pending error is the user's, which no call of graphcap's replaced (a driver call
+/// sets none, nor does a failure graphcap found itself): it is left alone.
+inline void clear_own_error(cudaError_t code) noexcept {
+  if (cudaPeekAtLastError() == code) {
+    static_cast<void>(cudaGetLastError());
+  }
+}
+
+/// Throws Error for a failed CUDA runtime call, after clearing the last error that call set
+/// (clear_own_error): graphcap never leaves a status of its own behind for an unrelated
+/// cudaGetLastError to find, and never takes a user's pending error it did not cause. For a
+/// failure no runtime call reported (a driver call, a refusal of graphcap's), throw_error.
 template <class Error = cuda_error>
 GRAPHCAP_COLD [[noreturn]] void throw_cuda(cudaError_t code, std::string_view call,
                                            std::string_view hint = {}) {
-  static_cast<void>(cudaGetLastError());
+  clear_own_error(code);
   throw_error<Error>(code, call, hint);
 }
 
@@ -83,10 +94,11 @@ inline void check(cudaError_t code, std::string_view call) {
   }
 }
 
-/// For destructors and cleanup after an error: never throws, clears the sticky last error.
+/// For destructors and cleanup after an error: never throws, and clears the last error the
+/// failed call left (clear_own_error; a sticky error stays, as CUDA keeps it).
 inline void ignore(cudaError_t code) noexcept {
   if (code != cudaSuccess) [[unlikely]] {
-    static_cast<void>(cudaGetLastError());
+    clear_own_error(code);
   }
 }
 

@@ -37,7 +37,7 @@ std::size_t instantiate_measured(Graph& graph) {
   return free_before > free_after ? free_before - free_after : 0;
 }
 
-/// What a key's switch did, for its statistics.
+/// What a key's switch (or its join at capture) did, for its statistics.
 struct group_switch {
   bool switched = false;     ///< the key did not hold its group's executable before
   update_result result{};    ///< updated, or instantiated (a group of its own, or none held)
@@ -45,8 +45,13 @@ struct group_switch {
   std::size_t new_bytes = 0; ///< device bytes an instantiation took (0 for an update)
   /// Why a group of the key's topology could not take it (empty: none existed, or one did)
   std::string apart;
+  /// The first key of its topology founded its group: the group's own instantiation, which is
+  /// neither a switch nor a fallback.
+  bool founded = false;
 
-  /// Enters the switch in a key's statistics, its group and the family's last update.
+  /// Enters the switch in a key's statistics, its group and the family's last update: a switch
+  /// is an update or, where none could be made (CUDA refused it, the launches differ, the group
+  /// held no executable), a fallback to an instantiation.
   void record(family_key_statistics& counts, std::size_t& key_group, update_result& last) const {
     key_group = group;
     if (!apart.empty()) {
@@ -55,8 +60,10 @@ struct group_switch {
     if (switched) {
       last = result;
       counts.executable_bytes += new_bytes;
-      ++counts.switches;
-      ++(result.updated() ? counts.updates : counts.fallbacks);
+      if (!founded) {
+        ++counts.switches;
+        ++(result.updated() ? counts.updates : counts.fallbacks);
+      }
     }
   }
 };
@@ -101,6 +108,7 @@ public:
     } else {
       own.apart = std::move(apart);
     }
+    own.founded = own.apart.empty(); // else a fallback: a group of its topology existed
     return own;
   }
 
@@ -133,6 +141,7 @@ public:
     own.result = {update_outcome::reinstantiated, result.cuda_result, result.reason, result.error};
     own.apart = std::string{"CUDA refused the update from its topology's executable: "} +
                 std::string{result.reason};
+    own.founded = false; // a fallback: it was to take its group's executable
     return own;
   }
 
@@ -179,7 +188,8 @@ private:
              "no group of its topology took it: an executable graph of its own", cudaSuccess},
             groups_.size() - 1,
             bytes,
-            {}};
+            {},
+            true};
   }
 
   std::vector<group> groups_;

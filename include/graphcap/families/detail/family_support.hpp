@@ -153,12 +153,13 @@ struct family_work {
     if constexpr (std::is_invocable_v<Work&, const Key&, Scope&>) {
       capture = std::move(work);
       eager = nullptr;
-    } else {
+    } else if constexpr (std::is_invocable_v<Work&, const Key&, cudaStream_t>) {
+      capture = [work](const Key& key, Scope& cap) mutable { work(key, cap.stream()); };
+      eager = std::move(work);
+    } else { // one error: nothing after it for the compiler to report again
       static_assert(std::is_invocable_v<Work&, const Key&, cudaStream_t>,
                     "graphcap: graph_family::capture_all(keys, stream, work) needs a work "
                     "callable as work(key, scope&) or work(key, cudaStream_t)");
-      capture = [work](const Key& key, Scope& cap) mutable { work(key, cap.stream()); };
-      eager = std::move(work);
     }
   }
 

@@ -324,12 +324,15 @@ private:
 
   GRAPHCAP_COLD [[noreturn]] void fail_to_grow(cudaError_t status, std::size_t size,
                                                std::size_t requested) const {
-    throw_cuda<out_of_memory_error>(
-        status, memory_.allocating_call(),
-        "the graph's pool could not grow by " + std::to_string(size) + " bytes for a request of " +
-            std::to_string(requested) + " bytes (the pool holds " +
-            std::to_string(stats_.reserved_bytes) + " bytes in " + std::to_string(stats_.slabs) +
-            " slabs); free memory, or allocate less during the capture");
+    const std::string hint = "the graph's pool could not grow by " + std::to_string(size) +
+                             " bytes for a request of " + std::to_string(requested) +
+                             " bytes (the pool holds " + std::to_string(stats_.reserved_bytes) +
+                             " bytes in " + std::to_string(stats_.slabs) +
+                             " slabs); free memory, or allocate less during the capture";
+    if (memory_.custom()) { // a driver call failed (pool::sleepable's VMM): no last error set
+      throw_error<out_of_memory_error>(status, memory_.allocating_call(), hint);
+    }
+    throw_cuda<out_of_memory_error>(status, memory_.allocating_call(), hint);
   }
 
   void free_slab(std::byte* slab, const slab_record& record) noexcept {

@@ -39,7 +39,9 @@ public:
   slab_source& operator=(slab_source&&) = delete;
   virtual ~slab_source() = default;
   /// `size` bytes at `*slab`, or the status of the call that failed (allocating_call() names it
-  /// then); may throw a graphcap::error of its own (a missing driver function, a state).
+  /// then): a driver call's, which leaves the runtime's last error alone, so the pool reports it
+  /// with throw_error; may throw a graphcap::error of its own (a missing driver function, a
+  /// state).
   [[nodiscard]] virtual cudaError_t allocate(void** slab, std::size_t size) = 0;
   /// Gives a slab back, once nothing on the device uses it any more.
   virtual void free(void* slab) noexcept = 0;

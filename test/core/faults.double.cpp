@@ -83,3 +83,24 @@ TEST_CASE("every CUDA call graphcap makes may fail once and the graph stays reus
   CHECK(injected >= 10);
   CUDA_REQUIRE(cudaStreamDestroy(replay_stream));
 }
+
+TEST_CASE("a failed instantiate() of an instantiated graph leaves its template to instantiate "
+          "again") {
+  // The old executable goes first (a graph with memory nodes has one at a time); the graph was
+  // left "instantiated" with none, refusing replay() and raw_exec() until a reset.
+  cuda_double::reset();
+  int counter = 0;
+  gctest::stream stream;
+  gc::lean_graph graph{gc::keep_graph};
+  graph.capture(stream,
+                [&](cudaStream_t s) { CUDA_REQUIRE(cudaLaunchHostFunc(s, add_one, &counter)); });
+  graph.instantiate();
+  cuda_double::fail_call("cudaGraphInstantiateWithFlags", cudaErrorUnknown);
+  CHECK_THROWS_AS(graph.instantiate(), gc::cuda_error);
+  CHECK(graph.state() == gc::graph_state::captured);
+  graph.replay(stream); // instantiates the template again
+  stream.synchronize();
+  CHECK(counter == 1);
+  CHECK(graph.state() == gc::graph_state::instantiated);
+  CHECK(cuda_double::live_execs() == 1);
+}

@@ -188,3 +188,32 @@ TEST_CASE("piecewise liveness: one replay asks about each segment's inputs once,
   }
   stream.synchronize();
 }
+
+TEST_CASE("piecewise: a segment's end failing in a call of graphcap's own names that call") {
+  // Only CUDA's stream-capture statuses (work not joined, a capture invalidated) are reported as
+  // the segment's capture_error with the fork and event hints; a failed instantiation or event
+  // creation at a break keeps its own error, naming its call (it was a capture_error naming
+  // "piecewise capture: segment 0", with the fork hint).
+  for (const char* call : {"cudaGraphInstantiateWithFlags", "cudaEventCreateWithFlags"}) {
+    INFO(call);
+    cuda_double::reset();
+    gctest::stream stream;
+    int ticks = 0;
+    gc::piecewise_graph<> step;
+    cuda_double::fail_call(call, cudaErrorUnknown);
+    try {
+      step.capture(stream, [&](auto& cap) {
+        CUDA_REQUIRE(
+            cudaMemsetAsync(cap.template allocate<unsigned char>(64), 1, 64, cap.stream()));
+        cap.eager([&](cudaStream_t s) { CUDA_REQUIRE(cudaLaunchHostFunc(s, tick, &ticks)); });
+      });
+      FAIL("the capture succeeded");
+    } catch (const gc::cuda_error& failure) {
+      CHECK(failure.call() == call);
+      CHECK(failure.code() == cudaErrorUnknown);
+      CHECK_THAT(std::string{failure.what()}, !gctest::contains("must be joined back"));
+    }
+    CHECK(step.empty());
+    CHECK_FALSE(gctest::capturing(stream));
+  }
+}

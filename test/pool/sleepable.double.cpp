@@ -183,6 +183,48 @@ TEST_CASE("sleepable (double): a wake that cannot get memory is an out_of_memory
   CHECK_FALSE(pool.asleep());
 }
 
+TEST_CASE("sleepable (double): a wake out of memory names the call the driver failed, at each "
+          "of them") {
+  // Which call finds the device full is the driver's (docs/errors.md): each one fails the wake
+  // with an out_of_memory_error naming it (a wake used to name the call that ended the last
+  // successful growth, cuMemSetAccess, whichever failed); the pool stays asleep with its backup
+  // and wakes, contents intact, once the memory is free.
+  for (const char* call : {"cuMemCreate", "cuMemMap", "cuMemSetAccess"}) {
+    INFO(call);
+    cuda_double::reset();
+    forget_vmm_functions();
+    cuda_double::set_device_memory(std::size_t{64} << 20);
+    cuda_double::set_vmm_out_of_memory_call(call);
+    std::vector<unsigned char> host(bytes, 0);
+    sleepy_graph graph;
+    unsigned char* block = capture_fill(graph, host, 4);
+    CUDA_REQUIRE(cudaMemset(block, 0x42, bytes));
+    gc::sleepable_pool_handle pool = graph.pool();
+    pool.sleep(gc::pool::backup::host);
+    const std::size_t backup = pool.backup_bytes();
+    void* taken = nullptr;
+    CUDA_REQUIRE(cudaMalloc(&taken, std::size_t{63} << 20)); // the memory the pool gave back
+    try {
+      pool.wake();
+      FAIL("the wake succeeded");
+    } catch (const gc::out_of_memory_error& failure) {
+      CHECK(failure.call() == call);
+      CHECK_THAT(std::string{failure.what()}, gctest::contains("free memory and call wake()"));
+    }
+    CHECK(pool.asleep());
+    CHECK(pool.resident_bytes() == 0);
+    CHECK(pool.backup_bytes() == backup);
+    CUDA_REQUIRE(cudaFree(taken));
+    pool.wake();
+    CHECK(read_back(block) == std::vector<unsigned char>(bytes, 0x42));
+    gctest::stream stream;
+    graph.replay(stream);
+    stream.synchronize();
+    CHECK(host == std::vector<unsigned char>(bytes, 4));
+  }
+  cuda_double::reset();
+}
+
 TEST_CASE("sleepable (double): a driver without a VMM function fails this pool only, naming it") {
   cuda_double::reset();
   cuda_double::hide_driver_function("cuMemCreate");

@@ -355,3 +355,26 @@ TEST_CASE("rebinder on the double: an operand of a cudaMemcpyDefault copy moved 
   CHECK(cuda_double::call_counts() == call_map{{"cuPointerGetAttribute", 1}});
   CHECK(template_reads(graph.raw_graph()) == std::vector<const void*>{x.get()});
 }
+
+TEST_CASE("rebinder on the double: a failed rescan changes nothing, with all_inputs too") {
+  // all_inputs dropped every input before the scan: one that failed left the rebinder with none.
+  cuda_double::reset();
+  fixture f;
+  gc::rebinder inputs{f.graph, gc::all_inputs};
+  const std::size_t registered = inputs.input_count();
+  REQUIRE(inputs.is_input(f.x.get()));
+  static_cast<void>(f.graph.recapture(f.stream, [&](cudaStream_t s) {
+    gctest::launch_axpy(s, f.y.get(), f.x.get(), 1.0F, n);
+    gctest::launch_axpy(s, f.y.get(), f.x.get(), 1.0F, n);
+    CUDA_REQUIRE(
+        cudaMemcpyAsync(f.copy.get(), f.x.get(), n * sizeof(float), cudaMemcpyDeviceToDevice, s));
+  }));
+  cuda_double::fail_call("cuFuncGetParamInfo", cudaErrorUnknown);
+  CHECK_THROWS_AS(inputs.rescan(), gc::cuda_error);
+  CHECK(inputs.input_count() == registered);
+  CHECK(inputs.is_input(f.x.get()));
+  CHECK_THROWS_AS(inputs.rebind(f.x.get(), f.x2.get()), gc::state_error); // still stale
+  inputs.rescan();
+  inputs.rebind(f.x.get(), f.x2.get());
+  CHECK(f.replayed() == 10.0F);
+}

@@ -171,7 +171,8 @@ private:
   piecewise_scope(piecewise_graph<Graph>& owner, cudaStream_t stream)
       : owner_(&owner), stream_(stream) {}
 
-  // Ends the current segment; a failure names where (`where`) and the segment.
+  // Ends the current segment; a failure of the capture itself (CUDA's stream-capture statuses)
+  // names where (`where`) and the segment, any other propagates as it is.
   void end_segment(const std::string& where) {
     try {
       current_->end();
@@ -182,6 +183,10 @@ private:
         updates_.push_back(current_->update());
       }
     } catch (const cuda_error& failure) {
+      if (failure.code() < cudaErrorStreamCaptureUnsupported ||
+          failure.code() > cudaErrorStreamCaptureWrongThread) {
+        throw; // not the capture's own failure (an event, an instantiation): the call that failed
+      }
       throw capture_error(failure.code(),
                           "piecewise capture: segment " + std::to_string(segment_index()) +
                               ", ended at " + where,

@@ -34,6 +34,7 @@
 #include <span>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace graphcap {
@@ -104,7 +105,7 @@ public:
       detail::rebind::register_input(inputs_, reinterpret_cast<std::uintptr_t>(input.address),
                                      input.bytes, rebind_input::to_allocation_end);
     }
-    scan();
+    scan(inputs_);
   }
   /// As above, for a braced list: `rebinder binder{graph, {a, b, {c, bytes}}}`.
   rebinder(Graph& graph, std::initializer_list<rebind_input> inputs,
@@ -114,7 +115,7 @@ public:
   rebinder(Graph& graph, all_inputs_t /*every*/, template_patch when = template_patch::at_once)
       : graph_(&graph), when_(when), all_inputs_(true) {
     require_ready("construct a rebinder");
-    scan();
+    scan({});
   }
 
   /// Move-only: each patched node's argument pointers point into this rebinder's own copy of its
@@ -214,16 +215,14 @@ public:
   /// Scans the graph again after a recapture() (or a reset() and new capture), for the inputs at
   /// their current addresses (all_inputs: for every external allocation again). Where the
   /// recapture updated the executable in place, it is instantiated anew from the template: CUDA
-  /// names an executable's nodes only by the graph it was instantiated from.
+  /// names an executable's nodes only by the graph it was instantiated from. A failed rescan
+  /// changes nothing (the rebinder stays stale: rescan() again).
   void rescan() {
     require_ready("rescan");
     if (graph_->generation() == generation_) {
       sync_template(); // deferred patches first: the scan reads the template
     }
-    if (all_inputs_) {
-      inputs_.clear();
-    }
-    scan();
+    scan(all_inputs_ ? std::vector<detail::rebind::bound_input>{} : inputs_);
   }
 
   /// Registered inputs.
@@ -282,7 +281,7 @@ private:
     }
   }
 
-  void scan() {
+  void scan(std::vector<detail::rebind::bound_input> inputs) {
     detail::rebind::scan_request request;
     request.graph = graph_->raw_graph();
     auto& live = detail::policy_access::liveness(*graph_);
@@ -293,22 +292,24 @@ private:
         detail::policy_access::pool(*graph_), [&](const void* base, std::size_t bytes) {
           request.internal.push_back({reinterpret_cast<std::uintptr_t>(base), bytes});
         });
-    nodes_ = detail::rebind::scan(request, inputs_).nodes;
-    generation_ = graph_->generation();
-    if (graph_->state() == graph_state::instantiated && !nodes_.empty()) {
+    auto found = detail::rebind::scan(request, inputs).nodes;
+    if (graph_->state() == graph_state::instantiated && !found.empty()) {
       // CUDA names an executable's nodes by those of the graph it was instantiated from; after
       // a recapture that updated it in place, the kept template's nodes name none of them
       // (cudaErrorInvalidValue: benchmark/probes/rebind_limits.cu). A patch with the node's own
       // parameters tells, and changes nothing; then the executable is instantiated anew.
       const cudaError_t status =
-          detail::rebind::patch_executable(graph_->raw_exec(), nodes_.front());
+          detail::rebind::patch_executable(graph_->raw_exec(), found.front());
       if (status == cudaErrorInvalidValue) {
         static_cast<void>(cudaGetLastError());
         graph_->instantiate();
       } else {
-        detail::check(status, detail::rebind::exec_call(nodes_.front().kind));
+        detail::check(status, detail::rebind::exec_call(found.front().kind));
       }
     }
+    inputs_ = std::move(inputs); // taken once nothing can fail: a failed scan changes nothing
+    nodes_ = std::move(found);
+    generation_ = graph_->generation();
   }
 
   /// liveness::check moves its tracking too; if it refuses, every patch is undone.

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 
 namespace cuda_double::detail {
 
@@ -122,6 +124,8 @@ void reset() {
   st.hidden_driver_functions.clear();
   st.device_count = 1;
   st.no_driver = false;
+  st.total_memory = kDefaultTotalMemory;
+  st.vmm_out_of_memory_call = kDefaultVmmOutOfMemoryCall;
   ++st.generation;
 }
 
@@ -142,6 +146,21 @@ void clear_violations() {
 void set_device_count(int count) {
   std::lock_guard<std::recursive_mutex> lock(state().mu);
   state().device_count = count < 0 ? 0 : count;
+}
+
+void set_device_memory(std::size_t bytes) {
+  std::lock_guard<std::recursive_mutex> lock(state().mu);
+  state().total_memory = bytes;
+}
+
+void set_vmm_out_of_memory_call(const char* function_name) {
+  const std::string name = function_name != nullptr ? function_name : "";
+  if (name != "cuMemCreate" && name != "cuMemMap" && name != "cuMemSetAccess") {
+    throw std::invalid_argument("cuda_double::set_vmm_out_of_memory_call: \"" + name +
+                                "\" is none of cuMemCreate, cuMemMap, cuMemSetAccess");
+  }
+  std::lock_guard<std::recursive_mutex> lock(state().mu);
+  state().vmm_out_of_memory_call = name;
 }
 
 void simulate_no_driver(bool on) {

@@ -239,6 +239,9 @@ struct VmmPhysical {
   std::vector<unsigned char> contents; // while unmapped; empty: never written (undefined)
   int mappings = 0;
   bool released = false; // cuMemRelease called: gone with its last mapping
+  // Passed the check for device memory at State::vmm_out_of_memory_call (counted as device
+  // memory from cuMemCreate on all the same).
+  bool memory_checked = false;
 };
 struct VmmMapping {
   std::size_t size = 0;
@@ -252,13 +255,20 @@ struct Fault {
   cudaError_t error;
 };
 
+inline constexpr std::size_t kDefaultTotalMemory = std::size_t{80} << 30;
+// Where CUDA documents CUDA_ERROR_OUT_OF_MEMORY (set_vmm_out_of_memory_call: another driver's).
+inline constexpr const char* kDefaultVmmOutOfMemoryCall = "cuMemCreate";
+
 struct State {
   // Recursive so that host functions run under it may use the control API.
   std::recursive_mutex mu;
   std::atomic<std::uint64_t> generation{1};
   int device_count = 1;
   bool no_driver = false;
-  std::size_t total_memory = std::size_t{80} << 30;
+  std::size_t total_memory = kDefaultTotalMemory;
+  // The VMM call that finds the device out of memory for a new physical allocation
+  // (set_vmm_out_of_memory_call).
+  std::string vmm_out_of_memory_call = kDefaultVmmOutOfMemoryCall;
 
   std::unordered_set<cudaStream_t> streams;           // user streams
   std::map<int, std::unique_ptr<CUstream_st>> legacy; // per device

@@ -7,9 +7,11 @@
 // touches an address no mapping makes accessible faults as the GPU would (SIGSEGV), and the
 // runtime's copies, memsets and graph nodes refuse it (the registry has no accessible range
 // there). A physical allocation counts as device memory (cudaMemGetInfo) from cuMemCreate until it
-// is released and unmapped. Its contents live in the reservation's pages while it is mapped and in
-// its own buffer while it is not: a fresh one reads as 0xCD bytes, so contents lost across an
-// unmap and a new allocation show. Granularity is 2 MiB, as on the H200.
+// is released and unmapped; the call that finds the device out of memory for it is cuMemCreate
+// by default (set_vmm_out_of_memory_call: cuMemMap or cuMemSetAccess, as a driver may).
+// Its contents live in the reservation's pages while it is mapped and in its own buffer while it is
+// not: a fresh one reads as 0xCD bytes, so contents lost across an unmap and a new allocation show.
+// Granularity is 2 MiB, as on the H200.
 #include "state.hpp"
 
 #include <sys/mman.h>
@@ -70,6 +72,14 @@ bool for_each_mapping(std::uintptr_t address, std::size_t size, F&& f) {
 
 void protect(std::uintptr_t address, std::size_t size, int protection) {
   ::mprotect(to_pointer(address), size, protection);
+}
+
+// True where `call` checks for device memory and the physical allocation behind `handle` (not
+// checked yet) does not fit: the device holds more than its memory.
+bool out_of_memory_at(const char* call, unsigned long long handle) {
+  const VmmPhysical& memory = state().vmm_physical.at(handle);
+  return !memory.memory_checked && state().vmm_out_of_memory_call == call &&
+         device_bytes_in_use() > state().total_memory;
 }
 
 void drop_physical_if_done(unsigned long long handle) {
@@ -136,12 +146,14 @@ CUresult CUDAAPI mem_create(CUmemGenericAllocationHandle* handle, size_t size,
   return driver_api("cuMemCreate", [&] {
     if (!handle || size == 0 || !aligned(size) || !valid_prop(prop) || flags != 0)
       return CUDA_ERROR_INVALID_VALUE;
-    if (device_bytes_in_use() + size > state().total_memory)
+    const bool checks = state().vmm_out_of_memory_call == "cuMemCreate";
+    if (checks && device_bytes_in_use() + size > state().total_memory)
       return CUDA_ERROR_OUT_OF_MEMORY;
     const unsigned long long id = state().next_vmm_handle++;
     VmmPhysical& physical = state().vmm_physical[id];
     physical.size = size;
     physical.device = prop->location.id;
+    physical.memory_checked = checks;
     *handle = id;
     return CUDA_SUCCESS;
   });
@@ -173,7 +185,10 @@ CUresult CUDAAPI mem_map(CUdeviceptr ptr, size_t size, size_t offset,
       return CUDA_ERROR_INVALID_VALUE; // overlaps a mapping
     if (after != mappings.begin() && std::prev(after)->first + std::prev(after)->second.size > ptr)
       return CUDA_ERROR_INVALID_VALUE;
+    if (out_of_memory_at("cuMemMap", handle))
+      return CUDA_ERROR_OUT_OF_MEMORY;
     VmmPhysical& memory = physical->second;
+    memory.memory_checked = memory.memory_checked || state().vmm_out_of_memory_call == "cuMemMap";
     protect(ptr, size, PROT_READ | PROT_WRITE);
     if (memory.contents.empty())
       std::memset(to_pointer(ptr), kFreshByte, size);
@@ -232,7 +247,16 @@ CUresult CUDAAPI mem_set_access(CUdeviceptr ptr, size_t size, const CUmemAccessD
     }
     const bool writable = flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
     const bool readable = writable || flags == CU_MEM_ACCESS_FLAGS_PROT_READ;
+    bool out_of_memory = false;
+    if (!for_each_mapping(ptr, size, [&](std::uintptr_t, VmmMapping& mapping) {
+          out_of_memory = out_of_memory || out_of_memory_at("cuMemSetAccess", mapping.handle);
+        }))
+      return CUDA_ERROR_INVALID_VALUE;
+    if (out_of_memory)
+      return CUDA_ERROR_OUT_OF_MEMORY;
     const bool tiled = for_each_mapping(ptr, size, [&](std::uintptr_t at, VmmMapping& mapping) {
+      if (state().vmm_out_of_memory_call == "cuMemSetAccess")
+        state().vmm_physical.at(mapping.handle).memory_checked = true;
       protect(at, mapping.size,
               writable   ? PROT_READ | PROT_WRITE
               : readable ? PROT_READ

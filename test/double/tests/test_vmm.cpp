@@ -265,6 +265,51 @@ TEST_CASE("vmm: cuMemCreate past the device's memory fails", "[vmm]") {
   CHECK(cuda_double::live_allocations() == 0);
 }
 
+TEST_CASE("vmm: past the device's memory, cuMemMap or cuMemSetAccess fails where set", "[vmm]") {
+  // set_vmm_out_of_memory_call: cuMemCreate succeeds past the memory, the call set fails, nothing
+  // else: the allocation is unmapped and released as any other, and the memory is free again.
+  for (const char* checking : {"cuMemSetAccess", "cuMemMap"}) {
+    INFO(checking);
+    Clean clean;
+    cuda_double::set_device_memory(std::size_t{8} << 20);
+    cuda_double::set_vmm_out_of_memory_call(checking);
+    Vmm vmm;
+    void* taken = nullptr;
+    CUDA_OK(cudaMalloc(&taken, std::size_t{6} << 20));
+    CUdeviceptr base = 0;
+    REQUIRE(vmm.reserve(&base, 2 * kTwoMiB, 0, 0, 0) == CUDA_SUCCESS);
+    const CUmemAllocationProp prop = Vmm::prop();
+    CUmemGenericAllocationHandle handle = 0;
+    REQUIRE(vmm.create(&handle, 2 * kTwoMiB, &prop, 0) == CUDA_SUCCESS); // past the memory
+    CHECK(free_bytes() == 0);
+    const CUmemAccessDesc access = Vmm::access();
+    if (std::string{checking} == "cuMemMap") {
+      CHECK(vmm.map(base, 2 * kTwoMiB, 0, handle, 0) == CUDA_ERROR_OUT_OF_MEMORY);
+    } else {
+      REQUIRE(vmm.map(base, 2 * kTwoMiB, 0, handle, 0) == CUDA_SUCCESS);
+      CHECK(vmm.set_access(base, 2 * kTwoMiB, &access, 1) == CUDA_ERROR_OUT_OF_MEMORY);
+      REQUIRE(vmm.unmap(base, 2 * kTwoMiB) == CUDA_SUCCESS);
+    }
+    REQUIRE(vmm.release(handle) == CUDA_SUCCESS);
+    CUDA_OK(cudaFree(taken));
+    CHECK(free_bytes() == std::size_t{8} << 20);
+    // With the memory free, the same steps succeed.
+    REQUIRE(vmm.create(&handle, 2 * kTwoMiB, &prop, 0) == CUDA_SUCCESS);
+    REQUIRE(vmm.map(base, 2 * kTwoMiB, 0, handle, 0) == CUDA_SUCCESS);
+    CHECK(vmm.set_access(base, 2 * kTwoMiB, &access, 1) == CUDA_SUCCESS);
+    // Once checked, an allocation is not refused again while another one is over.
+    CUmemGenericAllocationHandle other = 0;
+    REQUIRE(vmm.create(&other, 3 * kTwoMiB, &prop, 0) == CUDA_SUCCESS);
+    CHECK(vmm.set_access(base, 2 * kTwoMiB, &access, 1) == CUDA_SUCCESS);
+    REQUIRE(vmm.release(other) == CUDA_SUCCESS);
+    REQUIRE(vmm.unmap(base, 2 * kTwoMiB) == CUDA_SUCCESS);
+    REQUIRE(vmm.release(handle) == CUDA_SUCCESS);
+    REQUIRE(vmm.address_free(base, 2 * kTwoMiB) == CUDA_SUCCESS);
+    CHECK(cuda_double::live_allocations() == 0);
+  }
+  CHECK_THROWS_AS(cuda_double::set_vmm_out_of_memory_call("cuMemRelease"), std::invalid_argument);
+}
+
 TEST_CASE("vmm: a hidden function is missing, and an old ABI is refused", "[vmm]") {
   Clean clean;
   void* fn = nullptr;

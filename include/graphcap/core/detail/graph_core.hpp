@@ -123,6 +123,9 @@ struct graph_core {
       status = cudaGraphInstantiateWithFlags(&made, graph.get(), flags);
     }
     if (status != cudaSuccess) [[unlikely]] {
+      // The old executable went first (a graph with memory nodes has one at a time): the
+      // template alone is left, which a replay or instantiate() instantiates again.
+      state = graph_state::captured;
       throw_instantiate_failure(status, flags);
     }
     exec.reset(made);

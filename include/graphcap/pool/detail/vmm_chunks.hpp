@@ -373,7 +373,8 @@ inline void vmm_chunks::wake() {
       }
       taken.reserve(taken.size() + 1);
       taken.push_back(start); // before the segment exists: the rollback finds it or nothing
-      vmm_check_wake(add_segment(start, bytes), failed_call_);
+      const CUresult status = add_segment(start, bytes); // sets failed_call_: read it after
+      vmm_check_wake(status, failed_call_);
     }
     backup_.restore();
   } catch (...) {

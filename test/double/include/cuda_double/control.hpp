@@ -23,6 +23,18 @@ void reset();
 // Number of devices the fake driver reports (default 1).
 void set_device_count(int count);
 
+// The device's memory (default 80 GiB): cudaMemGetInfo's total, and what device allocations,
+// pool memory and VMM physical allocations may take together. Until reset().
+void set_device_memory(std::size_t bytes);
+
+// The VMM call that finds the device out of memory for a new physical allocation, failing with
+// CUDA_ERROR_OUT_OF_MEMORY and no side effect: "cuMemCreate" (the default, where CUDA documents
+// it), "cuMemMap" or "cuMemSetAccess" (a driver that commits the memory later: which one a
+// driver fails is its own; docs/errors.md). A physical allocation counts as device memory from
+// cuMemCreate on whichever call checks (cudaMemGetInfo's free then reads 0 while the device is
+// over). Other names: std::invalid_argument. Until reset().
+void set_vmm_out_of_memory_call(const char* function_name);
+
 // When on, every runtime call fails with cudaErrorInsufficientDriver, as on
 // a machine without a GPU driver (cudaDriverGetVersion still succeeds with 0,
 // cudaRuntimeGetVersion with 13000, and the last error stays set).

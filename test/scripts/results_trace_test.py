@@ -61,7 +61,13 @@ with tempfile.TemporaryDirectory() as scratch:
 
     copy = os.path.join(scratch, "copy")  # a tree without .git, as on the device machine
     shutil.copytree(os.path.join(ROOT, "scripts"), os.path.join(copy, "scripts"))
-    environment = dict(os.environ, GRAPHCAP_COMMIT="feedc0de", CASES="bench_replay")
+    # The settings run-info.sh records, cleared first: the suite may itself run under some of them
+    # (gpu-suite.sh sets SOAK and CUDAARCHS), which would then be part of the command line.
+    recorded = ("TARGETS CTEST_ARGS SOAK BENCHES GRAPHCAP_BUILD_BENCHMARKS CASES BENCH_SCALE "
+                "BENCH_MIN_SECONDS BENCH_WARM_SECONDS CASE_TIMEOUT RUNS PROBES TOOLS BINARIES "
+                "SKIP_BUILD JOBS NVTX_SUITE GRAPHCAP_STRESS_SCALE CUDAARCHS").split()
+    environment = {name: value for name, value in os.environ.items() if name not in recorded}
+    environment.update(GRAPHCAP_COMMIT="feedc0de", CASES="bench_replay")
     expect(os.path.exists(os.path.join(copy, "scripts", "run-info.sh")), "scripts/run-info.sh exists")
     if failures:
         print("results_trace_test: " + f"{len(failures)} failed")

@@ -79,18 +79,33 @@ public:
   basic_scope(const basic_scope&) = delete;
   basic_scope& operator=(const basic_scope&) = delete;
 
+// g++ 13 at -O2 warns that graph_ "may be used uninitialized" here when a scope lives in a
+// std::optional (a piecewise graph's segment, emplaced at each break): a false positive of its
+// optional analysis (the payload is destroyed only when engaged), which -Werror turns into an
+// error in a user's build too.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
   /// Before end(): ends and discards the capture (never throws).
   ~basic_scope() {
     if (graph_ != nullptr) {
       kind_.abandon(*graph_, stream_); // a body's: its own stream only, the parent goes on
     }
   }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
   /// The stream being captured: issue the graph's work here (kernels, copies, library calls).
-  [[nodiscard]] cudaStream_t stream() const noexcept { return stream_; }
+  [[nodiscard]] cudaStream_t stream() const noexcept {
+    return stream_;
+  }
 
   /// True until end() was called (or the scope was moved from).
-  [[nodiscard]] bool active() const noexcept { return graph_ != nullptr; }
+  [[nodiscard]] bool active() const noexcept {
+    return graph_ != nullptr;
+  }
 
   /// Ends the capture and makes the executable graph (fresh: instantiates it, unless
   /// keep_graph; update: updates the previous one in place, or instantiates). Throws
@@ -220,7 +235,9 @@ public:
 
   /// Declares an input the graph reaches indirectly (a pointer stored in device memory), for
   /// the liveness check (liveness::off: no-op).
-  void input(const void* pointer) { policy(&lifecycle::liveness_).add_input(pointer); }
+  void input(const void* pointer) {
+    policy(&lifecycle::liveness_).add_input(pointer);
+  }
 
   /// Declares an indirect input whose life the allocator reports through `token`, a
   /// std::weak_ptr (memory of a sub-allocator, whose frees the driver cannot see;
@@ -242,7 +259,9 @@ private:
   friend struct detail::control_flow::builder;
 
   /// The lifecycle this scope drives (state_error once ended).
-  lifecycle& lifecycle_of() const { return active_graph(); }
+  lifecycle& lifecycle_of() const {
+    return active_graph();
+  }
 
   basic_scope(lifecycle& graph, cudaStream_t stream, Kind kind) noexcept
       : graph_(&graph), stream_(stream), kind_(std::move(kind)) {}

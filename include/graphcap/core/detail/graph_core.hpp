@@ -269,24 +269,6 @@ struct graph_core {
     }
   }
 
-  /// A capture begins on an empty graph. During a capture of the same graph, what to do is what
-  /// reset() says then: end that capture first (captures of one graph do not nest).
-  void require_empty_to_begin() const {
-    require_state(graph_state::empty, "begin a capture",
-                  state == graph_state::capturing
-                      ? "captures of one graph do not nest: end the capture in progress first "
-                        "(scope::end(), or let its scope be destroyed), or capture into another "
-                        "graph (embed() adds a captured graph to a capture)"
-                      : "call reset() first, or capture into another graph");
-  }
-
-  /// Throws state_error while a capture scope is open.
-  void refuse_while_capturing(std::string_view operation, std::string_view what_to_do) const {
-    if (state == graph_state::capturing) [[unlikely]] {
-      throw state_error(message(operation, what_to_do));
-    }
-  }
-
   /// "graphcap: cannot <operation> while the graph is <state>: <what to do>".
   [[nodiscard]] GRAPHCAP_COLD std::string message(std::string_view operation,
                                                   std::string_view what_to_do) const {
@@ -329,5 +311,24 @@ struct graph_core {
     throw_cuda(status, "cudaGraphLaunch");
   }
 };
+
+/// A capture begins on an empty graph. During a capture of the same graph, what to do is what
+/// reset() says then: end that capture first (captures of one graph do not nest).
+inline void require_empty_to_begin(const graph_core& core) {
+  core.require_state(graph_state::empty, "begin a capture",
+                     core.state == graph_state::capturing
+                         ? "captures of one graph do not nest: end the capture in progress first "
+                           "(scope::end(), or let its scope be destroyed), or capture into "
+                           "another graph (embed() adds a captured graph to a capture)"
+                         : "call reset() first, or capture into another graph");
+}
+
+/// Throws state_error while a capture scope of the graph is open.
+inline void refuse_while_capturing(const graph_core& core, std::string_view operation,
+                                   std::string_view what_to_do) {
+  if (core.state == graph_state::capturing) [[unlikely]] {
+    throw state_error(core.message(operation, what_to_do));
+  }
+}
 
 } // namespace graphcap::detail

@@ -54,6 +54,15 @@ class policy_key {
   constexpr policy_key() noexcept = default;
 };
 
+/// `*stream`, refused if it cannot capture (`core` notes the device); null: `core`'s side stream.
+inline cudaStream_t checked_stream(graph_core& core, const stream_ref* stream) {
+  if (stream != nullptr) {
+    capture::require_capturable(*stream);
+    core.note_capture_device();
+  }
+  return stream != nullptr ? stream->get() : core.side_stream_for_current_device();
+}
+
 /// The handles and policies of one graph, and the lifecycle steps that drive them.
 template <capture_mode Mode, pool_strategy Pool, annotation_policy Annot, liveness_policy Liveness>
 class graph_lifecycle {
@@ -75,7 +84,9 @@ public:
     }
     return *this;
   }
-  ~graph_lifecycle() { release(); } // not copyable: the move members delete the copies
+  graph_lifecycle(const graph_lifecycle&) = delete;
+  graph_lifecycle& operator=(const graph_lifecycle&) = delete;
+  ~graph_lifecycle() { release(); }
 
   // ---- the wings' door: the policies, for their hooks (see policy_key) ---------------------
   Pool& pool(policy_key /*key*/) noexcept { return pool_; }
@@ -96,8 +107,8 @@ private:
   /// Begins capturing on `*stream` (null: the side stream, made for the current device);
   /// returns the capture stream. Needs an empty graph and a capturable stream.
   cudaStream_t begin(const stream_ref* stream) {
-    core_.require_empty_to_begin();
-    const cudaStream_t capturing = checked_stream(stream);
+    require_empty_to_begin(core_);
+    const cudaStream_t capturing = checked_stream(core_, stream);
     check_policies();
     start_capture(capturing);
     return capturing;
@@ -107,8 +118,8 @@ private:
   /// the stream, check_capture) comes first: nothing is lost. Then the template and the policies'
   /// records go (the pool takes its blocks back in order, for the new capture to reuse).
   cudaStream_t begin_recapture(const stream_ref* stream, exec_handle& previous) {
-    core_.refuse_while_capturing("recapture", "end the capture in progress first");
-    const cudaStream_t capturing = checked_stream(stream);
+    refuse_while_capturing(core_, "recapture", "end the capture in progress first");
+    const cudaStream_t capturing = checked_stream(core_, stream);
     capture::require_not_capturing(capturing);
     check_policies();
     previous = std::move(core_.exec);
@@ -118,15 +129,6 @@ private:
     liveness_.on_reset();
     start_capture(capturing);
     return capturing;
-  }
-
-  /// `*stream`, refused if it cannot capture (the device noted); null: the side stream.
-  cudaStream_t checked_stream(const stream_ref* stream) {
-    if (stream != nullptr) {
-      capture::require_capturable(*stream);
-      core_.note_capture_device();
-    }
-    return stream != nullptr ? stream->get() : core_.side_stream_for_current_device();
   }
 
   /// The policies' refusals (check_capture, core/policy.hpp): no call where none checks.
@@ -311,8 +313,9 @@ private:
 
   /// reset(): drops the capture; a state_error while a capture scope is open.
   void reset() {
-    core_.refuse_while_capturing("reset()", "end the capture in progress first (scope::end(), or "
-                                            "let its scope be destroyed), then reset the graph");
+    refuse_while_capturing(core_, "reset()",
+                           "end the capture in progress first (scope::end(), or "
+                           "let its scope be destroyed), then reset the graph");
     drop_graphs();
   }
 

@@ -18,9 +18,10 @@ inline constexpr bool never = false;
 
 /// The pools as every diagnostic that asks for one spells them: the slab pools (shareable,
 /// allowed in a conditional body), and every pool that allocates.
-#define GRAPHCAP_SLAB_POOLS "pool::private_pool, pool::shared or pool::user"
+#define GRAPHCAP_SLAB_POOLS "pool::private_pool, pool::shared, pool::user or pool::sleepable"
 #define GRAPHCAP_ALLOCATING_POOLS                                                                  \
-  "pool::private_pool, pool::shared, pool::user or pool::graph_memory_nodes, not pool::off"
+  "pool::private_pool, pool::shared, pool::user, pool::sleepable or pool::graph_memory_nodes, "    \
+  "not pool::off"
 
 /// The pool checks of a scope's allocating calls (and of the allocators over a scope), in one
 /// place. Deallocating = true: the text names deallocate().

@@ -14,7 +14,10 @@
 
 #if defined(__has_include)
 #if !__has_include(<boost/hana/tuple.hpp>)
+// One line: a preprocessor message is not split.
+// clang-format off
 #error "graphcap: graph_with (and <graphcap/graphcap.hpp>, which includes it) needs Boost.Hana, from the Boost >= 1.74 headers, which this build does not find: install them (Debian: libboost-dev) where CMake's find_package(Boost CONFIG) finds them, or include <graphcap/basic_graph.hpp>, the lean core, which needs no Boost"
+// clang-format on
 #endif
 #endif
 

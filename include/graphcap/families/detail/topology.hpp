@@ -130,14 +130,20 @@ inline cudaLaunchAttributeValue launch_attribute(cudaGraphNode_t node, cudaLaunc
   return value;
 }
 
+/// An attribute value's bytes as words (the union was zeroed before the read: its unused bytes
+/// compare equal).
+inline std::array<std::uint64_t, sizeof(cudaLaunchAttributeValue) / 8>
+value_words(const cudaLaunchAttributeValue& value) noexcept {
+  std::array<std::uint64_t, sizeof(cudaLaunchAttributeValue) / 8> words{};
+  std::memcpy(words.data(), &value, sizeof words);
+  return words;
+}
+
 /// Adds the kernel node's function and compared launch attributes to `hash`.
 inline void add_kernel_launch(signature_hash& hash, cudaGraphNode_t node) {
   hash.add(kernel_identity(node));
   for (const cudaLaunchAttributeID id : launch_attributes_compared) {
-    const cudaLaunchAttributeValue value = launch_attribute(node, id);
-    std::array<std::uint64_t, sizeof value / 8> words{};
-    std::memcpy(words.data(), &value, sizeof words);
-    for (const std::uint64_t word : words) {
+    for (const std::uint64_t word : value_words(launch_attribute(node, id))) {
       hash.add(word);
     }
   }
@@ -172,7 +178,7 @@ inline std::string launch_difference(cudaGraph_t graph, cudaGraph_t held) {
     for (const cudaLaunchAttributeID id : launch_attributes_compared) {
       const cudaLaunchAttributeValue a = launch_attribute(mine[i], id);
       const cudaLaunchAttributeValue b = launch_attribute(theirs[i], id);
-      if (std::memcmp(&a, &b, sizeof a) != 0) {
+      if (value_words(a) != value_words(b)) {
         std::string text = node + " has another " + launch_attribute_name(id);
         if (id == cudaLaunchAttributeClusterDimension) {
           text += " (" + std::to_string(a.clusterDim.x) + "x" + std::to_string(a.clusterDim.y) +

@@ -150,33 +150,9 @@ private:
 
 enum class give_up { reset, destroy };
 
-/// A memory pool of device memory that holds one pool slab at most (cudaMemPoolProps::maxSize),
-/// freed memory kept for reuse.
-class one_slab_memory_pool {
-public:
-  one_slab_memory_pool() {
-    int device = 0;
-    CUDA_REQUIRE(cudaGetDevice(&device));
-    cudaMemPoolProps properties{};
-    properties.allocType = cudaMemAllocationTypePinned;
-    properties.location.type = cudaMemLocationTypeDevice;
-    properties.location.id = device;
-    properties.maxSize = slab_bytes;
-    CUDA_REQUIRE(cudaMemPoolCreate(&handle_, &properties));
-    std::uint64_t keep_all = ~std::uint64_t{0};
-    CUDA_REQUIRE(cudaMemPoolSetAttribute(handle_, cudaMemPoolAttrReleaseThreshold, &keep_all));
-  }
-  ~one_slab_memory_pool() { static_cast<void>(cudaMemPoolDestroy(handle_)); }
-  one_slab_memory_pool(const one_slab_memory_pool&) = delete;
-  one_slab_memory_pool& operator=(const one_slab_memory_pool&) = delete;
-  [[nodiscard]] cudaMemPool_t get() const noexcept { return handle_; }
-
-private:
-  cudaMemPool_t handle_ = nullptr;
-};
-
 /// Must the second graph get the first graph's block? Where graphcap hands the block over
-/// itself (a pool others share), or the memory pool has room for one slab only, yes; where
+/// itself (a pool others share), yes; where CUDA's memory pool (even one of maxSize one slab:
+/// probe mempool_one_slab),
 /// cudaMalloc or memory nodes decide, it may be other memory: then the give-up's own wait
 /// (give_up_waits::yes) is what is checked, and the handover too where the memory is the same.
 enum class reuse { guaranteed, up_to_cuda };
@@ -335,11 +311,11 @@ TEST_CASE("pool::user: slabs given back to the user's pool while a replay runs w
   // only where CUDA reused the slab (docs/testing.md counts it so).
   using user_graph = gc::graph_with<gc::pool::user>;
   const give_up how = section_give_up();
-  one_slab_memory_pool memory_pool;
+  gctest::memory_pool memory_pool{slab_bytes}; // maxSize one slab: meant to force reuse
   std::optional<user_graph> first;
-  first.emplace(memory_pool.get());
+  first.emplace(static_cast<cudaMemPool_t>(memory_pool));
   check_handover(first, how, reuse::up_to_cuda, give_up_waits::no,
-                 [&] { return user_graph{memory_pool.get()}; });
+                 [&] { return user_graph{static_cast<cudaMemPool_t>(memory_pool)}; });
 }
 
 TEST_CASE("pool::user with a handle: its blocks reach the handle's next graph after the running "

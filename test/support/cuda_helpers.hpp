@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -109,17 +110,23 @@ unsigned char* capture_fill(Graph& graph, std::vector<unsigned char>& host, int 
 }
 
 /// A memory pool of pinned device memory on the current device, owned by the test (the
-/// user-supplied pool of pool::user). destroy() checks that CUDA destroys it.
+/// user-supplied pool of pool::user). destroy() checks that CUDA destroys it. `max_size`
+/// (cudaMemPoolProps::maxSize, 0: no limit) set, the pool also keeps what is freed to it.
 class memory_pool {
 public:
-  memory_pool() {
+  explicit memory_pool(std::size_t max_size = 0) {
     int device = 0;
     CUDA_REQUIRE(cudaGetDevice(&device));
     cudaMemPoolProps properties{};
     properties.allocType = cudaMemAllocationTypePinned;
     properties.location.type = cudaMemLocationTypeDevice;
     properties.location.id = device;
+    properties.maxSize = max_size;
     CUDA_REQUIRE(cudaMemPoolCreate(&handle_, &properties));
+    if (max_size != 0) {
+      std::uint64_t keep_all = ~std::uint64_t{0};
+      CUDA_REQUIRE(cudaMemPoolSetAttribute(handle_, cudaMemPoolAttrReleaseThreshold, &keep_all));
+    }
   }
   ~memory_pool() {
     if (handle_ != nullptr) {

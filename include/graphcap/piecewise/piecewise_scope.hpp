@@ -37,9 +37,9 @@ class piecewise_graph;
 template <class Graph, class SegmentScope = typename Graph::scope>
 class piecewise_scope {
 public:
-  using graph_type = piecewise_graph<Graph>;     ///< the piecewise graph being captured
-  using segment_scope = SegmentScope;            ///< the capture of one segment
-  using body_scope = typename Graph::body_scope; ///< what a conditional body gets
+  using graph_type = piecewise_graph<Graph>;      ///< the piecewise graph being captured
+  using segment_scope = SegmentScope;             ///< the capture of one segment
+  using body_scope = graphcap::body_scope<Graph>; ///< what a conditional body gets
 
   piecewise_scope(piecewise_scope&&) = delete;
   piecewise_scope& operator=(piecewise_scope&&) = delete;
@@ -139,30 +139,30 @@ public:
     current_->input(std::forward<Arguments>(arguments)...);
   }
 
-  /// cap.segment().condition(...) (<graphcap/control_flow.hpp>).
+  /// graphcap::make_condition(cap.segment(), ...) (<graphcap/control_flow.hpp>).
   template <class... Arguments>
   [[nodiscard]] auto condition(Arguments&&... arguments) {
-    return current_->condition(std::forward<Arguments>(arguments)...);
+    return detail::spelling::call_condition(*current_, std::forward<Arguments>(arguments)...);
   }
-  /// cap.segment().if_(flag, body); eager() inside `body` is a capture_error.
+  /// graphcap::if_(cap.segment(), flag, body); eager() inside `body` is a capture_error.
   template <class Flag, class Body>
   void if_(const Flag& flag, Body&& body) {
-    current_->if_(flag, in_body(body));
+    detail::spelling::call_if_(*current_, flag, in_body(body));
   }
-  /// cap.segment().if_else(flag, then_body, else_body).
+  /// graphcap::if_else(cap.segment(), flag, then_body, else_body).
   template <class Flag, class Then, class Else>
   void if_else(const Flag& flag, Then&& then_body, Else&& else_body) {
-    current_->if_else(flag, in_body(then_body), in_body(else_body));
+    detail::spelling::call_if_else(*current_, flag, in_body(then_body), in_body(else_body));
   }
-  /// cap.segment().switch_(flag, bodies...).
+  /// graphcap::switch_(cap.segment(), flag, bodies...).
   template <class Flag, class... Bodies>
   void switch_(const Flag& flag, Bodies&&... bodies) {
-    current_->switch_(flag, in_body(bodies)...);
+    detail::spelling::call_switch_(*current_, flag, in_body(bodies)...);
   }
-  /// cap.segment().while_(flag, body).
+  /// graphcap::while_(cap.segment(), flag, body).
   template <class Flag, class Body>
   void while_(const Flag& flag, Body&& body) {
-    current_->while_(flag, in_body(body));
+    detail::spelling::call_while_(*current_, flag, in_body(body));
   }
 
 private:
@@ -239,5 +239,34 @@ private:
   std::vector<update_result> updates_; // a recapture's, one per segment ended
   int body_depth_ = 0;
 };
+
+/// graphcap::make_condition(cap.segment(), ...) for a piecewise capture
+/// (<graphcap/control_flow.hpp>).
+template <class Graph, class SegmentScope, class... Arguments>
+[[nodiscard]] auto make_condition(piecewise_scope<Graph, SegmentScope>& cap,
+                                  Arguments&&... arguments) {
+  return cap.condition(std::forward<Arguments>(arguments)...);
+}
+/// graphcap::if_(cap.segment(), flag, body); eager() inside `body` is a capture_error.
+template <class Graph, class SegmentScope, class Flag, class Body>
+void if_(piecewise_scope<Graph, SegmentScope>& cap, const Flag& flag, Body&& body) {
+  cap.if_(flag, std::forward<Body>(body));
+}
+/// graphcap::if_else(cap.segment(), flag, then_body, else_body), eager() refused as in if_().
+template <class Graph, class SegmentScope, class Flag, class Then, class Else>
+void if_else(piecewise_scope<Graph, SegmentScope>& cap, const Flag& flag, Then&& then_body,
+             Else&& else_body) {
+  cap.if_else(flag, std::forward<Then>(then_body), std::forward<Else>(else_body));
+}
+/// graphcap::switch_(cap.segment(), flag, bodies...), eager() refused as in if_().
+template <class Graph, class SegmentScope, class Flag, class... Bodies>
+void switch_(piecewise_scope<Graph, SegmentScope>& cap, const Flag& flag, Bodies&&... bodies) {
+  cap.switch_(flag, std::forward<Bodies>(bodies)...);
+}
+/// graphcap::while_(cap.segment(), flag, body), eager() refused as in if_().
+template <class Graph, class SegmentScope, class Flag, class Body>
+void while_(piecewise_scope<Graph, SegmentScope>& cap, const Flag& flag, Body&& body) {
+  cap.while_(flag, std::forward<Body>(body));
+}
 
 } // namespace graphcap

@@ -107,7 +107,7 @@ public:
     size = size_class(bytes);
     // The first block given back of this class, so that a recapture gets its previous blocks in
     // the same order.
-    if (const std::optional<free_block> free = free_.take(size)) {
+    if (const std::optional<free_block> free = free_.take(size, small_limit)) {
       size = free->size;
       note_taken(free->address, size, free->heap, free->registered);
       return free->address;

@@ -316,20 +316,3 @@ TEST_CASE("piecewise: pool() hands out the segments' pool, before and after a ca
   other.capture(stream, [&](auto& cap) { static_cast<void>(cap.template allocate<float>(16)); });
   CHECK(after.pool_statistics().blocks_in_use == 2);
 }
-
-TEST_CASE("DEBUG family growth") {
-  gctest::stream stream;
-  const gc::pool_handle pool = gc::graph_pool_handle();
-  gc::detail::pool_handle_access::core(pool)->reuse_larger_blocks(true);
-  std::vector<std::size_t> buckets{128, 96, 64, 48, 32, 24, 16, 12, 8, 4, 2, 1};
-  std::vector<shared_step> steps;
-  for (std::size_t tokens : buckets) {
-    steps.emplace_back(pool);
-    steps.back().capture(stream, [&](shared_step::scope& cap) {
-      static_cast<void>(decode_step(cap, tokens, layers, true));
-    });
-    std::printf("key %zu: reserved %zu slabs %zu in use %zu blocks %zu\n", tokens,
-                pool.statistics().reserved_bytes, pool.statistics().slabs,
-                pool.statistics().in_use_bytes, pool.statistics().blocks_in_use);
-  }
-}

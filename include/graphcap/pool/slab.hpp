@@ -45,6 +45,8 @@ public:
   static constexpr bool can_allocate = true;
   /// pool() hands out a pool_handle.
   static constexpr bool has_handle = true;
+  /// The blocks a capture freed go back to the pool when it ends (pool::shared), else at reset.
+  static constexpr bool gives_back_at_capture_end = Shared;
   /// No flag: the graph's memory is the pool's, not memory nodes.
   static constexpr unsigned long long instantiate_flags = 0;
 
@@ -309,9 +311,9 @@ private:
     const bool or_larger = core_ && core_->reuses_larger_blocks();
     for (auto reusable = freed_.lower_bound({stream, size});
          reusable != freed_.end() && reusable->first.first == stream &&
-         (or_larger ? pool::free_blocks::fits_larger(size, reusable->first.second,
-                                                     pool::pool_core::small_limit)
-                    : reusable->first.second == size);
+         (or_larger
+              ? pool::free_blocks::fits_larger(size, reusable->first.second, core_->has_room(size))
+              : reusable->first.second == size);
          ++reusable) {
       if (!reusable->second.empty()) {
         core_->require_awake(); // a block this capture freed is unmapped too while asleep

@@ -44,9 +44,7 @@ class bridges {
 
 public:
   /// Whether the segments' pool is a slab pool, whose blocks can cross breaks.
-  static constexpr bool enabled = requires(typename Graph::pool_type & policy, const void* block) {
-    access::held(policy, block);
-  };
+  static constexpr bool enabled = requires { Graph::pool_type::gives_back_at_capture_end; };
 
   /// Frees `block` as a bridge if another segment than `current` holds it; false: it is not a
   /// bridge, the current segment's deallocate() takes it (or refuses it). bridge_error for a
@@ -115,17 +113,20 @@ public:
       }
       auto& policy = pool_of(all, current);
       const bool or_larger = access::reuses_larger(policy);
+      const bool room = access::has_room(policy, size);
+      const auto fits = [room](std::size_t request, std::size_t block) {
+        return graphcap::detail::pool::free_blocks::fits_larger(request, block, room);
+      };
       for (auto queue = this_segment_.lower_bound({on, size});
            queue != this_segment_.end() && queue->first.first == on &&
-           (or_larger ? fits_larger(size, queue->first.second) : queue->first.second == size);
+           (or_larger ? fits(size, queue->first.second) : queue->first.second == size);
            ++queue) {
         if (!queue->second.empty()) {
           return take(all, queue->second, policy);
         }
       }
       for (auto queue = earlier_.lower_bound(size);
-           queue != earlier_.end() &&
-           (or_larger ? fits_larger(size, queue->first) : queue->first == size);
+           queue != earlier_.end() && (or_larger ? fits(size, queue->first) : queue->first == size);
            ++queue) {
         if (!queue->second.empty()) {
           return take(all, queue->second, policy);
@@ -142,7 +143,7 @@ public:
       if (this_segment_.empty()) {
         return;
       }
-      if (access::gives_back_at_end(pool_of(all, 0))) {
+      if constexpr (Graph::pool_type::gives_back_at_capture_end) {
         for (std::size_t owner = 0; owner < all.size(); ++owner) {
           if (holds_one(owner)) {
             access::give_back_freed(pool_of(all, owner));
@@ -171,12 +172,6 @@ private:
     std::size_t owner;
     std::size_t freed_in;
   };
-
-  // The larger blocks a family's pool hands to a request (pool/detail/free_blocks.hpp).
-  static constexpr bool fits_larger(std::size_t size, std::size_t block) noexcept {
-    using graphcap::detail::pool::pool_core;
-    return graphcap::detail::pool::free_blocks::fits_larger(size, block, pool_core::small_limit);
-  }
 
   static auto& pool_of(segment_list& all, std::size_t k) noexcept {
     return policy_access::pool(*all[k]);

@@ -16,12 +16,7 @@
 
 #include <cstddef>
 
-namespace graphcap::detail {
-
-template <bool Shared, class Source>
-class slab_pool;
-
-namespace pool {
+namespace graphcap::detail::pool {
 
 /// Gives the blocks `held` marks freed back to `core` and forgets them (a shared pool's freed
 /// blocks, when the capture that freed them ends): later captures into the pool may take them;
@@ -35,24 +30,18 @@ inline void give_back_freed(held_blocks& held, pool_core& core) noexcept {
   });
 }
 
-/// A slab pool's blocks, for a piecewise graph's bridges (the top of this file).
+/// A slab pool's blocks (`Policy`: a pool derived from detail::slab_pool, whose friend this is),
+/// for a piecewise graph's bridges (the top of this file).
 struct bridge_access {
-  /// Whether `policy` gives the blocks freed in a capture back to the pool when it ends.
-  template <bool Shared, class Source>
-  static constexpr bool gives_back_at_end(const slab_pool<Shared, Source>& /*policy*/) noexcept {
-    return Shared;
-  }
-
   /// The record of `block` if `policy`'s graph holds it, else null.
-  template <bool Shared, class Source>
-  [[nodiscard]] static const held_block* held(const slab_pool<Shared, Source>& policy,
-                                              const void* block) noexcept {
+  template <class Policy>
+  [[nodiscard]] static const held_block* held(const Policy& policy, const void* block) noexcept {
     const std::size_t position = policy.held_.find(block);
     return position == held_blocks::npos ? nullptr : &policy.held_[position];
   }
   /// Marks a block `policy`'s graph holds freed, or in use again.
-  template <bool Shared, class Source>
-  static void set_freed(slab_pool<Shared, Source>& policy, const void* block, bool freed) noexcept {
+  template <class Policy>
+  static void set_freed(Policy& policy, const void* block, bool freed) noexcept {
     const std::size_t position = policy.held_.find(block);
     if (position != held_blocks::npos) {
       policy.held_[position].freed = freed;
@@ -60,20 +49,24 @@ struct bridge_access {
   }
   /// A shared pool's blocks marked freed go back to the pool (give_back_freed); other pools keep
   /// them until reset, as they keep the blocks their own capture freed.
-  template <bool Shared, class Source>
-  static void give_back_freed(slab_pool<Shared, Source>& policy) noexcept {
-    if constexpr (Shared) {
+  template <class Policy>
+  static void give_back_freed(Policy& policy) noexcept {
+    if constexpr (Policy::gives_back_at_capture_end) {
       if (policy.core_) {
         pool::give_back_freed(policy.held_, *policy.core_);
       }
     }
   }
   /// Whether takes from `policy`'s pool may get a block of a larger class (a family's pool).
-  template <bool Shared, class Source>
-  [[nodiscard]] static bool reuses_larger(const slab_pool<Shared, Source>& policy) noexcept {
+  template <class Policy>
+  [[nodiscard]] static bool reuses_larger(const Policy& policy) noexcept {
     return policy.core_ && policy.core_->reuses_larger_blocks();
+  }
+  /// Whether `policy`'s pool can carve a block of class `size` without growing.
+  template <class Policy>
+  [[nodiscard]] static bool has_room(const Policy& policy, std::size_t size) noexcept {
+    return policy.core_ && policy.core_->has_room(size);
   }
 };
 
-} // namespace pool
-} // namespace graphcap::detail
+} // namespace graphcap::detail::pool

@@ -6,9 +6,11 @@
 #include <graphcap/config.hpp>
 
 #include <graphcap/core/scope.hpp>
+#include <graphcap/core/stream_ref.hpp>
 #include <graphcap/core/update.hpp>
 #include <graphcap/error.hpp>
 #include <graphcap/fwd.hpp>
+#include <graphcap/piecewise/detail/bridges.hpp>
 #include <graphcap/piecewise/detail/open_scopes.hpp>
 #include <graphcap/piecewise/embed.hpp>
 #include <graphcap/piecewise/piecewise_marker.hpp>
@@ -90,9 +92,14 @@ public:
     graphcap::embed(*current_, graph);
   }
 
-  /// cap.segment().allocate<T>(count): a block of the one pool, at a fixed address.
+  /// cap.segment().allocate<T>(count): a block of the one pool, at a fixed address; a block an
+  /// earlier segment allocated and this or an earlier one freed (a bridge) may be taken again.
   template <class T, class... Rest>
   [[nodiscard]] T* allocate(Rest&&... rest) {
+    if (void* reused =
+            bridges_.template reuse<T>(owner_->segments_, segment_index(), stream_, rest...)) {
+      return static_cast<T*>(reused);
+    }
     return current_->template allocate<T>(std::forward<Rest>(rest)...);
   }
   /// cap.segment().make_buffer<T>(count).
@@ -100,10 +107,20 @@ public:
   [[nodiscard]] auto make_buffer(Rest&&... rest) {
     return current_->template make_buffer<T>(std::forward<Rest>(rest)...);
   }
-  /// cap.segment().deallocate(pointer).
+  /// cap.segment().deallocate(pointer), or, for a block an earlier segment allocated (a bridge
+  /// across a break), the same freeing there: later allocations of the step may reuse it, and
+  /// later captures of the pool as a segment's own freed blocks. bridge_error (naming the
+  /// segments) for a bridge freed twice, or one of a later segment (an earlier capture's).
   template <class T, class... Rest>
   void deallocate(T* pointer, Rest&&... rest) {
-    current_->deallocate(pointer, std::forward<Rest>(rest)...);
+    static_assert(sizeof...(Rest) <= 1, "graphcap: deallocate(pointer[, stream])");
+    cudaStream_t on = stream_;
+    if constexpr (sizeof...(Rest) == 1) {
+      on = stream_ref(rest...).get();
+    }
+    if (!bridges_.deallocate(owner_->segments_, segment_index(), pointer, on)) {
+      current_->deallocate(pointer, std::forward<Rest>(rest)...);
+    }
   }
   /// The segment scopes' marker.
   using segment_marker = decltype(std::declval<SegmentScope&>().mark(std::string_view{}));
@@ -176,6 +193,7 @@ private:
   void end_segment(const std::string& where) {
     try {
       current_->end();
+      bridges_.segment_ended(owner_->segments_);
       // Counted now, not at the first replay: replay() skips a segment of no node (an island
       // at the start, or two in a row) and must stay its launches alone.
       static_cast<void>(owner_->segments_[segment_index()]->node_count());
@@ -236,7 +254,8 @@ private:
   // The cap.mark() scopes alive; shared with their markers, which may outlive this scope.
   std::shared_ptr<detail::piecewise::open_scopes<segment_marker>> open_ =
       std::make_shared<detail::piecewise::open_scopes<segment_marker>>();
-  std::vector<update_result> updates_; // a recapture's, one per segment ended
+  std::vector<update_result> updates_;        // a recapture's, one per segment ended
+  detail::piecewise::bridges<Graph> bridges_; // blocks freed in a later segment than their own
   int body_depth_ = 0;
 };
 

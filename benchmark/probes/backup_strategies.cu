@@ -15,6 +15,9 @@
 //                      unregistered chunk by chunk after the wake's copies
 //   ring kept xT       two kept 32 MiB pinned buffers (64 MiB held), T host threads (a kept
 //                      pool) copying to or from kept THP pageable memory, double-buffered
+//   reg pipe fresh     the same on THP memory mapped at each sleep, unmapped at each wake
+//   ring x16 fresh host   the kept ring, 16 threads, into THP memory mapped at each sleep (the
+//                      threads fault it in) and unmapped at each wake: only the ring is held
 //   ring fresh x8      the ring allocated at each sleep and freed at each wake
 // Also: cudaHostRegister + cudaHostUnregister alone (ms per GiB) on kept 4K and THP memory, and
 // what the kernel says about transparent huge pages.
@@ -301,9 +304,39 @@ int main() {
            }
          }
        }},
+      {"reg pipe fresh",
+       [&](bool down) {
+         if (down) {
+           fresh = thp_memory(total);
+         }
+         for (std::size_t at = 0; at < total; at += chunk) {
+           const std::size_t bytes = std::min(chunk, total - at);
+           if (down) {
+             check(cudaHostRegister(fresh + at, bytes, cudaHostRegisterDefault), "register");
+           }
+           copy_to(fresh, at, bytes, down);
+         }
+         check(cudaStreamSynchronize(stream), "copy");
+         if (!down) {
+           for (std::size_t at = 0; at < total; at += chunk) {
+             cudaHostUnregister(fresh + at);
+           }
+           munmap(fresh, total);
+         }
+       }},
       {"ring kept x8", [&](bool down) { staged(huge, device, ring, stream, done, eight, down); }},
       {"ring kept x16",
        [&](bool down) { staged(huge, device, ring, stream, done, sixteen, down); }},
+      {"ring x16 fresh host",
+       [&](bool down) {
+         if (down) {
+           fresh = thp_memory(total); // faulted in by the copier threads
+         }
+         staged(fresh, device, ring, stream, done, sixteen, down);
+         if (!down) {
+           munmap(fresh, total);
+         }
+       }},
       {"ring fresh x8",
        [&](bool down) {
          if (down) {
@@ -341,7 +374,7 @@ int main() {
           ceiling[way] = median[way];
         }
       }
-      std::printf("  %-15s %7.2f GB/s %5.1f%% | %7.2f GB/s %5.1f%%\n", a.name, median[0],
+      std::printf("  %-19s %7.2f GB/s %5.1f%% | %7.2f GB/s %5.1f%%\n", a.name, median[0],
                   100.0 * median[0] / ceiling[0], median[1], 100.0 * median[1] / ceiling[1]);
     }
   }

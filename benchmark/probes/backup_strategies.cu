@@ -18,6 +18,8 @@
 //   reg pipe fresh     the same on THP memory mapped at each sleep, unmapped at each wake
 //   ring x16 fresh host   the kept ring, 16 threads, into THP memory mapped at each sleep (the
 //                      threads fault it in) and unmapped at each wake: only the ring is held
+//   ring x16 lazy host    the kept ring, 16 threads, into THP memory kept but given to the
+//                      kernel lazily (madvise MADV_FREE) after each wake (graphcap's default)
 //   ring fresh x8      the ring allocated at each sleep and freed at each wake
 // Also: cudaHostRegister + cudaHostUnregister alone (ms per GiB) on kept 4K and THP memory, and
 // what the kernel says about transparent huge pages.
@@ -197,6 +199,8 @@ int main() {
   std::memset(touched, 1, largest);
   char* huge = thp_memory(largest);
   std::memset(huge, 1, largest);
+  char* lazy = thp_memory(largest); // graphcap's default: kept, MADV_FREE after each wake
+  std::memset(lazy, 1, largest);
   char* ring[2];
   check(cudaMallocHost(&ring[0], chunk), "cudaMallocHost ring");
   check(cudaMallocHost(&ring[1], chunk), "cudaMallocHost ring");
@@ -335,6 +339,13 @@ int main() {
          staged(fresh, device, ring, stream, done, sixteen, down);
          if (!down) {
            munmap(fresh, total);
+         }
+       }},
+      {"ring x16 lazy host",
+       [&](bool down) {
+         staged(lazy, device, ring, stream, done, sixteen, down);
+         if (!down) {
+           madvise(lazy, total, MADV_FREE); // the pages are the kernel's until written again
          }
        }},
       {"ring fresh x8",

@@ -7,7 +7,8 @@
 // against 55 GB/s pinned); a crew of up to 16 (the caller and threads made for one sleep or one
 // wake, joined at its end: none is held between sleeps) shares each buffer's copy. The backup's
 // pages are advised huge (Linux: madvise MADV_HUGEPAGE), so the threads fault them in 2 MiB at a
-// time.
+// time; after the wake they are given to the kernel lazily (MADV_FREE): it takes them back when
+// it needs memory, and the pages it has not taken cost the next sleep no fault.
 #pragma once
 
 #include <algorithm>
@@ -53,6 +54,19 @@ inline void unmap_pageable(std::byte* memory, std::size_t bytes) noexcept {
 #else
   static_cast<void>(bytes);
   std::free(memory);
+#endif
+}
+
+/// Lets the kernel take back the pages of `bytes` at `memory` (from map_pageable) whenever it
+/// needs memory, keeping the range (Linux: madvise MADV_FREE; a page it has not taken yet is
+/// written again with no fault): true if so, else false and the caller unmaps it.
+inline bool free_pageable_lazily(std::byte* memory, std::size_t bytes) noexcept {
+#if defined(__linux__) && defined(MADV_FREE)
+  return madvise(memory, bytes, MADV_FREE) == 0;
+#else
+  static_cast<void>(memory);
+  static_cast<void>(bytes);
+  return false;
 #endif
 }
 

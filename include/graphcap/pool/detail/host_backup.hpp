@@ -2,15 +2,17 @@
 // (pool/detail/vmm_chunks.hpp): the blocks in use, range by range, and how they get there.
 //
 // Two ways, by what the pool may hold between sleeps:
-//  - staged (the default): the backup lives in pageable host memory mapped at the sleep (huge
-//    pages advised, so that the kernel faults it in 2 MiB at a time) and unmapped once the wake
-//    has copied it back. The copies go through a ring of two pinned buffers of up to 32 MiB
-//    (staging_bytes), kept from one sleep to the next (the only memory held between sleeps: 64
-//    MiB pinned at most, backup_memory()): the device copies one buffer while host threads
-//    (copy_crew, made for one sleep or wake) memcpy the other to or from the backup. A fresh
-//    pinned buffer of the whole size each sleep (what sleep did before) reached 2.5% of a pinned
-//    copy's bandwidth on the H200 (cudaMallocHost pins page by page); copies of pageable memory
-//    13-20% (docs/results/2026-12-04-h200-session17/probes/backup_bandwidth.log).
+//  - staged (the default): the backup lives in pageable host memory mapped at the first sleep
+//    (huge pages advised, so that the kernel faults it in 2 MiB at a time); once the wake has
+//    copied it back its pages are the kernel's to take back when it needs memory (MADV_FREE),
+//    and those it has not taken cost the next sleep no page fault. The copies go through a ring
+//    of two pinned buffers of up to 32 MiB (staging_bytes), kept from one sleep to the next (the
+//    pinned memory held between sleeps: 64 MiB at most, backup_memory()): the device copies one
+//    buffer while host threads (copy_crew, made for one sleep or wake) memcpy the other to or
+//    from the backup. A fresh pinned buffer of the whole size each sleep (what sleep did
+//    before) reached 2.5% of a pinned copy's bandwidth on the H200 (cudaMallocHost pins page by
+//    page); copies of pageable memory 13-20%
+//    (docs/results/2026-12-04-h200-session17/probes/backup_bandwidth.log).
 //  - kept (keep_memory(true), sleepable_pool_handle::keep_backup_memory): one pinned buffer of
 //    the backup's size, kept after the wake, copied into directly: the fastest cycles, for pinned
 //    host memory held while awake.
@@ -75,10 +77,11 @@ public:
     const relaxed_capture_mode_guard relaxed;
     copy(/*to_host=*/false);
   }
-  /// The wake is done: the backup goes; its memory stays where it is kept (keep_memory).
+  /// The wake is done: the backup goes; kept pinned memory stays (keep_memory), pageable
+  /// memory stays reserved with its pages the kernel's to take back (free_pageable_lazily).
   void finish() noexcept {
     clear();
-    if (!keep_ || !pinned_) {
+    if (data_ != nullptr && (pinned_ ? !keep_ : !free_pageable_lazily(data_, capacity_))) {
       free_data();
     }
   }

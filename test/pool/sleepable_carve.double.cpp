@@ -255,3 +255,31 @@ TEST_CASE("sleepable backup (double): by default no pinned memory of the backup'
   pool.keep_backup_memory(false); // gives the staging buffers back
   CHECK(pool.backup_memory() == 0);
 }
+
+TEST_CASE("sleepable carve (double): a wake failing on the carve stays asleep, keeps the backup "
+          "and wakes again") {
+  for (const char* call : {"cuMemCreate", "cuMemMap", "cuMemSetAccess"}) {
+    INFO(call);
+    cuda_double::reset();
+    const std::size_t free_before = free_device_bytes();
+    gc::sleepable_pool_handle pool;
+    pool.carve(16 * mib);
+    sleepy_graph graph{pool};
+    const std::vector<unsigned char*> blocks = capture_growths(graph, 3);
+    gctest::stream stream;
+    graph.replay(stream);
+    stream.synchronize();
+    CUDA_REQUIRE(cudaMemset(blocks[2], 0x61, large));
+    pool.sleep(gc::pool::backup::host);
+    cuda_double::fail_call(call, cudaErrorMemoryAllocation);
+    CHECK_THROWS_AS(pool.wake(), gc::out_of_memory_error);
+    CHECK(pool.asleep());
+    CHECK(pool.resident_bytes() == 0);
+    CHECK(pool.backup_bytes() == 3 * 4 * mib);
+    CHECK(free_device_bytes() == free_before);
+    pool.wake();
+    CHECK(pool.resident_bytes() == 16 * mib);
+    CHECK(holds(blocks[2], large, 0x61));
+    CHECK(holds(blocks[0], large, 1));
+  }
+}

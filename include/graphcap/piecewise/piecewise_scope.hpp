@@ -9,6 +9,7 @@
 #include <graphcap/core/update.hpp>
 #include <graphcap/error.hpp>
 #include <graphcap/fwd.hpp>
+#include <graphcap/piecewise/detail/islands.hpp>
 #include <graphcap/piecewise/detail/open_scopes.hpp>
 #include <graphcap/piecewise/embed.hpp>
 #include <graphcap/piecewise/piecewise_marker.hpp>
@@ -27,19 +28,19 @@
 
 namespace graphcap {
 
-template <class Graph>
+template <class Graph, class Context>
 class piecewise_graph;
 
 /// The capture of a piecewise graph: the current segment's capture (segment()), what a graph's
 /// scope offers during a capture (forwarded to it), and eager(), which ends the segment.
 /// `SegmentScope` is the segments' scope: Graph::scope for capture(), Graph::recapture_scope for
-/// recapture().
-template <class Graph, class SegmentScope = typename Graph::scope>
+/// recapture(). `Context` is the graph's per-replay context (void: none).
+template <class Graph, class SegmentScope = typename Graph::scope, class Context = void>
 class piecewise_scope {
 public:
-  using graph_type = piecewise_graph<Graph>;     ///< the piecewise graph being captured
-  using segment_scope = SegmentScope;            ///< the capture of one segment
-  using body_scope = typename Graph::body_scope; ///< what a conditional body gets
+  using graph_type = piecewise_graph<Graph, Context>; ///< the piecewise graph being captured
+  using segment_scope = SegmentScope;                 ///< the capture of one segment
+  using body_scope = typename Graph::body_scope;      ///< what a conditional body gets
 
   piecewise_scope(piecewise_scope&&) = delete;
   piecewise_scope& operator=(piecewise_scope&&) = delete;
@@ -56,16 +57,15 @@ public:
   /// library streams). It changes at every eager(): do not keep it across one.
   [[nodiscard]] segment_scope& segment() { return *current_; }
 
-  /// Ends the current segment, records `island` (a callable taking the replay's cudaStream_t)
+  /// Ends the current segment, records `island` (a callable taking the replay's cudaStream_t;
+  /// for a piecewise_graph<Graph, Context>, or taking the stream and the replay's Context&)
   /// to run eagerly between it and the next segment at every replay, and resumes the capture
   /// into the next segment. Nothing runs now. capture_error where the segment cannot end
   /// (work forked from the capture stream and not joined, an invalidated capture: the message
   /// names the break) or where the call comes from inside a conditional body.
   template <class Island>
   void eager(Island&& island) {
-    static_assert(std::is_invocable_v<Island&, cudaStream_t>,
-                  "graphcap: eager(island) needs a callable taking the replay's stream "
-                  "(cudaStream_t): it runs at every replay, on the stream replay() was given");
+    auto kept = detail::piecewise::make_island<Context>(std::forward<Island>(island));
     if (body_depth_ > 0) {
       throw capture_error(cudaErrorStreamCaptureUnsupported, "piecewise_scope::eager()",
                           "an island cannot sit inside a conditional body (if_, if_else, "
@@ -75,7 +75,7 @@ public:
     const std::size_t index = owner_->islands_.size();
     owner_->share_pool(); // before segment 0 ends: its capture and recaptures end alike
     end_segment("the break before island " + std::to_string(index));
-    owner_->islands_.emplace_back(std::forward<Island>(island));
+    owner_->islands_.push_back(std::move(kept));
     owner_->island_scopes_.push_back(detail::piecewise::scope_path(*open_));
     current_.emplace(owner_->template begin_segment<SegmentScope>(stream_, index + 1));
     reopen_scopes();
@@ -166,9 +166,9 @@ public:
   }
 
 private:
-  friend class piecewise_graph<Graph>;
+  friend class piecewise_graph<Graph, Context>;
 
-  piecewise_scope(piecewise_graph<Graph>& owner, cudaStream_t stream)
+  piecewise_scope(piecewise_graph<Graph, Context>& owner, cudaStream_t stream)
       : owner_(&owner), stream_(stream) {}
 
   // Ends the current segment; a failure of the capture itself (CUDA's stream-capture statuses)
@@ -230,7 +230,7 @@ private:
     };
   }
 
-  piecewise_graph<Graph>* owner_;
+  piecewise_graph<Graph, Context>* owner_;
   cudaStream_t stream_;
   std::optional<segment_scope> current_;
   // The cap.mark() scopes alive; shared with their markers, which may outlive this scope.

@@ -116,6 +116,12 @@ public:
       }
       detail::rebind::move_unheld_liveness(graph_->segments_, unheld_, moves, which_, inputs_);
     } catch (...) {
+      // A segment whose template patch failed after its executable's kept the move (the basic
+      // rebinder's rule): it goes back with the others.
+      if (done < segments_.size() && !scratch_.empty() &&
+          segments_[done].binder.is_input(scratch_.front().to)) {
+        ++done;
+      }
       while (done-- > 0) {
         segment_moves(done, moves, true);
         try {

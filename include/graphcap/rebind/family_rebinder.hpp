@@ -199,10 +199,10 @@ public:
 private:
   struct key_binder {
     Key key;
-    Graph* graph;
+    Graph* graph = nullptr;
     rebinder<Graph> binder;
     std::vector<std::uintptr_t> held; // the address of each input the key's graph holds now
-    std::uint64_t stamp;              // the rebind() it is up to date with
+    std::uint64_t stamp = 0;          // the rebind() it is up to date with
   };
 
   void require_ready(const char* what) const {
@@ -230,8 +230,8 @@ private:
     moves_.clear();
     for (std::size_t i = 0; i < inputs_.size(); ++i) {
       if (entry.held[i] != inputs_[i].address) {
-        moves_.push_back({reinterpret_cast<const void*>(entry.held[i]),
-                          reinterpret_cast<const void*>(inputs_[i].address), inputs_[i].bytes});
+        moves_.push_back({detail::rebind::as_pointer(entry.held[i]),
+                          detail::rebind::as_pointer(inputs_[i].address), inputs_[i].bytes});
       }
     }
     if (!moves_.empty()) {
@@ -246,8 +246,10 @@ private:
   void scan(std::vector<detail::rebind::bound_input> registered) {
     std::vector<rebind_input> asked;
     std::vector<std::uintptr_t> held;
+    asked.reserve(registered.size());
+    held.reserve(registered.size());
     for (const detail::rebind::bound_input& input : registered) {
-      asked.emplace_back(reinterpret_cast<const void*>(input.address), input.bytes);
+      asked.emplace_back(detail::rebind::as_pointer(input.address), input.bytes);
       held.push_back(input.address);
     }
     if (family_->keys().empty()) [[unlikely]] {

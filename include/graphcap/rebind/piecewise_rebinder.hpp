@@ -267,8 +267,9 @@ private:
 
   void scan(std::vector<detail::rebind::bound_input> registered) {
     std::vector<rebind_input> asked;
+    asked.reserve(registered.size());
     for (const detail::rebind::bound_input& input : registered) {
-      asked.emplace_back(reinterpret_cast<const void*>(input.address), input.bytes);
+      asked.emplace_back(detail::rebind::as_pointer(input.address), input.bytes);
     }
     std::vector<segment_binder> found;
     for (std::size_t k = 0; k < graph_->segment_count(); ++k) {
@@ -295,7 +296,7 @@ private:
     std::vector<std::vector<std::size_t>> holders(registered.size());
     for (std::size_t i = 0; i < registered.size(); ++i) {
       for (std::size_t s = 0; s < found.size(); ++s) {
-        if (found[s].binder.is_input(reinterpret_cast<const void*>(registered[i].address))) {
+        if (found[s].binder.is_input(detail::rebind::as_pointer(registered[i].address))) {
           holders[i].push_back(s);
         }
       }

@@ -179,6 +179,18 @@ TEST_CASE("piecewise rebinder: stale after a recapture or a new capture until re
   step.replay(stream);
   stream.synchronize();
   CHECK(read(y.get())[n - 1] == 5.0F);
+  // A recapture updates the segments in place: stale too, and rescan() finds x2 where the
+  // work captured it (the work reads `x`, which still names the first buffer).
+  static_cast<void>(step.recapture(stream, work));
+  CHECK_THROWS_AS(inputs.rebind(x2.get(), x.get()), gc::state_error);
+  CHECK_THROWS_AS(inputs.rescan(), gc::rebind_error); // the recapture holds x, not x2
+  CHECK_THROWS_AS(inputs.rebind(x2.get(), x.get()), gc::state_error); // still stale
+  gc::rebinder again{step, {x.get()}};
+  again.rebind(x.get(), x2.get());
+  fill(y.get(), 0.0F);
+  step.replay(stream);
+  stream.synchronize();
+  CHECK(read(y.get())[n - 1] == 5.0F);
   CHECK(!step_graph{}.keeps_graph());
   step_graph unkept;
   unkept.capture(stream, work);

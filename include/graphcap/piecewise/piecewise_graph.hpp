@@ -19,6 +19,10 @@
 // read in a later one keeps its address: that is how data crosses a break. With no island the
 // graph is one segment and replay() is that segment's replay. Not synchronized: one thread at a
 // time, as for any graph.
+//
+// piecewise_graph<Graph, Context> hands its islands a per-replay value: an island captured as
+// cap.eager([](cudaStream_t s, Context& ctx) {...}) gets the object of replay(stream, ctx). Its
+// segments are rebound by graphcap::rebinder (<graphcap/rebind/piecewise_rebinder.hpp>).
 #pragma once
 
 #include <graphcap/config.hpp>

@@ -19,6 +19,8 @@ number may be chance, and a figure computed from stored numbers (a ratio of two 
 reads as not verified though it may be right. Figures without a source are searched for in every
 stored folder, and the folders holding them are listed as candidates.
 """
+import bisect
+import functools
 import os
 import re
 import sys
@@ -124,6 +126,18 @@ def numbers_in(folder):
     return vals
 
 
+_sorted = {}
+
+
+def _by_value(folder):
+    """The folder's numbers sorted by value (each with its place in the file order), for bisection."""
+    if folder not in _sorted:
+        vals = numbers_in(folder)
+        order = sorted(range(len(vals)), key=lambda i: vals[i][0])
+        _sorted[folder] = ([vals[i][0] for i in order], order, vals)
+    return _sorted[folder]
+
+
 def found(value, unit, folders, every=False):
     hits = []
     s = value.replace(",", "")
@@ -137,7 +151,15 @@ def found(value, unit, folders, every=False):
     scaled = {"ns": {1.0: "ns", 1000.0: "us", 0.001: None}, "us": {1.0: "us", 1000.0: "ms", 0.001: "ns"},
               "µs": {1.0: "us", 1000.0: "ms", 0.001: "ns"}, "ms": {1.0: "ms", 1000.0: "s", 0.001: "us"}}
     for f in folders:
-        for n, rel, kind, units in numbers_in(f):
+        keys, order, vals = _by_value(f)
+        # the numbers within tolerance at any scale, visited in file order (the first hit is reported)
+        cand = set()
+        for k in scales:
+            lo = bisect.bisect_left(keys, (v - tol) / k - 1e-12)
+            hi = bisect.bisect_right(keys, (v + tol) / k + 1e-12)
+            cand.update(order[lo:hi])
+        for idx in sorted(cand):
+            n, rel, kind, units = vals[idx]
             if (unit == "tests") != (kind == "counts") or kind == "noise":
                 continue
             for k in scales:
@@ -145,7 +167,7 @@ def found(value, unit, folders, every=False):
                     want = scaled.get(unit, {}).get(k, "us" if unit == "µs" else unit)
                     if want not in units and not (unit == "x" and units & {"ratio", "x"}):
                         continue
-                if abs(n * k - v) <= tol * (1 if k == 1.0 else 1):
+                if abs(n * k - v) <= tol:
                     if dec == 0 and k != 1.0 and abs(n * k - v) > 1e-9:
                         continue
                     if not every:
@@ -155,6 +177,7 @@ def found(value, unit, folders, every=False):
     return hits if every else None
 
 
+@functools.lru_cache(maxsize=None)
 def place(rel):
     """A stored file, with run1..runN collapsed (the same file of each run of a set)."""
     return re.sub(r"(^|/)run\d+(/|\.log$)", r"\1run*\2", rel.split(" ")[0])
@@ -263,14 +286,17 @@ def main():
         for i, (rel, ln, n, unit, ctx, level, src) in enumerate(rows):
             if level:
                 hits[i] = found(n, unit, sorted({f for f, _ in src}), every=True)
+        places_of = {i: {place(h) for h in hs} for i, hs in hits.items()}
+        on_line = {}
+        for i in hits:
+            on_line.setdefault(rows[i][1], []).append(i)
         for i, (rel, ln, n, unit, ctx, level, src) in enumerate(rows):
             if level:
                 # strong: another figure of the same line is found in the same file (a chance match
                 # of two numbers in one file is unlikely), or a lone figure of 3+ significant digits
                 mine = hits[i]
-                others = [hits[j] for j, r in enumerate(rows) if j != i and r[1] == ln and j in hits]
-                places = {place(h) for h in mine}
-                strong = [h for h in mine if any(place(h) in {place(x) for x in o} for o in others)]
+                others = [j for j in on_line[ln] if j != i]
+                strong = [h for h in mine if any(place(h) in places_of[j] for j in others)]
                 if strong:
                     hit = strong[0]
                 elif mine and not others and sig_digits(n) >= 3:
@@ -279,7 +305,6 @@ def main():
                     hit = "weak: " + mine[0] + (" (the line's other figures are not there)" if others else " (a short number)")
                 else:
                     hit = None
-                del places
                 cited.append((rel, ln, n, unit, ctx, level, src, hit))
             else:
                 cands = [f for f in allfolders if found(n, unit, [f])]

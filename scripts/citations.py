@@ -45,7 +45,9 @@ JOIN = r"\s*(?:-|–|/|to|and|against|,|or)\s*"
 UNIT = r"(ms/GiB|GB/s|ns|us|µs|ms|KiB|MiB|minutes|x)(?![A-Za-z])"
 FIG = re.compile(rf"(?<![\w.#/])((?:{NUM})(?:{JOIN}(?:{NUM}))*)\s?{UNIT}")
 TESTS = re.compile(r"(\d[\d,]*) tests?, (\d[\d,]*) passed|(\d[\d,]*) of (\d[\d,]*) passed")
-SKIP_BEFORE = re.compile(r"(>=|<=|≥|≤|under|within|\+-|±|goal|below|above|over|at least|at most|~)\s*$")
+SKIP_BEFORE = re.compile(r"(>=|<=|≥|≤|under|within|\+-|±|goal|below|above|over|at least|at most|~|less than|more than"
+                         r"|up to|multiples of)\s*$")
+NOT_STORED = re.compile(r"\bnot stored\b|\bnever stored\b|\bunstored\b", re.I)
 CITE_PATH = re.compile(r"(?:docs/)?results/(\d{4}-\d\d-\d\d-h200[\w.-]*)((?:/[\w.*{},-]+)*)")
 CITE_SESSION = re.compile(r"[Ss]essions? ((?:\d+(?:, | and | to |-|–))*\d+)")
 CITE_DATE = re.compile(r"\b(2026-1[12]-\d\d)\b")
@@ -263,34 +265,93 @@ def audit(path):
         after = "\n".join(l for l in lines[m:e] if not l.startswith("#"))
         level, src = None, []
         nearest = heads[max(heads)] if heads else ""
+        declared = None
         for lv, text in (("line", line), ("paragraph", para), ("heading", nearest), ("paragraph before", before),
                          ("paragraph after", after), ("headings above", "\n".join(heads.values()))):
+            # "not stored" on the figure's own line, or for a table row in the table's heading or caption
+            # (not elsewhere in the table, nor in a prose paragraph, where it may be said of another
+            # figure): the text says the run was not kept. The search goes on: a figure found in a run
+            # the text cites still counts as found.
+            table = line.lstrip().startswith("|")
+            if declared is None and (lv == "line" or table and lv in ("heading", "paragraph before")) \
+                    and NOT_STORED.search(text):
+                declared = lv
             src = cites(text)
             if src:
                 level = lv
                 break
         for n, unit, ctx in figs:
-            rows.append((rel, i + 1, n, unit, ctx, level, src))
+            rows.append((rel, i + 1, n, unit, ctx, level, src, declared, line))
     return rows
 
 
+EXEMPT = os.path.join(ROOT, "scripts", "citations-exempt.txt")
+
+
+def exemptions():
+    """scripts/citations-exempt.txt: `file | text on the line | figure | reason`, one a line."""
+    out = []
+    if os.path.exists(EXEMPT):
+        for k, line in enumerate(open(EXEMPT, encoding="utf-8").read().split("\n"), 1):
+            if not line.strip() or line.startswith("#"):
+                continue
+            parts = [p.strip() for p in line.split(" | ")]
+            if len(parts) != 4 or not re.match(r"(not a measurement|quoted|computed): ", parts[3]):
+                sys.exit(f"{EXEMPT}:{k}: want `file | text on the line | figure | reason`, the reason starting"
+                         " `not a measurement: `, `quoted: ` or `computed: `")
+            out.append([k] + parts + [0])
+    return out
+
+
+def computed(reason, value, folders):
+    """A `computed: a / b` reason: every operand in the named run, the result the figure as quoted."""
+    expr = reason[len("computed: "):].split(";")[0].strip()
+    if not re.fullmatch(r"[\d.,\s()+*/-]+", expr):
+        return f"not an expression: {expr}"
+    for op in re.findall(r"\d[\d,]*(?:\.\d+)?", expr):
+        if not found(op, "", folders):
+            return f"operand {op} not in the named run"
+    got = eval(expr.replace(",", ""))  # digits and operators only (checked above)
+    s = value.replace(",", "")
+    dec = len(s.split(".")[1]) if "." in s else 0
+    if abs(got - float(s)) > 0.5 * 10 ** -dec + 1e-9:
+        return f"{expr} = {got:.{dec + 2}f}, not {value}"
+    return None
+
+
 def main():
+    check = "--check" in sys.argv[1:]
     files = [os.path.join(ROOT, "README.md")] + sorted(
         os.path.join(ROOT, "docs", f) for f in os.listdir(os.path.join(ROOT, "docs")) if f.endswith(".md"))
     allfolders = sorted(os.listdir(RES))
     allfolders = [f for f in allfolders if f.startswith("20")]
-    cited, uncited = [], []
+    ex = exemptions()
+    cited, uncited, declared, exempt = [], [], [], []
     for p in files:
         rows = audit(p)
         hits = {}
-        for i, (rel, ln, n, unit, ctx, level, src) in enumerate(rows):
+        for i, (rel, ln, n, unit, ctx, level, src, decl, text) in enumerate(rows):
             if level:
                 hits[i] = found(n, unit, sorted({f for f, _ in src}), every=True)
         places_of = {i: {place(h) for h in hs} for i, hs in hits.items()}
         on_line = {}
         for i in hits:
             on_line.setdefault(rows[i][1], []).append(i)
-        for i, (rel, ln, n, unit, ctx, level, src) in enumerate(rows):
+        for i, (rel, ln, n, unit, ctx, level, src, decl, text) in enumerate(rows):
+            e = next((x for x in ex if x[1] == rel and x[2] in text and x[3].replace(",", "") == n.replace(",", "")),
+                     None)
+            if e and not e[4].startswith("computed: "):
+                e[5] += 1
+                exempt.append((rel, ln, n, unit, ctx, e[4]))
+                continue
+            if e:
+                e[5] += 1
+                why = computed(e[4], n, sorted({f for f, _ in src})) if level else "no stored run named"
+                if why is None:
+                    cited.append((rel, ln, n, unit, ctx, level, src, "computed: " + e[4][len("computed: "):]))
+                    continue
+                hits[i] = []
+                ctx = f"{ctx} ({why})"
             if level:
                 # strong: another figure of the same line is found in the same file (a chance match
                 # of two numbers in one file is unlikely), or a lone figure of 3+ significant digits
@@ -305,20 +366,36 @@ def main():
                     hit = "weak: " + mine[0] + (" (the line's other figures are not there)" if others else " (a short number)")
                 else:
                     hit = None
+                if hit is None and decl:
+                    declared.append((rel, ln, n, unit, ctx, decl))
+                    continue
                 cited.append((rel, ln, n, unit, ctx, level, src, hit))
+            elif decl:
+                declared.append((rel, ln, n, unit, ctx, decl))
             else:
                 cands = [f for f in allfolders if found(n, unit, [f])]
                 uncited.append((rel, ln, n, unit, ctx, cands))
-    ver = sum(1 for r in cited if r[7] and not r[7].startswith("weak"))
+    stale = [x for x in ex if x[5] == 0]
+    notfound = sum(1 for r in cited if not r[7])
+    if check:
+        print(f"citations: {len(uncited)} figures with no stored run named, {notfound} not found in the named run, "
+              f"{len(stale)} exemptions matching no figure")
+        for x in stale:
+            print(f"  {EXEMPT}:{x[0]}: matches no figure: {' | '.join(x[1:4])}")
+        sys.exit(1 if uncited or notfound or stale else 0)
+    comp = sum(1 for r in cited if r[7] and r[7].startswith("computed"))
+    ver = sum(1 for r in cited if r[7] and not r[7].startswith(("weak", "computed")))
     weak = sum(1 for r in cited if r[7] and r[7].startswith("weak"))
     w = sys.stdout.write
     w("# Citations of measured figures (issue #50)\n\n")
     w("Generated by `python3 scripts/citations.py > docs/results/CITATIONS.md`; how it reads a figure, its\n"
       "source and a match is in the script's header. Each stored run folder has a `run.txt` naming its\n"
       "commit, command, date and machine (or saying which of them is not recorded).\n\n")
-    w(f"Figures found: **{len(cited) + len(uncited)}**; with a named stored run: **{len(cited)}** "
-      f"(verified {ver}, found only weakly {weak}, not found {len(cited) - ver - weak}); with no stored run "
-      f"named: **{len(uncited)}**.\n\n")
+    w(f"Figures found: **{len(cited) + len(uncited) + len(declared) + len(exempt)}**; with a named stored run: "
+      f"**{len(cited)}** (verified {ver}, computed from its numbers {comp}, found only weakly {weak}, not found "
+      f"**{notfound}**); with no stored run named: **{len(uncited)}**; said in the text to be from a run not "
+      f"stored: {len(declared)}; not measurements or quoted from elsewhere (scripts/citations-exempt.txt): "
+      f"{len(exempt)}; exemptions that match no figure: {len(stale)}.\n\n")
     w("\"yes\" = the number occurs, at the precision quoted, in a stored text file of the named run (the file\n"
       "is given), and either another figure of the same line occurs in the same file (run1..runN of a set counting as one) or the figure has three\n"
       "or more significant digits. \"weak\" = the number occurs there, but alone and short, or without the\n"
@@ -342,6 +419,20 @@ def main():
     for rel, ln, n, unit, ctx, level, src, hit in cited:
         if not hit:
             w(f"| {rel}:{ln} | {n} {unit} | {esc(ctx)[:80]} | {srcs(src)} ({level}) |\n")
+    w("\n## Figures said to be from a run that was not stored\n\n")
+    w("Their line (or, nearer than any citation, their paragraph or heading) says \"not stored\"; a figure\n"
+      "found in a run cited further out is counted as found instead.\n\n")
+    w("| file:line | figure | context | where it says so |\n|---|---|---|---|\n")
+    for rel, ln, n, unit, ctx, decl in declared:
+        w(f"| {rel}:{ln} | {n} {unit} | {esc(ctx)[:80]} | {decl} |\n")
+    w("\n## Figures exempted (scripts/citations-exempt.txt)\n\n")
+    w("| file:line | figure | context | reason |\n|---|---|---|---|\n")
+    for rel, ln, n, unit, ctx, why in exempt:
+        w(f"| {rel}:{ln} | {n} {unit} | {esc(ctx)[:80]} | {esc(why)} |\n")
+    if stale:
+        w("\n## Exemptions that match no figure\n\n")
+        for x in stale:
+            w(f"- scripts/citations-exempt.txt:{x[0]}: {esc(' | '.join(x[1:4]))}\n")
     w("\n## Figures with a named run found only weakly\n\n")
     w("| file:line | figure | context | named run (where named) | match |\n|---|---|---|---|---|\n")
     for rel, ln, n, unit, ctx, level, src, hit in cited:

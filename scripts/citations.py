@@ -20,6 +20,7 @@ reads as not verified though it may be right. Figures without a source are searc
 stored folder, and the folders holding them are listed as candidates.
 """
 import bisect
+import csv
 import functools
 import os
 import re
@@ -43,7 +44,7 @@ DATE_FOLDERS = {"2026-11-29": ["2026-11-29-h200", "2026-11-29-h200-bench_replay.
 NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
 JOIN = r"\s*(?:-|–|/|to|and|against|,|or)\s*"
 UNIT = r"(ms/GiB|GB/s|ns|us|µs|ms|KiB|MiB|minutes|x)(?![A-Za-z])"
-FIG = re.compile(rf"(?<![\w.#/])((?:{NUM})(?:{JOIN}(?:{NUM}))*)\s?{UNIT}")
+FIG = re.compile(rf"(?<![\w.#/-])(-?(?:{NUM})(?:{JOIN}(?:{NUM}))*)\s?{UNIT}")  # a leading - is a sign
 TESTS = re.compile(r"(\d[\d,]*) tests?, (\d[\d,]*) passed|(\d[\d,]*) of (\d[\d,]*) passed")
 SKIP_BEFORE = re.compile(r"(>=|<=|≥|≤|under|within|\+-|±|goal|below|above|over|at least|at most|~|less than|more than"
                          r"|up to|multiples of)\s*$")
@@ -186,7 +187,7 @@ def place(rel):
 
 
 def sig_digits(value):
-    return len(value.replace(",", "").replace(".", "").lstrip("0"))
+    return len(value.replace(",", "").replace(".", "").lstrip("-").lstrip("0"))
 
 
 def figures(line):
@@ -196,6 +197,8 @@ def figures(line):
             continue
         unit = m.group(2)
         nums = re.findall(NUM, m.group(1))
+        if m.group(1).startswith("-"):
+            nums[0] = "-" + nums[0]
         if unit == "x":
             nums = [n for n in nums if "." in n]
             if line[m.end():m.end() + 1].isalnum():
@@ -213,7 +216,7 @@ def figures(line):
                 continue
             if re.sub(r"\b(ms/GiB|GB/s|ns|us|µs|ms|KiB|MiB|x|of|and|to|run|runs)\b", "", cell).strip(" \t.,;:/()*-–+±%x0123456789"):
                 continue  # a cell of words (a version, a name): only its unit-bearing figures count
-            for n in re.findall(r"(?<![\w.])\d+\.\d+(?![\w.])", cell):
+            for n in re.findall(r"(?<![\w.-])-?\d+\.\d+(?![\w.])", cell):
                 if n not in taken:
                     out.append((n, "", cell.strip()))
     return out
@@ -303,17 +306,48 @@ def exemptions():
     return out
 
 
+def paired(spec, folders):
+    """`paired <csv under docs/results> :: <metric> :: <param> :: <arm> :: <baseline>`: the median of the
+    per-round ratios arm / baseline from the CSV's samples, as benchmark/harness.hpp's paired_ratio
+    computes it (sorted, element n/2), or a reason why not."""
+    parts = [p.strip() for p in spec.split("::")]
+    if len(parts) != 5:
+        return None, "want paired <csv> :: <metric> :: <param> :: <arm> :: <baseline>"
+    path, metric, param, arm, base = parts
+    if not any(path == f or path.startswith(f + "/") for f in folders):
+        return None, f"{path} is not in the run the text names"
+    rows = {}
+    try:
+        for r in csv.reader(open(os.path.join(RES, path), encoding="utf-8")):
+            if len(r) > 6 and r[1] == metric and r[2] == param:
+                rows[r[3]] = [float(x) for x in r[-1].split()]
+    except OSError:
+        return None, f"{path} not stored"
+    a, b = rows.get(arm), rows.get(base)
+    if not a or not b or len(a) != len(b):
+        return None, f"{path}: no paired samples for {arm} / {base}"
+    ratios = sorted(x / y for x, y in zip(a, b))
+    return ratios[len(ratios) // 2], None
+
+
 def computed(reason, value, folders):
     """A `computed: a / b` reason: every operand in the named run, the result the figure as quoted."""
     expr = reason[len("computed: "):].split(";")[0].strip()
+    s = value.replace(",", "")
+    dec = len(s.split(".")[1]) if "." in s else 0
+    if expr.startswith("paired "):
+        got, why = paired(expr[len("paired "):], folders)
+        if why:
+            return why
+        if abs(got - float(s)) > 0.5 * 10 ** -dec + 1e-9:
+            return f"paired ratio {got:.{dec + 2}f}, not {value}"
+        return None
     if not re.fullmatch(r"[\d.,\s()+*/-]+", expr):
         return f"not an expression: {expr}"
     for op in re.findall(r"\d[\d,]*(?:\.\d+)?", expr):
         if not found(op, "", folders):
             return f"operand {op} not in the named run"
     got = eval(expr.replace(",", ""))  # digits and operators only (checked above)
-    s = value.replace(",", "")
-    dec = len(s.split(".")[1]) if "." in s else 0
     if abs(got - float(s)) > 0.5 * 10 ** -dec + 1e-9:
         return f"{expr} = {got:.{dec + 2}f}, not {value}"
     return None
@@ -327,6 +361,7 @@ def main():
     allfolders = [f for f in allfolders if f.startswith("20")]
     ex = exemptions()
     cited, uncited, declared, exempt = [], [], [], []
+    used = {}
     for p in files:
         rows = audit(p)
         hits = {}
@@ -338,8 +373,14 @@ def main():
         for i in hits:
             on_line.setdefault(rows[i][1], []).append(i)
         for i, (rel, ln, n, unit, ctx, level, src, decl, text) in enumerate(rows):
-            e = next((x for x in ex if x[1] == rel and x[2] in text and x[3].replace(",", "") == n.replace(",", "")),
-                     None)
+            # the entry's text on the line; where several entries fit, the one naming the figure's own
+            # context (a table cell, a run of figures) first
+            # (a value repeated there takes the entries in their order: run 1's, then run 3's)
+            fits = [x for x in ex if x[1] == rel and x[2] in text and x[3].replace(",", "") == n.replace(",", "")]
+            fits = [x for x in fits if x[2] in ctx or ctx in x[2]] or fits
+            key = (rel, ln, ctx, n)
+            used[key] = used.get(key, -1) + 1
+            e = fits[min(used[key], len(fits) - 1)] if fits else None
             if e and not e[4].startswith("computed: "):
                 e[5] += 1
                 exempt.append((rel, ln, n, unit, ctx, e[4]))

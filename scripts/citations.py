@@ -18,6 +18,22 @@ and us<->ms). This checks that the number is there, not that it is the same row:
 number may be chance, and a figure computed from stored numbers (a ratio of two medians, a sum)
 reads as not verified though it may be right. Figures without a source are searched for in every
 stored folder, and the folders holding them are listed as candidates.
+
+Also (rules added for #50's last pass):
+- A figure after "less than", "more than", "up to" or "multiples of" is a bound, skipped like a goal.
+- A leading minus is the figure's sign (-10.1 ns is looked for as -10.1).
+- "not stored" (or "never stored", "unstored") on a figure's own line, or for a table row in the
+  table's heading or caption, says the run was not kept: a figure not found in a run the text cites
+  is then listed apart as declared not stored, not as a mismatch. Said elsewhere in a paragraph it
+  counts for nothing (it may be said of another figure).
+- scripts/citations-exempt.txt names figures that are not measurements (parameters, sizes of an
+  API's contract), figures quoted from another project, and figures computed from a run's numbers:
+  `computed: a / b` (each operand must be in the named run, the result must round to the figure)
+  or `computed: paired <csv> :: <metric> :: <param> :: <arm> :: <baseline>` (the median of the
+  per-round ratios of the CSV's samples, as benchmark/harness.hpp computes it). Every exemption is
+  listed in CITATIONS.md with its reason, and one that matches no figure is reported.
+- `--check` prints the counts and fails when a figure has no stored run named, is not found in the
+  run named (a failed computation included), or an exemption matches no figure (.ci/run runs it).
 """
 import bisect
 import csv

@@ -27,7 +27,8 @@ Also (rules added for #50's last pass):
   is then listed apart as declared not stored, not as a mismatch. Said elsewhere in a paragraph it
   counts for nothing (it may be said of another figure).
 - scripts/citations-exempt.txt names figures that are not measurements (parameters, sizes of an
-  API's contract), figures quoted from another project, and figures computed from a run's numbers:
+  API's contract), figures quoted from another project, a test's printed output on the double
+  (`test output: <test file>`, deterministic, the file must exist), and figures computed from a run's numbers:
   `computed: a / b` (each operand must be in the named run, the result must round to the figure)
   or `computed: paired <csv> :: <metric> :: <param> :: <arm> :: <baseline>` (the median of the
   per-round ratios of the CSV's samples, as benchmark/harness.hpp computes it). Every exemption is
@@ -315,9 +316,12 @@ def exemptions():
             if not line.strip() or line.startswith("#"):
                 continue
             parts = [p.strip() for p in line.split(" | ")]
-            if len(parts) != 4 or not re.match(r"(not a measurement|quoted|computed): ", parts[3]):
+            if len(parts) != 4 or not re.match(r"(not a measurement|quoted|computed|test output): ", parts[3]):
                 sys.exit(f"{EXEMPT}:{k}: want `file | text on the line | figure | reason`, the reason starting"
-                         " `not a measurement: `, `quoted: ` or `computed: `")
+                         " `not a measurement: `, `quoted: `, `computed: ` or `test output: <test file>`")
+            t = re.match(r"test output: (\S+)", parts[3])
+            if t and not os.path.isfile(os.path.join(ROOT, t.group(1))):
+                sys.exit(f"{EXEMPT}:{k}: {t.group(1)} is not a file of the repository")
             out.append([k] + parts + [0])
     return out
 

@@ -443,6 +443,9 @@ def main():
               f"{len(stale)} exemptions matching no figure")
         for x in stale:
             print(f"  {EXEMPT}:{x[0]}: matches no figure: {' | '.join(x[1:4])}")
+        for rel, ln, n, unit, ctx, level, src, hit in cited:
+            if not hit:
+                print(f"  not found: {rel}:{ln}: {n} {unit} ({ctx[:60]})")
         sys.exit(1 if uncited or notfound or stale else 0)
     comp = sum(1 for r in cited if r[7] and r[7].startswith("computed"))
     ver = sum(1 for r in cited if r[7] and not r[7].startswith(("weak", "computed")))

@@ -111,7 +111,11 @@ struct family_key_statistics {
   /// One executable: times this key had to take its group's executable (at its join, or at a
   /// replay while another key held it); the first key of a topology founds its group, no switch.
   std::size_t switches = 0;
-  std::size_t updates = 0; ///< of those, updated in place (cudaGraphExecUpdate)
+  /// Of those, switched in place: the nodes that differ set (patches), or cudaGraphExecUpdate
+  std::size_t updates = 0;
+  /// Of the updates, those made by set-params on the nodes whose parameters differ from the key
+  /// the executable held (no cudaGraphExecUpdate; docs/families.md)
+  std::size_t patches = 0;
   /// Of those, instantiated instead: a group of its topology could not take it (CUDA refused the
   /// update, or its launches differ: own_executable says why; one more in executables()), or its
   /// group held none (the key that held it was evicted).

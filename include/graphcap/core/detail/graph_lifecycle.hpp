@@ -94,6 +94,13 @@ public:
   Liveness& liveness(policy_key /*key*/) noexcept { return liveness_; }
   /// The one step behind the key: replay() less the Liveness check a piecewise step made.
   void replay_checked(policy_key /*key*/, cudaStream_t stream) { replay<false>(stream); }
+  /// take_executable() without the update: graph_family made `from`'s executable match this
+  /// graph's template by set-params (graph_core::take_matched_executable); then the hooks run.
+  void take_matched_executable(policy_key /*key*/, graph_lifecycle& from) {
+    core_.require_takeable(from.core_);
+    core_.take_matched_executable(from.core_);
+    dropping_on_failure([&] { after_instantiate_hooks(); });
+  }
 
 private:
   friend class basic_graph<Mode, Pool, Annot, Liveness>;

@@ -17,6 +17,7 @@
 #endif
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 namespace gc = graphcap;
@@ -83,6 +84,69 @@ TEST_CASE_METHOD(patch_fixture,
   CHECK(patches == 8); // every switch at a replay (4 1 3 2 4 1 3 4): a patch, no update
   CHECK(family.executables() == 1);
   CHECK_THAT(family.report(), gctest::contains("patched"));
+}
+
+TEST_CASE_METHOD(patch_fixture,
+                 "verify_first_switch checks each key's first switch once, against its work run "
+                 "eagerly") {
+  std::size_t runs = 0; // captures and eager runs of the work
+  gc::graph_family<> family{
+      {.one_executable = true, .verify_first_switch = true, .verify_outputs = [&](std::size_t key) {
+         return std::vector<gc::family_output>{{copy.get(), key * per_key * sizeof(int), "copy"},
+                                               {out.get(), key * per_key * sizeof(int), "out"}};
+       }}};
+  REQUIRE(family
+              .capture_all({1, 2, 3, 4}, stream,
+                           [&](std::size_t key, cudaStream_t s) {
+                             ++runs;
+                             work()(key, s);
+                           })
+              .complete());
+  REQUIRE(runs == 4);
+  for (const std::size_t n : {4, 1, 3, 2, 2, 4, 1}) {
+    INFO("key " << n);
+    replay_checked(family, n); // a first switch runs the work once eagerly, and verifies
+  }
+  CHECK(runs == 8); // the first switches of 4, 1, 3 and 2; none of the later ones
+  CHECK(family.executables() == 1);
+}
+
+TEST_CASE_METHOD(patch_fixture,
+                 "verify_first_switch: a key whose replay differs from its work is a "
+                 "family_verify_error naming it, and gets an executable of its own") {
+  bool eager_differs = false; // the eager run writes other values than the capture did
+  gc::graph_family<> family{
+      {.one_executable = true, .verify_first_switch = true, .verify_outputs = [&](std::size_t key) {
+         return std::vector<gc::family_output>{
+             {cleared.get(), key * per_key * sizeof(int), "cleared"}};
+       }}};
+  REQUIRE(family
+              .capture_all({1, 2}, stream,
+                           [&](std::size_t key, cudaStream_t s) {
+                             const std::size_t bytes = key * per_key * sizeof(int);
+                             CUDA_REQUIRE(
+                                 cudaMemsetAsync(cleared.get(), eager_differs ? 9 : 0, bytes, s));
+                             gctest::launch_fill(s, out.get(), static_cast<int>(key) * per_key,
+                                                 static_cast<int>(key));
+                           })
+              .complete());
+  REQUIRE(family.current_key() == 1u);
+  eager_differs = true;
+  std::string message;
+  try {
+    family.replay_at_least(2, stream); // the switch to 2 is its first: verified, and differs
+  } catch (const gc::family_verify_error& mismatch) {
+    message = mismatch.what();
+  }
+  CHECK_THAT(message, gctest::contains("graph_family key 2:"));
+  CHECK_THAT(message, gctest::contains("cleared"));
+  eager_differs = false;
+  CHECK(family.replay_at_least(1, stream) == 1); // its group held none: instantiated again
+  CHECK_THAT(family.statistics(2)->own_executable, gctest::contains("verify_first_switch"));
+  CHECK(family.statistics(2)->fallbacks == 1);
+  CHECK(family.executables() == 2);              // 2's own; 1's group instantiated again for 1
+  CHECK(family.replay_at_least(2, stream) == 2); // its own executable: no switch, no check
+  stream.synchronize();
 }
 
 #ifdef GCTEST_ON_DOUBLE

@@ -181,6 +181,20 @@ public:
     return own;
   }
 
+  /// `graph`, which holds group `g`'s executable, gets an executable of its own (instantiated
+  /// from its template; the group's is destroyed with it, and the group holds none): its replay
+  /// of the shared one could not be trusted (`why`).
+  group_switch separate(Graph& graph, std::size_t g, std::string why) {
+    const topology_signature signature = groups_[g].signature;
+    key_params params = take_params(groups_[g], graph);
+    leave(graph, g);
+    group_switch own = start_group(graph, signature, std::move(params));
+    own.result.outcome = update_outcome::reinstantiated;
+    own.apart = std::move(why);
+    own.founded = false;
+    return own;
+  }
+
   /// `graph` (of group `g`) goes: if it held the group's executable, the group holds none now;
   /// if the executable was instantiated from its template, no set-params can reach the
   /// executable's nodes any more (updates only, until the group instantiates again).

@@ -146,7 +146,7 @@ public:
     }
     entry& found = *entries_[index];
     if (options_.one_executable) {
-      switch_to(found, keys_[index], stream);
+      switch_to(index, stream);
       current_ = keys_[index];
     }
     found.graph->replay(stream);
@@ -253,7 +253,6 @@ private:
                                   // executable while this key holds it
     family_key_statistics statistics;
     std::size_t group = 0; // one-executable mode: its group of one topology
-    bool verified = false; // verify_first_switch: its first switch was checked
   };
   family_clock::time_point now() const {
     return options_.clock ? options_.clock() : family_clock::now();
@@ -310,19 +309,11 @@ private:
 
   static constexpr bool shares_executables = detail::families::shares_executables<Graph>;
 
-  /// One-executable mode: `target`'s graph takes its group's executable, unless it holds it.
-  void switch_to([[maybe_unused]] entry& target, [[maybe_unused]] const Key& key,
-                 [[maybe_unused]] stream_ref stream) {
+  /// One-executable mode: key `index`'s graph takes its group's executable, unless it holds it.
+  void switch_to([[maybe_unused]] std::size_t index, [[maybe_unused]] stream_ref stream) {
     if constexpr (shares_executables) { // else refused by the constructor
-      const detail::families::group_switch done = groups_.switch_to(*target.graph, target.group);
-      done.record(target.statistics, target.group, last_update_);
-      if (done.switched && done.result.updated() && options_.verify_first_switch &&
-          !target.verified) [[unlikely]] {
-        detail::families::check_first_switch(groups_, *target.graph, target.group,
-                                             target.statistics, last_update_, key, options_,
-                                             work_.eager, stream.get());
-        target.verified = true;
-      }
+      detail::families::switch_and_check(groups_, *entries_[index], keys_[index], options_,
+                                         work_.eager, stream.get(), last_update_);
     }
   }
 

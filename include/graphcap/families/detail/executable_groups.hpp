@@ -211,6 +211,18 @@ public:
     std::erase_if(from.members, [&](const member& each) { return each.graph == &graph; });
   }
 
+  /// Whether `graph`'s first switch in group `g` was verified (verify_first_switch).
+  [[nodiscard]] bool verified(const Graph& graph, std::size_t g) noexcept {
+    const member* found = find(groups_[g], &graph);
+    return found != nullptr && found->verified;
+  }
+  /// Notes that `graph`'s first switch in group `g` was verified.
+  void mark_verified(const Graph& graph, std::size_t g) noexcept {
+    if (member* found = find(groups_[g], &graph)) {
+      found->verified = true;
+    }
+  }
+
   /// Executable graphs held now (a group whose holder was evicted holds none).
   [[nodiscard]] std::size_t executables() const noexcept {
     std::size_t count = 0;
@@ -235,7 +247,8 @@ private:
 
   struct member {
     const Graph* graph = nullptr;
-    key_params params; // its template's node parameters (none if it cannot be patched)
+    key_params params;     // its template's node parameters (none if it cannot be patched)
+    bool verified = false; // verify_first_switch checked its first switch
   };
   struct group {
     topology_signature signature;

@@ -6,6 +6,7 @@
 
 #include <graphcap/core/update.hpp>
 #include <graphcap/error.hpp>
+#include <graphcap/families/detail/executable_groups.hpp>
 #include <graphcap/families/detail/family_support.hpp>
 #include <graphcap/families/family_types.hpp>
 #include <graphcap/inspection/verify.hpp>
@@ -73,6 +74,23 @@ void check_first_switch(Groups& groups, Graph& graph, std::size_t& group,
                             "than its work run eagerly (verify_first_switch); it has an "
                             "executable of its own now. " +
                             mismatch);
+}
+
+/// One-executable mode: `target` (a family's entry: its graph, group and statistics) takes its
+/// group's executable unless it holds it, and a first switch is checked (verify_first_switch).
+template <class Groups, class Entry, class Key>
+void switch_and_check(Groups& groups, Entry& target, const Key& key,
+                      const family_options<Key>& options,
+                      const std::function<void(const Key&, cudaStream_t)>& eager,
+                      cudaStream_t stream, update_result& last) {
+  const group_switch done = groups.switch_to(*target.graph, target.group);
+  done.record(target.statistics, target.group, last);
+  if (done.switched && done.result.updated() && options.verify_first_switch &&
+      !groups.verified(*target.graph, target.group)) [[unlikely]] {
+    check_first_switch(groups, *target.graph, target.group, target.statistics, last, key, options,
+                       eager, stream);
+    groups.mark_verified(*target.graph, target.group);
+  }
 }
 
 } // namespace graphcap::detail::families

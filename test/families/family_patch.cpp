@@ -149,6 +149,14 @@ TEST_CASE_METHOD(patch_fixture,
   stream.synchronize();
 }
 
+TEST_CASE_METHOD(patch_fixture,
+                 "verify_first_switch without verify_outputs is an error saying what to set") {
+  gc::graph_family<> family{{.one_executable = true, .verify_first_switch = true}};
+  REQUIRE(family.capture_all({1, 2}, stream, work()).complete());
+  CHECK_THROWS_WITH(family.replay_at_least(2, stream),
+                    gctest::contains("set family_options::verify_outputs"));
+}
+
 #ifdef GCTEST_ON_DOUBLE
 
 namespace {

@@ -14,8 +14,8 @@
 // then holds about what the largest key alone needs. The graphs must be replayed one at a time
 // (the shared pool's rule, pool_handle.hpp). Lookup is a binary search over a sorted vector of
 // keys. With family_options::one_executable, the family keeps every key's template and one
-// executable graph per topology, switched from key to key by cudaGraphExecUpdate from the
-// template: no recapture, the memory of one executable per group of keys, an update per switch.
+// executable graph per topology, switched from key to key by setting the nodes whose parameters
+// differ (or cudaGraphExecUpdate from the template): no recapture, one executable per group.
 // docs/families.md has the details; a family is not synchronized: one thread at a time.
 #pragma once
 
@@ -138,7 +138,7 @@ public:
   /// key, for the caller to pad its request to. Above the largest key: captures `n` itself with
   /// the kept work if options.capture_on_demand (what it throws propagates, nothing is added),
   /// else family_key_error. One-executable mode: a key takes its group's executable first if
-  /// it does not hold it (a cudaGraphExecUpdate from its template; see last_update()).
+  /// it does not hold it (its differing nodes set, or an update; last_update(), docs/families.md).
   Key replay_at_least(const Key& n, stream_ref stream) {
     std::size_t index = index_at_least(n);
     if (index == keys_.size()) [[unlikely]] {

@@ -36,15 +36,19 @@ namespace graphcap::detail::families {
 /// What a switch can set of a node.
 enum class patch_kind : std::uint8_t { empty, kernel, memcpy, memset, event_record, event_wait };
 
-/// One node of a key's template, as captured.
+/// One node of a key's template, as captured: the kind, then the parameters of that kind only
+/// (a union: a switch reads two cache lines of a kernel node per key, not every kind's fields).
 struct node_params {
   patch_kind kind = patch_kind::empty;
-  CUDA_KERNEL_NODE_PARAMS_v2 kernel{}; ///< kernelParams point into key_params::arguments' targets
-  std::size_t first_byte = 0;          ///< the kernel's parameter block in key_params::bytes
+  std::size_t first_byte = 0; ///< a kernel's parameter block in key_params::bytes
   std::size_t byte_count = 0;
-  cudaMemcpy3DParms copy{};
-  cudaMemsetParams set{};
-  cudaEvent_t event = nullptr; ///< an event record or wait node's event
+  union {
+    CUDA_KERNEL_NODE_PARAMS_v2 kernel; ///< kernelParams point into key_params::arguments' targets
+    cudaMemcpy3DParms copy;
+    cudaMemsetParams set;
+    cudaEvent_t event; ///< an event record or wait node's event
+  };
+  node_params() noexcept : kernel{} {}
 };
 
 /// Every node of one key's template in the signature's order, read once (move-only: the kernels'
@@ -141,19 +145,23 @@ inline key_params read_key_params(const std::vector<cudaGraphNode_t>& nodes) {
       break;
     case cudaGraphNodeTypeMemcpy:
       params.kind = patch_kind::memcpy;
+      params.copy = cudaMemcpy3DParms{}; // the union's member from here on
       check(cudaGraphMemcpyNodeGetParams(nodes[i], &params.copy), "cudaGraphMemcpyNodeGetParams");
       break;
     case cudaGraphNodeTypeMemset:
       params.kind = patch_kind::memset;
+      params.set = cudaMemsetParams{};
       check(cudaGraphMemsetNodeGetParams(nodes[i], &params.set), "cudaGraphMemsetNodeGetParams");
       break;
     case cudaGraphNodeTypeEventRecord:
       params.kind = patch_kind::event_record;
+      params.event = nullptr;
       check(cudaGraphEventRecordNodeGetEvent(nodes[i], &params.event),
             "cudaGraphEventRecordNodeGetEvent");
       break;
     case cudaGraphNodeTypeWaitEvent:
       params.kind = patch_kind::event_wait;
+      params.event = nullptr;
       check(cudaGraphEventWaitNodeGetEvent(nodes[i], &params.event),
             "cudaGraphEventWaitNodeGetEvent");
       break;

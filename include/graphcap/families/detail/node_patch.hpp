@@ -48,6 +48,7 @@ struct node_params {
     cudaMemsetParams set;
     cudaEvent_t event; ///< an event record or wait node's event
   };
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-member-init): a union has one member initialized
   node_params() noexcept : kernel{} {}
 };
 

@@ -454,6 +454,11 @@ int main() {
          bench::per_call_arm(few_patch_us, stream, calls,
                              [&] { few.replay_at_least((turn++ % 2) == 0 ? 256 : 512, stream); })});
     bench::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    report.note("one-kernel family: " +
+                std::to_string(few.statistics(256)->patches + few.statistics(512)->patches) +
+                " of " +
+                std::to_string(few.statistics(256)->switches + few.statistics(512)->switches) +
+                " switches patched by set-params (the others updated)");
   }
   bench::check(cudaFree(fixed_a), "cudaFree");
   bench::check(cudaFree(fixed_b), "cudaFree");
@@ -468,6 +473,13 @@ int main() {
   }
   report.add("patch switch per unchanged node", static_cast<long long>(few_nodes - few_changed),
              "graphcap - by hand, per unchanged node", "us", unchanged_us);
+  report.note("keys 62/63: " +
+              std::to_string(single->statistics(keys[62])->patches +
+                             single->statistics(keys[63])->patches) +
+              " of " +
+              std::to_string(single->statistics(keys[62])->switches +
+                             single->statistics(keys[63])->switches) +
+              " switches patched by set-params (the others updated: a set CUDA refused)");
   report.note("patch switch: " + std::to_string(by_hand.changed_nodes()) + " of " +
               std::to_string(nodes) + " nodes changed (keys 62/63); " +
               std::to_string(few_changed) + " of " + std::to_string(few_nodes) +

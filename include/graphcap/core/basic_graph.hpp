@@ -315,7 +315,7 @@ struct policy_access : core_extension {
   /// template itself (graph_family's patch switch): no cudaGraphExecUpdate.
   template <class Graph>
   static void take_matched_executable(Graph& graph, Graph& from) {
-    graph.lifecycle_.take_matched_executable(policy_key{}, from.lifecycle_);
+    graph.lifecycle_.take_matched_executable(key(), from.lifecycle_);
   }
   /// graph.replay(stream) without its Liveness check, which the caller made already.
   template <class Graph>

@@ -204,6 +204,22 @@ struct graph_core {
     result = {update_outcome::updated, cudaGraphExecUpdateSuccess, {}, cudaSuccess};
   }
 
+  /// Destroys the executable graph and keeps the template (keep_graph): a replay or
+  /// instantiate() makes it again. Caches of its executable nodes are stale (the generation).
+  void release_executable() {
+    if (!keep_graph) {
+      throw state_error(message("release_executable()",
+                                "construct the graph with graphcap::keep_graph: the template is "
+                                "what a replay instantiates again"));
+    }
+    if (exec) {
+      const relaxed_capture_mode_guard relaxed;
+      ignore(cudaGraphExecDestroy(exec.release()));
+      state = graph_state::captured;
+      ++generation;
+    }
+  }
+
   /// Drops the executable graph and the template; keeps the side stream.
   void drop() noexcept {
     if (exec || graph) { // one capture-mode exchange for both destructions, not one each

@@ -311,6 +311,12 @@ private:
     core_.throw_launch_failure(status);
   }
 
+  /// release_executable(): the executable goes, the template stays (keep_graph only).
+  void release_executable() {
+    refuse_while_capturing(core_, "release_executable()", "end the capture in progress first");
+    core_.release_executable();
+  }
+
   /// reset(): drops the capture; a state_error while a capture scope is open.
   void reset() {
     refuse_while_capturing(core_, "reset()",

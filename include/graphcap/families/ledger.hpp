@@ -47,7 +47,6 @@ struct family_ledger {
   std::size_t pool_reserved_bytes = 0;   ///< the pool's slabs now (pool_statistics)
   std::size_t pool_in_use_bytes = 0;     ///< the pool's blocks in use now
   std::size_t pool_high_water_bytes = 0; ///< the most in use since the last key's capture began
-  bool pool_asleep = false;              ///< a sleepable pool that sleeps: reserved is 0
   /// The executables' measured bytes: what the driver took for this family's instantiations
   std::size_t executable_bytes = 0;
   /// Of those, the bytes of keys whose executable was released (release_executables()): the
@@ -71,7 +70,7 @@ struct family_ledger {
   /// The table: a line of totals, then a row per key.
   friend std::ostream& operator<<(std::ostream& out, const family_ledger& ledger) {
     out << "ledger: " << ledger.total_bytes() << " device bytes: pool "
-        << ledger.pool_reserved_bytes << " reserved" << (ledger.pool_asleep ? " (asleep)" : "")
+        << ledger.pool_reserved_bytes << " reserved"
         << ", " << ledger.pool_in_use_bytes << " in use, " << ledger.pool_high_water_bytes
         << " high-water; executables " << ledger.executable_bytes << " measured ("
         << ledger.executable_held_bytes << " of them released and held by the driver), "

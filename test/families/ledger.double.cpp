@@ -6,6 +6,7 @@
 // their memory as held), restore brings them back without new memory, and a ledger asked on
 // another device is a state_error.
 #include <graphcap/family.hpp>
+#include <graphcap/graphcap.hpp>
 
 #include "catch.hpp"
 #include "cuda_helpers.hpp"
@@ -14,6 +15,7 @@
 #include <cuda_double/control.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -231,4 +233,32 @@ TEST_CASE_METHOD(ladder_fixture, "family ledger asked on another device: a state
   }
   REQUIRE(cudaSetDevice(0) == cudaSuccess);
   CHECK(family.ledger().rows.size() == 1);
+}
+
+TEST_CASE("basic_graph release_executable: keep_graph only, and a replay instantiates again") {
+  cuda_double::reset();
+  {
+    gctest::stream stream;
+    std::vector<unsigned char> host(bytes, 0);
+    gctest::device_buffer<unsigned char> device{bytes};
+    gc::graph without;
+    without.capture(stream, [&](gc::graph::scope& cap) {
+      gctest::fill_and_copy(cap.stream(), device, host, 3);
+    });
+    CHECK_THROWS_AS(without.release_executable(), gc::state_error);
+    gc::graph kept{gc::keep_graph};
+    kept.capture(stream, [&](gc::graph::scope& cap) {
+      gctest::fill_and_copy(cap.stream(), device, host, 5);
+    });
+    kept.instantiate();
+    const std::uint16_t generation = kept.generation();
+    kept.release_executable();
+    CHECK(kept.state() == gc::graph_state::captured);
+    CHECK_THROWS_AS(kept.raw_exec(), gc::state_error); // no executable
+    CHECK(kept.generation() != generation);            // caches of its executable's nodes are stale
+    kept.replay(stream);
+    CUDA_REQUIRE(cudaStreamSynchronize(stream));
+    CHECK(host == std::vector<unsigned char>(bytes, 5));
+  }
+  cuda_double::reset();
 }

@@ -16,6 +16,9 @@
 // keys. With family_options::one_executable, the family keeps every key's template and one
 // executable graph per topology, switched from key to key by cudaGraphExecUpdate from the
 // template: no recapture, the memory of one executable per group of keys, an update per switch.
+// Its device memory, per key: ledger() (families/ledger.hpp); capture_all(keys,
+// byte_budget{bytes}, ...) keeps the densest ladder that fits; release_executables() gives its
+// executables up while it sleeps (families/detail/family_memory.hpp, the base that has them).
 // docs/families.md has the details; a family is not synchronized: one thread at a time.
 #pragma once
 

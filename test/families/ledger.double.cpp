@@ -153,8 +153,13 @@ TEST_CASE_METHOD(ladder_fixture, "family release_executables keeps templates, re
   CHECK(cuda_double::live_execs() == 1);
 }
 
-TEST_CASE_METHOD(ladder_fixture, "family release_executables in one_executable mode is refused") {
+TEST_CASE_METHOD(ladder_fixture, "family release_executables and a byte budget in "
+                                 "one_executable mode are refused") {
   gc::graph_family<> family{{.one_executable = true}};
+  CHECK_THROWS_WITH(
+      static_cast<void>(family.capture_all({1, 2}, gc::byte_budget{1U << 30}, stream, work())),
+      gctest::contains("byte_budget in one_executable mode"));
+  CHECK(family.size() == 0);
   REQUIRE(family.capture_all({1, 2}, stream, work()).complete());
   CHECK_THROWS_AS(family.release_executables(), gc::state_error);
 }

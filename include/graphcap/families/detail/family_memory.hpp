@@ -35,6 +35,11 @@ public:
   template <class Work>
   family_capture_result<Key> capture_all(std::vector<Key> keys, byte_budget budget,
                                          stream_ref stream, Work work) {
+    if (family().options_.one_executable) {
+      throw error("graphcap: graph_family::capture_all() under a byte_budget in one_executable "
+                  "mode: its keys share executables by group, which the budget does not count; "
+                  "use the default mode, one executable per key");
+    }
     ladder_.emplace(budget.bytes);
     left_out_.clear();
     const budget_guard guard{*this};
@@ -78,7 +83,13 @@ public:
                         "default mode, one executable per key");
     }
     for (auto& each : family().entries_) {
-      each->graph->release_executable();
+      if constexpr (requires { each->graph->release_executable(); }) {
+        each->graph->release_executable();
+      } else {
+        throw error("graphcap: graph_family::release_executables() of piecewise graphs: a "
+                    "piecewise graph has one executable per segment and does not release them; "
+                    "use a family of basic graphs (shared_pool_graph)");
+      }
     }
     released_ = true;
   }
@@ -119,7 +130,21 @@ protected:
     counts.pool_in_use_bytes =
         after.in_use_bytes > before.in_use_bytes ? after.in_use_bytes - before.in_use_bytes : 0;
     counts.pool_high_water_bytes = after.high_water_bytes;
-    counts.executable_nodes = weighted_nodes(graph.raw_graph());
+    counts.executable_nodes = graph_weight(graph);
+  }
+
+  /// The nodes of `graph` that take executable memory (a piecewise graph: its segments').
+  template <class Graph>
+  static std::size_t graph_weight(const Graph& graph) {
+    if constexpr (requires { graph.raw_graph(); }) {
+      return weighted_nodes(graph.raw_graph());
+    } else {
+      std::size_t weight = 0;
+      for (std::size_t k = 0; k < graph.segment_count(); ++k) {
+        weight += weighted_nodes(graph.segment(k).raw_graph());
+      }
+      return weight;
+    }
   }
 
   /// Then, unless the budget leaves `key` out (false: the caller drops it, and while

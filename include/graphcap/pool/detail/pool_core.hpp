@@ -256,9 +256,8 @@ public:
 
   /// state_error while the core's memory sleeps (a sleepable pool's): nothing may be taken.
   void require_awake() const { memory_.require_awake(); }
-  /// What the core holds now.
+  /// What the core holds now; reset_high_water() starts its high-water again (a family, per key).
   [[nodiscard]] const pool_statistics& statistics() const noexcept { return stats_; }
-  /// Starts high_water_bytes again from what is in use now (a family's ledger, per key).
   void reset_high_water() noexcept { stats_.high_water_bytes = stats_.in_use_bytes; }
   /// Takes with no free block of their class may get one of a larger class (graph_family).
   void reuse_larger_blocks(bool on) noexcept { free_.reuse_larger(on); }

@@ -133,6 +133,7 @@ CUgraphNode_st* exec_counterpart(CUgraphExec_st& exec, const CUgraphNode_st& nod
 void destroy_exec(cudaGraphExec_t exec) {
   if (exec->alloc_slot)
     --*exec->alloc_slot;
+  state().exec_caches[exec->cache_device].used -= exec->cache_bytes; // the pieces stay
   release_graph_contents(*exec->graph);
   state().execs.erase(exec);
   delete exec;
@@ -148,6 +149,31 @@ constexpr unsigned long long kInstantiateFlags =
 
 bool live_exec(cudaGraphExec_t e) {
   return is_live_exec(e);
+}
+
+// An executable's bytes of its device's cache (per node: kernels, and every node but memsets and
+// empty nodes), the cache grown in 2 MiB pieces while device memory lasts.
+cudaError_t take_exec_cache(CUgraphExec_st& exec) {
+  constexpr std::size_t piece = std::size_t{2} << 20;
+  State& st = state();
+  std::size_t bytes = 0;
+  for (const auto& node : exec.graph->nodes) {
+    if (node->type == cudaGraphNodeTypeKernel)
+      bytes += st.exec_bytes_per_kernel_node;
+    else if (node->type != cudaGraphNodeTypeMemset && node->type != cudaGraphNodeTypeEmpty)
+      bytes += st.exec_bytes_per_other_node;
+  }
+  exec.cache_device = thread_state().device;
+  State::ExecCache& cache = st.exec_caches[exec.cache_device];
+  const std::size_t need = (cache.used + bytes + piece - 1) / piece * piece;
+  if (need > cache.reserved) {
+    if (device_bytes_in_use() + (need - cache.reserved) > st.total_memory)
+      return cudaErrorMemoryAllocation;
+    cache.reserved = need;
+  }
+  cache.used += bytes;
+  exec.cache_bytes = bytes;
+  return cudaSuccess;
 }
 
 cudaError_t instantiate(cudaGraphExec_t* out, cudaGraph_t graph, unsigned long long flags,
@@ -178,6 +204,10 @@ cudaError_t instantiate(cudaGraphExec_t* out, cudaGraph_t graph, unsigned long l
   if (!topological_order(*exec->graph, exec->order)) {
     release_graph_contents(*exec->graph);
     return cudaErrorInvalidValue;
+  }
+  if (cudaError_t e = take_exec_cache(*exec)) {
+    release_graph_contents(*exec->graph);
+    return e;
   }
   exec->id = state().next_exec_id++;
   exec->flags = flags;

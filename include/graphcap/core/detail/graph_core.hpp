@@ -204,17 +204,6 @@ struct graph_core {
     result = {update_outcome::updated, cudaGraphExecUpdateSuccess, {}, cudaSuccess};
   }
 
-  /// Takes `from`'s executable graph as it is, the caller having made it match this graph's
-  /// template itself (graph_family's patch switch: set-params on the nodes that differ), as
-  /// take_updated_executable() does after a successful update.
-  void take_matched_executable(graph_core& from) noexcept {
-    exec = std::move(from.exec);
-    state = graph_state::instantiated;
-    from.state = graph_state::captured;
-    ++generation;
-    ++from.generation;
-  }
-
   /// Drops the executable graph and the template; keeps the side stream.
   void drop() noexcept {
     if (exec || graph) { // one capture-mode exchange for both destructions, not one each
@@ -339,6 +328,35 @@ inline void refuse_while_capturing(const graph_core& core, std::string_view oper
                                    std::string_view what_to_do) {
   if (core.state == graph_state::capturing) [[unlikely]] {
     throw state_error(core.message(operation, what_to_do));
+  }
+}
+
+/// Takes `from`'s executable graph as it is, the caller having made it match `to`'s template
+/// itself (graph_family's patch switch: set-params on the nodes that differ), as
+/// take_updated_executable() does after a successful update.
+inline void take_matched_executable_of(graph_core& to, graph_core& from) noexcept {
+  to.exec = std::move(from.exec);
+  to.state = graph_state::instantiated;
+  from.state = graph_state::captured;
+  ++to.generation;
+  ++from.generation;
+}
+
+/// Destroys `core`'s executable graph and keeps the template (keep_graph): a replay or
+/// instantiate() makes it again. Caches of its executable nodes are stale (the generation).
+/// state_error during a capture, or without keep_graph.
+inline void release_executable_of(graph_core& core) {
+  refuse_while_capturing(core, "release_executable()", "end the capture in progress first");
+  if (!core.keep_graph) {
+    throw state_error(core.message("release_executable()",
+                                   "construct the graph with graphcap::keep_graph: the template "
+                                   "is what a replay instantiates again"));
+  }
+  if (core.exec) {
+    const relaxed_capture_mode_guard relaxed;
+    ignore(cudaGraphExecDestroy(core.exec.release()));
+    core.state = graph_state::captured;
+    ++core.generation;
   }
 }
 

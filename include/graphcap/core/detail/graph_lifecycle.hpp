@@ -95,11 +95,10 @@ public:
   Liveness& liveness(policy_key /*key*/) noexcept { return liveness_; }
   /// The one step behind the key: replay() less the Liveness check a piecewise step made.
   void replay_checked(policy_key /*key*/, cudaStream_t stream) { replay<false>(stream); }
-  /// take_executable() without the update: graph_family made `from`'s executable match this
-  /// graph's template by set-params (graph_core::take_matched_executable); then the hooks run.
+  /// take_executable() less the update (graph_family set `from`'s nodes to match); the hooks run.
   void take_matched_executable(policy_key /*key*/, graph_lifecycle& from) {
     core_.require_takeable(from.core_);
-    core_.take_matched_executable(from.core_);
+    take_matched_executable_of(core_, from.core_);
     dropping_on_failure([&] { after_instantiate_hooks(); });
   }
 
@@ -318,6 +317,9 @@ private:
     }
     core_.throw_launch_failure(status);
   }
+
+  /// release_executable(): the executable goes, the template stays (keep_graph only).
+  void release_executable() { release_executable_of(core_); }
 
   /// reset(): drops the capture; a state_error while a capture scope is open.
   void reset() {

@@ -256,8 +256,9 @@ public:
 
   /// state_error while the core's memory sleeps (a sleepable pool's): nothing may be taken.
   void require_awake() const { memory_.require_awake(); }
-  /// What the core holds now.
+  /// What the core holds now; reset_high_water() starts its high-water again (a family, per key).
   [[nodiscard]] const pool_statistics& statistics() const noexcept { return stats_; }
+  void reset_high_water() noexcept { stats_.high_water_bytes = stats_.in_use_bytes; }
   /// Takes with no free block of their class may get one of a larger class (graph_family).
   void reuse_larger_blocks(bool on) noexcept { free_.reuse_larger(on); }
   /// Whether takes may get larger blocks (reuse_larger_blocks()).
@@ -297,7 +298,7 @@ private:
 
   void note_taken(void* block, std::size_t size, nvtx_regions::heap heap,
                   bool registered) noexcept {
-    stats_.in_use_bytes += size;
+    stats_.high_water_bytes = std::max(stats_.high_water_bytes, stats_.in_use_bytes += size);
     ++stats_.blocks_in_use;
     if (!registered) {
       nvtx_regions::mark_allocated(heap, block, size);

@@ -27,6 +27,19 @@ void set_device_count(int count);
 // pool memory and VMM physical allocations may take together. Until reset().
 void set_device_memory(std::size_t bytes);
 
+// Executables' device memory, modelled on the H200 (driver 580, benchmark/probes/
+// executable_memory.cu): each instantiation takes `per_kernel_node` bytes per kernel node and
+// `per_other_node` per node of another type (memset and empty nodes: 0) from a per-device cache
+// that grows in 2 MiB pieces, each counted by cudaMemGetInfo from then on; destroying an
+// executable gives its bytes back to the cache, not to cudaMemGetInfo (only reset() does). An
+// instantiation the device's memory cannot hold fails with cudaErrorMemoryAllocation. Both 0
+// (the default) until reset(): executables take no memory.
+void set_executable_memory(std::size_t per_kernel_node, std::size_t per_other_node = 0);
+// The bytes of `device`'s executable cache: taken in 2 MiB pieces (what cudaMemGetInfo counts),
+// and used by live executables.
+std::size_t executable_cache_bytes(int device = 0);
+std::size_t executable_cache_used(int device = 0);
+
 // The VMM call that finds the device out of memory for a new physical allocation, failing with
 // CUDA_ERROR_OUT_OF_MEMORY and no side effect: "cuMemCreate" (the default, where CUDA documents
 // it), "cuMemMap" or "cuMemSetAccess" (a driver that commits the memory later: which one a

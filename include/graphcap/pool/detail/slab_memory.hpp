@@ -173,7 +173,10 @@ public:
     }
     void* probe = nullptr;
     if (cudaMalloc(&probe, probe_bytes) == cudaSuccess) {
-      ignore(cudaFree(probe)); // waits for the device
+      if (cudaFree(probe) != cudaSuccess) {    // waits for the device; once more if it failed
+        static_cast<void>(cudaGetLastError()); // (neither the wait nor the free may be skipped)
+        ignore(cudaFree(probe));
+      }
     } else {
       static_cast<void>(cudaGetLastError());
       ignore(cudaDeviceSynchronize()); // no memory for the probe: a full device waits so

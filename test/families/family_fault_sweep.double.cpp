@@ -88,16 +88,16 @@ public:
     return {
         {"cudaGraphDestroy", phases(phase::teardown), "teardown never throws: the templates"},
         {"cudaGraphExecDestroy", phases(phase::teardown), "teardown never throws"},
-        {"cudaEventDestroy", phases(phase::teardown),
-         "teardown never throws: the completion markers"},
         {"cudaStreamDestroy", phases(phase::teardown), "teardown never throws: the streams"},
         {"cudaFreeAsync", phases(phase::teardown),
          "a slab whose stream-ordered free fails is freed with cudaFree"},
-        {"cudaStreamWaitEvent", phases(phase::teardown),
-         "slabs are freed after the pool's stream waits for the completion markers; if that wait "
-         "cannot be enqueued, graphcap waits on the host"},
-        {"cudaGetDevice", phases(phase::capture),
-         "the device a pool notes with its first slab: the current one"},
+        {"cudaMalloc", phases(phase::teardown),
+         "each graph's give-back to the family's pool waits for the device with a probe slab "
+         "(no completion marker, #48): if none can be made, cudaDeviceSynchronize waits instead"},
+        {"cudaFree", phases(phase::teardown), "that probe slab's free, tried again if it fails"},
+        {"cudaGetDevice", phases(phase::capture, phase::teardown),
+         "the device a pool notes with its first slab, and the current one that wait would "
+         "switch back to: the current one"},
         {"cudaThreadExchangeStreamCaptureMode",
          phases(phase::capture, phase::select, phase::teardown),
          "the relaxed capture-mode guard: the call runs in the thread's mode"},

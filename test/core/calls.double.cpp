@@ -228,6 +228,39 @@ TEST_CASE("a shared-pool graph has only its captured nodes, and its reset waits 
   CHECK(cuda_double::call_counts().count("cudaMalloc") == 0);
 }
 
+TEST_CASE("a give-back's wait for the device is not skipped when the probe slab cannot be made "
+          "or freed") {
+  // No completion marker orders the handover (#48): the wait at the give-back is all there is.
+  // Without memory for the probe slab it waits with cudaDeviceSynchronize; a failed free of the
+  // probe is tried again (the wait and the free both happen).
+  using shared_graph = gc::graph_with<gc::pool::shared>;
+  cuda_double::reset();
+  gctest::stream stream;
+  const auto pool = gc::graph_pool_handle();
+  const std::size_t before = cuda_double::live_allocations();
+  shared_graph graph{pool};
+  graph.capture(stream, [&](shared_graph::scope& cap) {
+    CUDA_REQUIRE(cudaMemsetAsync(cap.allocate<unsigned char>(4096), 1, 4096, cap.stream()));
+  });
+  graph.replay(stream);
+  SECTION("no memory for the probe") {
+    cuda_double::fail_call("cudaMalloc", cudaErrorMemoryAllocation);
+    cuda_double::clear_call_counts();
+    graph.reset();
+    CHECK(cuda_double::calls("cudaDeviceSynchronize") == 1);
+  }
+  SECTION("the probe's free fails once") {
+    cuda_double::fail_call("cudaFree", cudaErrorUnknown);
+    cuda_double::clear_call_counts();
+    graph.reset();
+    CHECK(cuda_double::calls("cudaFree") == 2);
+    CHECK(cuda_double::calls("cudaDeviceSynchronize") == 0);
+  }
+  CHECK(cudaGetLastError() == cudaSuccess); // graphcap cleared what it handled
+  CHECK(pool.statistics().blocks_in_use == 0);
+  CHECK(cuda_double::live_allocations() >= before); // the pool's slab stays with the handle
+}
+
 TEST_CASE("a private pool adds no node, and its reset frees its slabs with cudaFree, which waits") {
   cuda_double::reset();
   gctest::stream stream;

@@ -126,8 +126,8 @@ int main() {
     graphcap::lean_graph looped;
     looped.capture(capture_stream, [&](auto& cap) {
       set_counter<<<1, 1, 0, cap.stream()>>>(counter, iterations);
-      const graphcap::condition more = cap.condition(1);
-      cap.while_(more, [&](cudaStream_t s) {
+      const graphcap::condition more = graphcap::make_condition(cap, 1);
+      graphcap::while_(cap, more, [&](cudaStream_t s) {
         bench::issue_tiny(s, kernels, sink);
         count_down<<<1, 1, 0, s>>>(counter, more.handle());
       });

@@ -326,9 +326,10 @@ int main() {
       captured.describe_vectors();
       captured.spmv_buffer = cap.allocate<unsigned char>(spmv_buffer_bytes(captured));
       captured.use_stream(cap.stream());
-      const graphcap::condition more = cap.condition(0, graphcap::reset_each_launch);
+      const graphcap::condition more =
+          graphcap::make_condition(cap, 0, graphcap::reset_each_launch);
       captured.begin(cap.stream(), more); // `start` sets `more`
-      cap.while_(more, [&](auto& body) {
+      graphcap::while_(cap, more, [&](auto& body) {
         captured.use_stream(body.stream()); // the body is captured on a stream of its own
         captured.iterate(body.stream(), more);
       });

@@ -110,8 +110,9 @@ void draw(const float* x, float* y, float* total, int* left, const std::string& 
     {
       auto layer = cap.mark("layer 1");
       start_count<<<1, 1, 0, s>>>(left, 3);
-      const graphcap::condition more = cap.condition(1, graphcap::reset_each_launch);
-      cap.while_(more, [&](cudaStream_t body) {
+      const graphcap::condition more =
+          graphcap::make_condition(cap, 1, graphcap::reset_each_launch);
+      graphcap::while_(cap, more, [&](cudaStream_t body) {
         relax<<<blocks, threads, 0, body>>>(y, n);
         count_down<<<1, 1, 0, body>>>(left, more);
       });

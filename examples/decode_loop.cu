@@ -54,8 +54,8 @@ int main() {
   // [while-loop]
   graphcap::lean_graph graph;
   graph.capture(stream, [&](auto& cap) {
-    const graphcap::condition more = cap.condition(1, graphcap::reset_each_launch);
-    cap.while_(more, [&](cudaStream_t body) {
+    const graphcap::condition more = graphcap::make_condition(cap, 1, graphcap::reset_each_launch);
+    graphcap::while_(cap, more, [&](cudaStream_t body) {
       decode_step<<<1, 1, 0, body>>>(position, more_flag, more); // clears `more` at the end
     });
   });

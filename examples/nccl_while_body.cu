@@ -78,8 +78,8 @@ void capture_bodies(std::vector<rank_state>& state,
   }
   example::check(cudaSetDevice(rank), "cudaSetDevice");
   rank_graph::scope& cap = *scopes[rank];
-  const graphcap::condition more = cap.condition(1, graphcap::reset_each_launch);
-  cap.while_(more, [&](cudaStream_t body) {
+  const graphcap::condition more = graphcap::make_condition(cap, 1, graphcap::reset_each_launch);
+  graphcap::while_(cap, more, [&](cudaStream_t body) {
     body_streams[rank] = body;
     add_one<<<(count + 255) / 256, 256, 0, body>>>(state[rank].send, count);
     capture_bodies(state, scopes, body_streams, rank + 1);

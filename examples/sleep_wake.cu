@@ -70,7 +70,35 @@ int main() {
               "of the pool's %zu MiB\n",
               static_cast<double>(first), (asleep - awake) >> 20,
               step.pool_statistics().reserved_bytes >> 20);
+
+  // [carve]
+  // A pool mapped in one piece, sized from the first capture: the captures that fit take no
+  // memory of their own, and it sleeps and wakes in one piece from its first sleep.
+  graphcap::sleepable_pool_handle carved;
+  carved.carve(step.pool_statistics().reserved_bytes); // out_of_memory_error if not free
+  sleepy_graph again{carved};
+  float* second = again.capture(stream, [&](sleepy_graph::scope& cap) {
+    float* kept = cap.allocate<float>(n); // in the carve: no driver call
+    accumulate<<<blocks, 256, 0, cap.stream()>>>(kept, input, n);
+    return kept;
+  });
+  example::check(cudaMemsetAsync(second, 0, n * sizeof(float), stream), "cudaMemsetAsync");
+  again.replay(stream);
+  carved.sleep(graphcap::pool::backup::host); // one cuMemUnmap, the first sleep too
+  carved.wake();                              // one cuMemCreate + cuMemMap
+  again.replay(stream);                       // second == 2
+  // [/carve]
+  example::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  float carved_first = 0;
+  example::check(cudaMemcpy(&carved_first, second, sizeof carved_first, cudaMemcpyDeviceToHost),
+                 "cudaMemcpy");
+  std::printf("sleep_wake: carved pool of %zu MiB, state %.0f after sleep and wake (expected 2), "
+              "%zu MiB resident\n",
+              carved.carved_bytes() >> 20, static_cast<double>(carved_first),
+              carved.resident_bytes() >> 20);
   example::check(cudaStreamDestroy(stream), "cudaStreamDestroy");
   example::check(cudaFree(input), "cudaFree");
-  return first == 2.0F ? 0 : 1;
+  return first == 2.0F && carved_first == 2.0F && carved.resident_bytes() == carved.carved_bytes()
+             ? 0
+             : 1;
 }

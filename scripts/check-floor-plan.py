@@ -137,6 +137,20 @@ def in_public_namespace(stack):
     return names[0] == "graphcap" and "detail" not in names
 
 
+WING_DETAIL_NAME = re.compile(r"\bdetail::(" + "|".join(WINGS) + r")\b")
+WING_NAMESPACE = re.compile(r"\bnamespace\s+(" + "|".join(WINGS) + r")\s*\{")
+
+
+def wing_name_problems(text):
+    """The core and the CUDA layer name no wing's detail namespace (detail::control_flow::...,
+    detail::rebind, ...): a wing hooks in through the core's seams (policy.hpp's contract,
+    core_extension's key, scope_services), never the other way round. Comments do not count."""
+    code = re.sub(r"//[^\n]*", "", text)
+    found = [f"names the wing detail {m.group(0)}" for m in WING_DETAIL_NAME.finditer(code)]
+    found += [f"opens a wing's namespace: {m.group(0)}" for m in WING_NAMESPACE.finditer(code)]
+    return found[:3]
+
+
 def main():
     problems = []
     for directory, _, files in os.walk(ROOT):
@@ -171,6 +185,8 @@ def main():
                 elif target_wing != wing and target_detail and target_wing not in SHARED_DETAIL:
                     problems.append(f"{rel}: includes another wing's detail file {target}")
             problems += [f"{rel}: {p}" for p in namespace_problems(text, wing, is_detail)]
+            if wing in SHARED_DETAIL:
+                problems += [f"{rel}: {p}" for p in wing_name_problems(text)]
             declarations = public_declarations(text)
             if is_detail and declarations:
                 problems.append(f"{rel}: a detail file declares public names: "

@@ -34,7 +34,7 @@ def classes(lines):
 def main():
     root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "include/graphcap")
     problems = []
-    headers = sorted(root.rglob("*.hpp"))
+    headers = sorted([*root.rglob("*.hpp"), *root.rglob("*.cuh")])
     for header in headers:
         lines = header.read_text().splitlines()
         if len(lines) > HEADER_LIMIT:

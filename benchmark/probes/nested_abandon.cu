@@ -41,12 +41,12 @@ static void scenario(bool join) {
   try {
     graph.capture(s, [&](auto& cap) {
       tiny<<<1, 1, 0, cap.stream()>>>(nullptr);
-      auto c = cap.condition(1);
-      cap.if_(c, [&](auto& body) {
+      auto c = graphcap::make_condition(cap, 1);
+      graphcap::if_(cap, c, [&](auto& body) {
         int* block = body.template allocate<int>(16);
         tiny<<<1, 1, 0, body.stream()>>>(block);
-        auto more = body.condition(0);
-        body.while_(more, [&](auto& inner) {
+        auto more = graphcap::make_condition(body, 0);
+        graphcap::while_(body, more, [&](auto& inner) {
           cudaEventRecord(e, inner.stream());
           cudaStreamWaitEvent(side, e, 0);
           tiny<<<1, 1, 0, side>>>(nullptr);

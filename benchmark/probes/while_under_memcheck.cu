@@ -38,9 +38,10 @@ static void run(const char* name, bool whole, bool two_kernels, bool reset_each_
     cudaMalloc(&memory, 2 * sizeof(int));
     gc::graph graph;
     graph.capture(stream, [&](gc::graph::scope& cap) {
-      const gc::condition more =
-          reset_each_launch ? cap.condition(1, gc::reset_each_launch) : cap.condition(1);
-      cap.while_(more, [&](auto& body) {
+      const gc::condition more = reset_each_launch
+                                     ? graphcap::make_condition(cap, 1, gc::reset_each_launch)
+                                     : graphcap::make_condition(cap, 1);
+      graphcap::while_(cap, more, [&](auto& body) {
         if (two_kernels) {
           count_iteration<<<1, 1, 0, body.stream()>>>(memory + 1);
         }

@@ -51,15 +51,21 @@ struct update;
 struct body;
 } // namespace capture_kind
 
+/// The scope a conditional body of a `Graph` gets (<graphcap/control_flow.hpp>): what a
+/// capture's scope offers, in the body's capture.
+template <class Graph>
+using body_scope = basic_scope<Graph, capture_kind::body>;
+
 /// Whether a condition takes its initial value at every launch of its graph.
 enum class condition_reset : std::uint8_t {
   each_launch, ///< at the start of every launch (cudaGraphCondAssignDefault): the default
   never,       ///< never: the value persists across launches, and device code must set it before a
                ///< conditional node first reads it (CUDA defines no value before that)
 };
-/// `cap.condition(1, graphcap::reset_each_launch)`.
+/// `graphcap::make_condition(cap, 1, graphcap::reset_each_launch)`.
 inline constexpr condition_reset reset_each_launch = condition_reset::each_launch;
-/// `cap.condition(0, graphcap::keep_across_launches)`: set by device code, kept between launches.
+/// `graphcap::make_condition(cap, 0, graphcap::keep_across_launches)`: set by device code, kept
+/// between launches.
 inline constexpr condition_reset keep_across_launches = condition_reset::never;
 
 /// One key/value pair of an annotation, e.g. {"layer", "3"}.

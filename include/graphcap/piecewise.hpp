@@ -5,6 +5,7 @@
 
 #include <graphcap/config.hpp>
 
+#include <graphcap/piecewise/bridge_error.hpp>
 #include <graphcap/piecewise/embed.hpp>
 #include <graphcap/piecewise/island_error.hpp>
 #include <graphcap/piecewise/piecewise_graph.hpp>

@@ -211,7 +211,18 @@ static_assert(!reaches_data<lean_lifecycle>::value && !reaches_steps<lean_lifecy
                   !reaches_policies<lean_lifecycle>::value,
               "only the graph, its scopes and the capture kinds reach a lifecycle's inside");
 static_assert(!std::is_default_constructible_v<detail::policy_key>,
-              "only control flow and policy_access can make the key to a lifecycle's policies");
+              "only a core_extension can make the key to a lifecycle's policies");
+// A wing holds the key by deriving from core_extension; its key() is protected, so code that
+// does not derive cannot call it (the control: a class that derives and re-exports it can).
+template <class E, class = void>
+struct calls_key : std::false_type {};
+template <class E>
+struct calls_key<E, std::void_t<decltype(E::key())>> : std::true_type {};
+struct key_holder : detail::core_extension {
+  using core_extension::key;
+};
+static_assert(calls_key<key_holder>::value && !calls_key<detail::core_extension>::value,
+              "core_extension::key() is for the wings that derive from it");
 static_assert(sizeof(lean_lifecycle) == sizeof(lean_graph));
 
 } // namespace graphcap_checks

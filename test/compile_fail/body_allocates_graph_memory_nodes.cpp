@@ -6,12 +6,13 @@
 
 void work(graphcap::graph_with<graphcap::pool::graph_memory_nodes>& graph) {
   graph.capture([](auto& cap) {
-    const graphcap::condition flag = cap.condition(1);
+    const graphcap::condition flag = graphcap::make_condition(cap, 1);
 #ifdef GRAPHCAP_CONTROL
     static_cast<void>(cap.template allocate<float>(16)); // outside the body: a memory node is fine
-    cap.if_(flag, [](cudaStream_t) {});
+    graphcap::if_(cap, flag, [](cudaStream_t) {});
 #else
-    cap.if_(flag, [](auto& body) { static_cast<void>(body.template allocate<float>(16)); });
+    graphcap::if_(cap, flag,
+                  [](auto& body) { static_cast<void>(body.template allocate<float>(16)); });
 #endif
   });
 }

@@ -11,8 +11,9 @@ using tested = graphcap::lean_graph;
 
 void work(tested& graph) {
   graph.capture([](auto& cap) {
-    const graphcap::condition flag = cap.condition(1);
-    cap.if_(flag, [](auto& body) { static_cast<void>(body.template allocate<float>(16)); });
+    const graphcap::condition flag = graphcap::make_condition(cap, 1);
+    graphcap::if_(cap, flag,
+                  [](auto& body) { static_cast<void>(body.template allocate<float>(16)); });
   });
 }
 int main() {}

@@ -5,11 +5,11 @@
 
 void work(graphcap::lean_graph& graph) {
   graph.capture([](auto& cap) {
-    const graphcap::condition flag = cap.condition(1);
+    const graphcap::condition flag = graphcap::make_condition(cap, 1);
 #ifdef GRAPHCAP_CONTROL
-    cap.while_(flag, [](cudaStream_t) {});
+    graphcap::while_(cap, flag, [](cudaStream_t) {});
 #else
-    cap.while_(flag, [](int, int) {});
+    graphcap::while_(cap, flag, [](int, int) {});
 #endif
   });
 }

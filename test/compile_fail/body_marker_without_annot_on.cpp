@@ -14,8 +14,8 @@ using tested = graphcap::lean_graph;
 
 void work(tested& graph) {
   graph.capture([](auto& cap) {
-    const graphcap::condition flag = cap.condition(1);
-    cap.if_(flag, [](auto& body) {
+    const graphcap::condition flag = graphcap::make_condition(cap, 1);
+    graphcap::if_(cap, flag, [](auto& body) {
       auto region = body.mark("step");
       static_cast<void>(region.active());
     });

@@ -7,9 +7,9 @@
 void work(graphcap::lean_graph& graph) {
   graph.capture([](auto& cap) {
 #ifdef GRAPHCAP_CONTROL
-    static_cast<void>(cap.condition(1));
+    static_cast<void>(graphcap::make_condition(cap, 1));
 #else
-    static_cast<void>(cap.condition(0.5));
+    static_cast<void>(graphcap::make_condition(cap, 0.5));
 #endif
   });
 }

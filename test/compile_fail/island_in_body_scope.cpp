@@ -9,8 +9,8 @@
 
 void capture(graphcap::piecewise_graph<>& step, cudaStream_t stream) {
   step.capture(stream, [](auto& cap) {
-    auto flag = cap.condition(1);
-    cap.if_(flag, [](auto& body) {
+    auto flag = graphcap::make_condition(cap, 1);
+    graphcap::if_(cap, flag, [](auto& body) {
 #ifdef GRAPHCAP_CONTROL
       static_cast<void>(body.stream());
 #else

@@ -4,11 +4,11 @@
 
 void work(graphcap::lean_graph& graph) {
   graph.capture([](auto& cap) {
-    const graphcap::condition which = cap.condition(0);
+    const graphcap::condition which = graphcap::make_condition(cap, 0);
 #ifdef GRAPHCAP_CONTROL
-    cap.switch_(which, [](cudaStream_t) {});
+    graphcap::switch_(cap, which, [](cudaStream_t) {});
 #else
-    cap.switch_(which);
+    graphcap::switch_(cap, which);
 #endif
   });
 }

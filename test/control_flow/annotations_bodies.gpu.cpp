@@ -135,8 +135,8 @@ TEST_CASE("annotated kernels of a WHILE body carry the ids of their replays' act
   annotated_graph graph{gc::keep_graph};
   graph.capture(stream, [&](annotated_graph::scope& cap) {
     auto loop = cap.mark({{"name", "loop"}, {"phase", "decode"}});
-    const gc::condition more = cap.condition(1, gc::reset_each_launch);
-    cap.while_(more, [&](auto& body) {
+    const gc::condition more = graphcap::make_condition(cap, 1, gc::reset_each_launch);
+    graphcap::while_(cap, more, [&](auto& body) {
       auto step = body.mark("step");
       gctest::launch_count_iteration(body.stream(), iterations.get());
       gctest::launch_count_down(body.stream(), counter.get(), more);
@@ -195,10 +195,10 @@ TEST_CASE("kernels before and after an if_else and a while_ carry their records'
   graph.capture(stream, [&](annotated_graph::scope& cap) {
     auto all = cap.mark("all");
     gctest::launch_probe(cap.stream(), probe::before, slot.get());
-    const gc::condition taken = cap.condition(0);
+    const gc::condition taken = graphcap::make_condition(cap, 0);
     gctest::launch_set_from(cap.stream(), branch.get(), taken);
-    cap.if_else(
-        taken,
+    graphcap::if_else(
+        cap, taken,
         [&](auto& body) {
           auto then_scope = body.mark("then");
           gctest::launch_probe(body.stream(), probe::then_first, slot.get());
@@ -210,8 +210,8 @@ TEST_CASE("kernels before and after an if_else and a while_ carry their records'
           gctest::launch_probe(body.stream(), probe::else_second, slot.get());
         });
     gctest::launch_probe(cap.stream(), probe::after, slot.get());
-    const gc::condition more = cap.condition(1, gc::reset_each_launch);
-    cap.while_(more, [&](auto& body) {
+    const gc::condition more = graphcap::make_condition(cap, 1, gc::reset_each_launch);
+    graphcap::while_(cap, more, [&](auto& body) {
       auto loop = body.mark("loop");
       gctest::launch_count_down(body.stream(), counter.get(), more);
     });

@@ -55,9 +55,9 @@ TEST_CASE("if_: the body runs when the condition is non-zero at launch, not othe
   for (const unsigned value : {1U, 0U}) {
     gc::lean_graph graph;
     graph.capture(stream, [&](auto& cap) {
-      const gc::condition taken = cap.condition(value);
+      const gc::condition taken = graphcap::make_condition(cap, value);
       mark(cap.stream(), target, 0, 7);
-      cap.if_(taken, [&](cudaStream_t body) { mark(body, target, 1, 8); });
+      graphcap::if_(cap, taken, [&](cudaStream_t body) { mark(body, target, 1, 8); });
       mark(cap.stream(), target, 2, 9); // after the node: ordered after the body
     });
     CHECK(graph.node_count() == 3); // memset, the conditional node, memset
@@ -75,9 +75,9 @@ TEST_CASE("if_else and switch_: one body runs, chosen by the condition's value")
   for (const unsigned value : {0U, 1U}) {
     gc::lean_graph graph;
     graph.capture(stream, [&](auto& cap) {
-      const gc::condition flag = cap.condition(value);
-      cap.if_else(
-          flag, [&](cudaStream_t body) { mark(body, target, 0, 1); },
+      const gc::condition flag = graphcap::make_condition(cap, value);
+      graphcap::if_else(
+          cap, flag, [&](cudaStream_t body) { mark(body, target, 0, 1); },
           [&](cudaStream_t body) { mark(body, target, 1, 2); });
     });
     target.clear();
@@ -88,9 +88,9 @@ TEST_CASE("if_else and switch_: one body runs, chosen by the condition's value")
   for (const unsigned value : {0U, 1U, 2U, 3U}) {
     gc::lean_graph graph;
     graph.capture(stream, [&](auto& cap) {
-      const gc::condition which = cap.condition(value);
-      cap.switch_(
-          which, [&](cudaStream_t body) { mark(body, target, 0, 10); },
+      const gc::condition which = graphcap::make_condition(cap, value);
+      graphcap::switch_(
+          cap, which, [&](cudaStream_t body) { mark(body, target, 0, 10); },
           [&](cudaStream_t body) { mark(body, target, 1, 11); },
           [&](cudaStream_t body) { mark(body, target, 2, 12); });
     });
@@ -108,14 +108,14 @@ TEST_CASE("conditionals nest, and a body's scope offers what the parent's does")
   const marks target;
   gc::graph graph; // a private pool: allocate() in the bodies
   graph.capture(stream, [&](gc::graph::scope& cap) {
-    const gc::condition outer = cap.condition(1);
-    cap.if_(outer, [&](auto& body) {
+    const gc::condition outer = graphcap::make_condition(cap, 1);
+    graphcap::if_(cap, outer, [&](auto& body) {
       auto* temporary = body.template allocate<unsigned char>(bytes); // fixed address
       CUDA_REQUIRE(cudaMemsetAsync(temporary, 5, bytes, body.stream()));
       CUDA_REQUIRE(
           cudaMemcpyAsync(target.at(0), temporary, bytes, cudaMemcpyDeviceToDevice, body.stream()));
-      const gc::condition inner = body.condition(1); // owned by the body graph
-      body.if_(inner, [&](cudaStream_t nested) { mark(nested, target, 1, 6); });
+      const gc::condition inner = graphcap::make_condition(body, 1); // owned by the body graph
+      graphcap::if_(body, inner, [&](cudaStream_t nested) { mark(nested, target, 1, 6); });
     });
   });
   replay_and_wait(graph, stream);
@@ -136,31 +136,32 @@ TEST_CASE("pool blocks freed in a body are reused by the next body and by later 
   unsigned char* parent_block = nullptr;
   constexpr std::size_t big = 8 * bytes; // another size class
   graph.capture(stream, [&](gc::graph::scope& cap) {
-    const gc::condition flag = cap.condition(1);
-    cap.if_(flag, [&](auto& body) {
+    const gc::condition flag = graphcap::make_condition(cap, 1);
+    graphcap::if_(cap, flag, [&](auto& body) {
       in_first = body.template allocate<unsigned char>(bytes);
       CUDA_REQUIRE(cudaMemsetAsync(in_first, 1, bytes, body.stream()));
-      const gc::condition inner = body.condition(1);
-      body.if_(inner, [&](auto& nested) {
+      const gc::condition inner = graphcap::make_condition(body, 1);
+      graphcap::if_(body, inner, [&](auto& nested) {
         in_nested = nested.template allocate<unsigned char>(bytes); // in_first is still in use
         CUDA_REQUIRE(cudaMemsetAsync(in_nested, 2, bytes, nested.stream()));
         nested.deallocate(in_nested);
       });
       body.deallocate(in_first);
     });
-    const gc::condition again = cap.condition(1);
-    cap.while_(again, [&](auto& body) { // the node runs after the first: its blocks are free
-      in_second = body.template allocate<unsigned char>(bytes);
-      CUDA_REQUIRE(
-          cudaMemcpyAsync(target.at(0), in_second, 1, cudaMemcpyDeviceToDevice, body.stream()));
-      body.deallocate(in_second);
-    });
+    const gc::condition again = graphcap::make_condition(cap, 1);
+    graphcap::while_(cap, again,
+                     [&](auto& body) { // the node runs after the first: its blocks are free
+                       in_second = body.template allocate<unsigned char>(bytes);
+                       CUDA_REQUIRE(cudaMemcpyAsync(target.at(0), in_second, 1,
+                                                    cudaMemcpyDeviceToDevice, body.stream()));
+                       body.deallocate(in_second);
+                     });
     after = cap.template allocate<unsigned char>(bytes); // after both nodes, on the parent stream
     parent_block = cap.template allocate<unsigned char>(big);
     CUDA_REQUIRE(cudaMemsetAsync(parent_block, 3, big, cap.stream()));
     cap.deallocate(parent_block); // freed by the parent before the next node
-    const gc::condition last = cap.condition(1);
-    cap.if_(last, [&](auto& body) {
+    const gc::condition last = graphcap::make_condition(cap, 1);
+    graphcap::if_(cap, last, [&](auto& body) {
       from_parent = body.template allocate<unsigned char>(big);
       CUDA_REQUIRE(cudaMemsetAsync(from_parent, 4, big, body.stream()));
     });
@@ -181,8 +182,8 @@ TEST_CASE("work forked to another stream inside a body and joined back is part o
   const marks target;
   gc::lean_graph graph;
   graph.capture(stream, [&](auto& cap) {
-    const gc::condition flag = cap.condition(1);
-    cap.if_(flag, [&](cudaStream_t body) {
+    const gc::condition flag = graphcap::make_condition(cap, 1);
+    graphcap::if_(cap, flag, [&](cudaStream_t body) {
       CUDA_REQUIRE(cudaEventRecord(forked, body));
       CUDA_REQUIRE(cudaStreamWaitEvent(side, forked, 0));
       mark(side, target, 0, 3);
@@ -203,9 +204,9 @@ TEST_CASE("a node a body may not hold ends the capture with a capture_error nami
   gctest::event timing;
   const auto capture_with_body = [&](auto body_work) {
     graph.capture(stream, [&](auto& cap) {
-      const gc::condition flag = cap.condition(1);
+      const gc::condition flag = graphcap::make_condition(cap, 1);
       mark(cap.stream(), target, 0, 1);
-      cap.while_(flag, body_work);
+      graphcap::while_(cap, flag, body_work);
     });
   };
   SECTION("an event record node") {
@@ -239,16 +240,18 @@ TEST_CASE("a condition used by a node of another graph is a state_error naming b
   gc::lean_graph second;
   gc::condition foreign;
   first.capture(stream, [&](auto& cap) {
-    foreign = cap.condition(1);
-    cap.if_(foreign, [](cudaStream_t) {}); // used: CUDA instantiates no unused condition
+    foreign = graphcap::make_condition(cap, 1);
+    graphcap::if_(cap, foreign, [](cudaStream_t) {}); // used: CUDA instantiates no unused condition
   });
   CHECK_THROWS_AS(
-      second.capture(other_stream, [&](auto& cap) { cap.if_(foreign, [](cudaStream_t) {}); }),
+      second.capture(other_stream,
+                     [&](auto& cap) { graphcap::if_(cap, foreign, [](cudaStream_t) {}); }),
       gc::state_error);
   CHECK_THROWS_WITH(
-      second.capture(other_stream, [&](auto& cap) { cap.if_(foreign, [](cudaStream_t) {}); }),
+      second.capture(other_stream,
+                     [&](auto& cap) { graphcap::if_(cap, foreign, [](cudaStream_t) {}); }),
       gctest::contains("does not belong to the graph it captures into") &&
-          gctest::contains("create the condition with condition() on the scope"));
+          gctest::contains("create the condition with graphcap::make_condition() on the scope"));
   CHECK(second.empty());
   CHECK_FALSE(gctest::capturing(other_stream));
 }
@@ -258,8 +261,8 @@ TEST_CASE("a body that throws discards the whole capture and leaves no stream ca
   gc::graph graph;
   CHECK_THROWS_WITH(graph.capture(stream,
                                   [&](auto& cap) {
-                                    const gc::condition flag = cap.condition(1);
-                                    cap.if_(flag, [](auto& body) {
+                                    const gc::condition flag = graphcap::make_condition(cap, 1);
+                                    graphcap::if_(cap, flag, [](auto& body) {
                                       static_cast<void>(body.template allocate<float>(64));
                                       throw std::runtime_error("the body failed");
                                     });
@@ -276,8 +279,9 @@ TEST_CASE("recapture with the same control flow updates the executable graph in 
   gc::lean_graph graph;
   const auto step = [&](int value) {
     return [&target, value](auto& cap) {
-      const gc::condition flag = cap.condition(1);
-      cap.if_(flag, [&target, value](cudaStream_t body) { mark(body, target, 0, value); });
+      const gc::condition flag = graphcap::make_condition(cap, 1);
+      graphcap::if_(cap, flag,
+                    [&target, value](cudaStream_t body) { mark(body, target, 0, value); });
     };
   };
   graph.capture(stream, step(1));
@@ -292,11 +296,15 @@ TEST_CASE("recapture with the same control flow updates the executable graph in 
 TEST_CASE("a condition no conditional node uses: the instantiation error says so") {
   gctest::stream stream;
   gc::lean_graph graph;
-  CHECK_THROWS_WITH(graph.capture(stream, [&](auto& cap) { static_cast<void>(cap.condition(1)); }),
-                    gctest::contains("no conditional node uses"));
+  CHECK_THROWS_WITH(
+      graph.capture(stream,
+                    [&](auto& cap) { static_cast<void>(graphcap::make_condition(cap, 1)); }),
+      gctest::contains("no conditional node uses"));
   // CUDA's own reason, asked of cudaGraphInstantiateWithParams after the failure.
-  CHECK_THROWS_WITH(graph.capture(stream, [&](auto& cap) { static_cast<void>(cap.condition(1)); }),
-                    gctest::contains("(cudaGraphInstantiateConditionalHandleUnused)"));
+  CHECK_THROWS_WITH(
+      graph.capture(stream,
+                    [&](auto& cap) { static_cast<void>(graphcap::make_condition(cap, 1)); }),
+      gctest::contains("(cudaGraphInstantiateConditionalHandleUnused)"));
   CHECK(graph.empty());
   CHECK_FALSE(gctest::capturing(stream));
 }
@@ -308,8 +316,8 @@ TEST_CASE("liveness::check sees the inputs a conditional body reads") {
   const gctest::device_buffer<unsigned char> output(bytes);
   gc::graph_with<gc::liveness::check> graph;
   graph.capture(stream, [&](auto& cap) {
-    const gc::condition flag = cap.condition(1);
-    cap.if_(flag, [&](cudaStream_t body) {
+    const gc::condition flag = graphcap::make_condition(cap, 1);
+    graphcap::if_(cap, flag, [&](cudaStream_t body) {
       CUDA_REQUIRE(cudaMemcpyAsync(output.get(), input, bytes, cudaMemcpyDeviceToDevice, body));
     });
   });
@@ -333,14 +341,15 @@ void step_anywhere(Scope& cap, const marks& target, std::size_t slot, int value)
 } // namespace
 
 TEST_CASE("one step function serves a capture, a recapture and a conditional body") {
-  static_assert(gc::capture_scope<gc::graph::body_scope>);
+  static_assert(gc::capture_scope<gc::body_scope<gc::graph>>);
   gctest::stream stream;
   const marks target;
   gc::graph graph{gc::keep_graph};
   const auto work = [&](int value) {
     return [&, value](auto& cap) {
       step_anywhere(cap, target, 0, value);
-      cap.if_(cap.condition(1), [&](auto& body) { step_anywhere(body, target, 1, value + 1); });
+      graphcap::if_(cap, graphcap::make_condition(cap, 1),
+                    [&](auto& body) { step_anywhere(body, target, 1, value + 1); });
     };
   };
   graph.capture(stream, work(3));
@@ -383,7 +392,7 @@ TEST_CASE("scoped_library_stream points a handle at a body's stream, and back af
   gc::lean_graph graph;
   cudaStream_t seen_in_body = nullptr;
   graph.capture(stream, [&](auto& cap) {
-    cap.if_(cap.condition(1), [&](auto& body) {
+    graphcap::if_(cap, graphcap::make_condition(cap, 1), [&](auto& body) {
       const gc::scoped_library_stream guard{&library, body.stream(), fake_get_stream,
                                             fake_set_stream};
       seen_in_body = library.stream;
@@ -396,15 +405,15 @@ TEST_CASE("scoped_library_stream points a handle at a body's stream, and back af
   // A library that refuses: graphcap::error, the handle unchanged, the capture discarded.
   library.refuse_set = 7;
   graph.reset();
-  CHECK_THROWS_WITH(graph.capture(stream,
-                                  [&](auto& cap) {
-                                    cap.if_(cap.condition(1), [&](auto& body) {
-                                      const gc::scoped_library_stream guard{&library, body.stream(),
-                                                                            fake_get_stream,
-                                                                            fake_set_stream};
-                                    });
-                                  }),
-                    gctest::contains("returned status 7"));
+  CHECK_THROWS_WITH(
+      graph.capture(stream,
+                    [&](auto& cap) {
+                      graphcap::if_(cap, graphcap::make_condition(cap, 1), [&](auto& body) {
+                        const gc::scoped_library_stream guard{&library, body.stream(),
+                                                              fake_get_stream, fake_set_stream};
+                      });
+                    }),
+      gctest::contains("returned status 7"));
   CHECK(library.stream == static_cast<cudaStream_t>(library_stream));
   CHECK_FALSE(gctest::capturing(stream));
 }

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
+#include <type_traits>
 
 namespace gc = graphcap;
 
@@ -35,8 +36,8 @@ TEST_CASE("while_: the body runs as long as the condition stays non-zero") {
   gc::lean_graph graph;
   gc::condition more;
   graph.capture(stream, [&](auto& cap) {
-    more = cap.condition(1);
-    cap.while_(more, [&](cudaStream_t body) {
+    more = graphcap::make_condition(cap, 1);
+    graphcap::while_(cap, more, [&](cudaStream_t body) {
       CUDA_REQUIRE(cudaMemsetAsync(target.get(), 9, bytes, body));
     });
   });
@@ -65,14 +66,14 @@ TEST_CASE("two graphs' conditions share a handle value, and each graph replays o
   gc::condition more;
   gc::condition taken;
   a.capture(stream, [&](auto& cap) {
-    more = cap.condition(1);
-    cap.while_(more, [&](cudaStream_t body) {
+    more = graphcap::make_condition(cap, 1);
+    graphcap::while_(cap, more, [&](cudaStream_t body) {
       CUDA_REQUIRE(cudaMemsetAsync(looped.get(), 7, bytes, body));
     });
   });
   b.capture(stream, [&](auto& cap) {
-    taken = cap.condition(1);
-    cap.if_(taken, [&](cudaStream_t body) {
+    taken = graphcap::make_condition(cap, 1);
+    graphcap::if_(cap, taken, [&](cudaStream_t body) {
       CUDA_REQUIRE(cudaMemsetAsync(branched.get(), 4, bytes, body));
     });
   });
@@ -101,8 +102,8 @@ TEST_CASE("each launch starts from the initial value with reset_each_launch, not
     gc::lean_graph graph;
     gc::condition taken;
     graph.capture(stream, [&](auto& cap) {
-      taken = cap.condition(1, reset);
-      cap.if_(taken, [&](cudaStream_t body) {
+      taken = graphcap::make_condition(cap, 1, reset);
+      graphcap::if_(cap, taken, [&](cudaStream_t body) {
         CUDA_REQUIRE(cudaMemsetAsync(target.get(), 5, bytes, body));
       });
     });
@@ -122,10 +123,10 @@ TEST_CASE("a while_ inside an if_: each decided by its own condition") {
   gc::condition enter;
   gc::condition more;
   graph.capture(stream, [&](gc::graph::scope& cap) {
-    enter = cap.condition(1);
-    cap.if_(enter, [&](auto& outer) {
-      more = outer.condition(1);
-      outer.while_(more, [&](auto& body) {
+    enter = graphcap::make_condition(cap, 1);
+    graphcap::if_(cap, enter, [&](auto& outer) {
+      more = graphcap::make_condition(outer, 1);
+      graphcap::while_(outer, more, [&](auto& body) {
         auto* temporary = body.template allocate<unsigned char>(bytes);
         CUDA_REQUIRE(cudaMemsetAsync(temporary, 3, bytes, body.stream()));
         CUDA_REQUIRE(cudaMemcpyAsync(target.get(), temporary, bytes, cudaMemcpyDeviceToDevice,
@@ -147,9 +148,9 @@ TEST_CASE("control flow leaves nothing behind: body streams are reused, graphs a
   const auto capture_once = [&] {
     gc::lean_graph graph;
     graph.capture(stream, [&](auto& cap) {
-      const gc::condition flag = cap.condition(1);
-      cap.if_else(
-          flag,
+      const gc::condition flag = graphcap::make_condition(cap, 1);
+      graphcap::if_else(
+          cap, flag,
           [&](cudaStream_t body) { CUDA_REQUIRE(cudaMemsetAsync(target.get(), 1, bytes, body)); },
           [&](cudaStream_t body) { CUDA_REQUIRE(cudaMemsetAsync(target.get(), 2, bytes, body)); });
     });
@@ -275,13 +276,13 @@ TEST_CASE("a condition serves one conditional node: a second node is refused, a 
   gctest::device_buffer<unsigned char> target(bytes);
   gc::lean_graph graph;
   auto reuse = [&](auto& cap) {
-    const gc::condition more = cap.condition(1);
-    cap.while_(more, [&](cudaStream_t body) {
+    const gc::condition more = graphcap::make_condition(cap, 1);
+    graphcap::while_(cap, more, [&](cudaStream_t body) {
       CUDA_REQUIRE(cudaMemsetAsync(target.get(), 1, bytes, body));
     });
     const gc::condition copy = more; // a copy is the same condition
-    cap.if_else(
-        copy,
+    graphcap::if_else(
+        cap, copy,
         [&](cudaStream_t body) { CUDA_REQUIRE(cudaMemsetAsync(target.get(), 2, bytes, body)); },
         [] {});
   };
@@ -291,16 +292,17 @@ TEST_CASE("a condition serves one conditional node: a second node is refused, a 
                     gctest::contains("if_else() was given a condition that already serves the "
                                      "while_() node of this capture") &&
                         gctest::contains("a condition serves one conditional node") &&
-                        gctest::contains("cap.condition(initial)"));
+                        gctest::contains("graphcap::make_condition(cap, initial)"));
   CHECK_FALSE(gctest::capturing(stream));
   // Inside a body, the same rule holds for the body's own conditions.
   CHECK_THROWS_WITH(graph.capture(stream,
                                   [&](auto& cap) {
-                                    const gc::condition enter = cap.condition(1);
-                                    cap.if_(enter, [&](auto& outer) {
-                                      const gc::condition inner = outer.condition(0);
-                                      outer.if_(inner, [] {});
-                                      outer.while_(inner, [] {});
+                                    const gc::condition enter = graphcap::make_condition(cap, 1);
+                                    graphcap::if_(cap, enter, [&](auto& outer) {
+                                      const gc::condition inner =
+                                          graphcap::make_condition(outer, 0);
+                                      graphcap::if_(outer, inner, [] {});
+                                      graphcap::while_(outer, inner, [] {});
                                     });
                                   }),
                     gctest::contains("while_() was given a condition that already serves the "
@@ -310,13 +312,13 @@ TEST_CASE("a condition serves one conditional node: a second node is refused, a 
   gc::condition more;
   gc::condition taken;
   graph.capture(stream, [&](auto& cap) {
-    more = cap.condition(1);
-    cap.while_(more, [&](cudaStream_t body) {
+    more = graphcap::make_condition(cap, 1);
+    graphcap::while_(cap, more, [&](cudaStream_t body) {
       CUDA_REQUIRE(cudaMemsetAsync(target.get(), 1, bytes, body));
     });
-    taken = cap.condition(0);
-    cap.if_else(
-        taken,
+    taken = graphcap::make_condition(cap, 0);
+    graphcap::if_else(
+        cap, taken,
         [&](cudaStream_t body) { CUDA_REQUIRE(cudaMemsetAsync(target.get(), 2, bytes, body)); },
         [&](cudaStream_t body) { CUDA_REQUIRE(cudaMemsetAsync(target.get(), 3, bytes, body)); });
   });
@@ -326,8 +328,8 @@ TEST_CASE("a condition serves one conditional node: a second node is refused, a 
   // A new capture makes new conditions: the last capture's uses do not count in it.
   graph.reset();
   graph.capture(stream, [&](auto& cap) {
-    more = cap.condition(0);
-    cap.while_(more, [] {});
+    more = graphcap::make_condition(cap, 0);
+    graphcap::while_(cap, more, [] {});
   });
   graph.replay(stream);
 }
@@ -337,23 +339,60 @@ TEST_CASE("condition(initial): a value an unsigned condition cannot hold is refu
   cuda_double::reset();
   gctest::stream stream;
   gc::lean_graph graph;
-  CHECK_THROWS_AS(graph.capture(stream, [](auto& cap) { static_cast<void>(cap.condition(-1)); }),
-                  std::invalid_argument);
+  CHECK_THROWS_AS(
+      graph.capture(stream,
+                    [](auto& cap) { static_cast<void>(graphcap::make_condition(cap, -1)); }),
+      std::invalid_argument);
   CHECK_FALSE(gctest::capturing(stream));
-  CHECK_THROWS_WITH(graph.capture(stream, [](auto& cap) { static_cast<void>(cap.condition(-1)); }),
-                    gctest::contains("condition() was given the initial value -1"));
   CHECK_THROWS_WITH(
       graph.capture(stream,
-                    [](auto& cap) { static_cast<void>(cap.condition(std::int64_t{1} << 32)); }),
-      gctest::contains("initial value 4294967296"));
+                    [](auto& cap) { static_cast<void>(graphcap::make_condition(cap, -1)); }),
+      gctest::contains("condition() was given the initial value -1"));
+  CHECK_THROWS_WITH(graph.capture(stream,
+                                  [](auto& cap) {
+                                    static_cast<void>(
+                                        graphcap::make_condition(cap, std::int64_t{1} << 32));
+                                  }),
+                    gctest::contains("initial value 4294967296"));
   CHECK(graph.empty());
   gc::condition flag; // what fits is taken: int, bool, a large unsigned
   graph.capture(stream, [&](auto& cap) {
-    flag = cap.condition(true);
-    cap.if_(flag, [] {});
-    cap.while_(cap.condition(4294967295U), [] {});
-    flag = cap.condition(std::size_t{2});
-    cap.switch_(
-        flag, [] {}, [] {}, [] {});
+    flag = graphcap::make_condition(cap, true);
+    graphcap::if_(cap, flag, [] {});
+    graphcap::while_(cap, graphcap::make_condition(cap, 4294967295U), [] {});
+    flag = graphcap::make_condition(cap, std::size_t{2});
+    graphcap::switch_(
+        cap, flag, [] {}, [] {}, [] {});
   });
 }
+
+// The member spellings are deprecated in 0.5 and kept one release: each forwards to the free
+// function (by argument-dependent lookup), so old code captures the same graph.
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#endif
+TEST_CASE("the deprecated member spellings forward to the free functions") {
+  cuda_double::reset();
+  gctest::stream stream;
+  gctest::device_buffer<unsigned char> target(bytes);
+  gc::lean_graph graph;
+  gc::condition more;
+  gc::condition branch;
+  graph.capture(stream, [&](auto& cap) {
+    more = cap.condition(1);
+    cap.while_(more, [&](auto& body) {
+      branch = body.condition(1);
+      body.if_(branch,
+               [&](cudaStream_t s) { CUDA_REQUIRE(cudaMemsetAsync(target.get(), 7, bytes, s)); });
+    });
+  });
+  cuda_double::script_conditional(more.handle(), {1, 1, 0});
+  graph.replay(stream);
+  CHECK(cuda_double::conditional_evaluations(more.handle()) == 3);
+  CHECK(first_byte(target) == 7);
+  static_assert(std::is_same_v<gc::lean_graph::body_scope, gc::body_scope<gc::lean_graph>>);
+}
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif

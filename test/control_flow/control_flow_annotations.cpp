@@ -84,14 +84,14 @@ TEST_CASE("scopes inside a body tag its nodes, and a scope around the conditiona
   graph.capture(stream, [&](annotated_graph::scope& cap) {
     memset_on(cap.stream(), buffer, 1); // under no scope
     auto model = cap.mark({{"name", "model"}, {"phase", "decode"}});
-    const gc::condition more = cap.condition(1);
-    cap.while_(more, [&](auto& body) {
+    const gc::condition more = graphcap::make_condition(cap, 1);
+    graphcap::while_(cap, more, [&](auto& body) {
       outer_body = capturing_graph(body.stream());
       memset_on(body.stream(), buffer, 2); // only the parent's scope
       auto step = body.mark({{"name", "step"}, {"layer", "0"}});
       memset_on(body.stream(), buffer, 3);
-      const gc::condition again = body.condition(1);
-      body.if_(again, [&](auto& nested) {
+      const gc::condition again = graphcap::make_condition(body, 1);
+      graphcap::if_(body, again, [&](auto& nested) {
         nested_body = capturing_graph(nested.stream());
         auto inner = nested.mark({{"name", "inner"}});
         memset_on(nested.stream(), buffer, 4);
@@ -181,9 +181,9 @@ TEST_CASE("a body's scopes alone tag its nodes, and the parent's nodes stay unta
   annotated_graph graph;
   graph.capture(stream, [&](annotated_graph::scope& cap) {
     memset_on(cap.stream(), buffer, 1);
-    const gc::condition taken = cap.condition(1);
-    cap.if_else(
-        taken,
+    const gc::condition taken = graphcap::make_condition(cap, 1);
+    graphcap::if_else(
+        cap, taken,
         [&](auto& body) {
           auto then_scope = body.mark("then");
           memset_on(body.stream(), buffer, 2);
@@ -219,8 +219,8 @@ TEST_CASE("a body scope on a stream forked inside the body tags the forked work"
   gctest::event joined;
   annotated_graph graph;
   graph.capture(stream, [&](annotated_graph::scope& cap) {
-    const gc::condition taken = cap.condition(1);
-    cap.if_(taken, [&](auto& body) {
+    const gc::condition taken = graphcap::make_condition(cap, 1);
+    graphcap::if_(cap, taken, [&](auto& body) {
       CUDA_REQUIRE(cudaEventRecord(forked, body.stream()));
       CUDA_REQUIRE(cudaStreamWaitEvent(side, forked));
       {
@@ -243,8 +243,8 @@ TEST_CASE("a failed capture with body scopes leaves no annotation behind") {
   gctest::device_buffer<unsigned char> buffer(bytes);
   annotated_graph graph;
   CHECK_THROWS(graph.capture(stream, [&](annotated_graph::scope& cap) {
-    const gc::condition taken = cap.condition(1);
-    cap.if_(taken, [&](auto& body) {
+    const gc::condition taken = graphcap::make_condition(cap, 1);
+    graphcap::if_(cap, taken, [&](auto& body) {
       auto doomed = body.mark("doomed");
       memset_on(body.stream(), buffer, 1);
       throw std::runtime_error("work failed");
@@ -254,8 +254,8 @@ TEST_CASE("a failed capture with body scopes leaves no annotation behind") {
   CHECK_FALSE(gctest::capturing(stream));
   // The next capture annotates normally.
   graph.capture(stream, [&](annotated_graph::scope& cap) {
-    const gc::condition taken = cap.condition(1);
-    cap.if_(taken, [&](auto& body) {
+    const gc::condition taken = graphcap::make_condition(cap, 1);
+    graphcap::if_(cap, taken, [&](auto& body) {
       auto fine = body.mark("fine");
       memset_on(body.stream(), buffer, 2);
     });

@@ -77,10 +77,10 @@ TEST_CASE("nested bodies: a fork never joined, then a user exception, leave noth
       graph.capture(at.stream,
                     [&](auto& cap) {
                       CUDA_REQUIRE(cudaMemsetAsync(at.target.get(), 1, bytes, cap.stream()));
-                      cap.if_(cap.condition(1), [&](auto& body) {
+                      graphcap::if_(cap, graphcap::make_condition(cap, 1), [&](auto& body) {
                         unsigned char* block = body.template allocate<unsigned char>(16);
                         CUDA_REQUIRE(cudaMemsetAsync(block, 3, 16, body.stream()));
-                        body.while_(body.condition(0), [&](auto& inner) {
+                        graphcap::while_(body, graphcap::make_condition(body, 0), [&](auto& inner) {
                           at.fork_unjoined(inner.stream());
                           throw user_exception{};
                         });
@@ -95,7 +95,8 @@ TEST_CASE("a body that returns with forked work unjoined is a capture_error nami
   gc::lean_graph graph;
   try {
     graph.capture(at.stream, [&](auto& cap) {
-      cap.while_(cap.condition(0), [&](auto& body) { at.fork_unjoined(body.stream()); });
+      graphcap::while_(cap, graphcap::make_condition(cap, 0),
+                       [&](auto& body) { at.fork_unjoined(body.stream()); });
     });
     FAIL("the capture succeeded");
   } catch (const gc::capture_error& failure) {
@@ -111,7 +112,7 @@ TEST_CASE("a body whose capture was invalidated is a capture_error, and CUDA kee
   gc::graph graph;
   try {
     graph.capture(at.stream, [&](auto& cap) {
-      cap.if_(cap.condition(1), [&](auto& body) {
+      graphcap::if_(cap, graphcap::make_condition(cap, 1), [&](auto& body) {
         CUDA_REQUIRE(cudaMemsetAsync(at.target.get(), 1, bytes, body.stream()));
         CHECK(cudaStreamSynchronize(body.stream()) != cudaSuccess); // refused: invalidates
         static_cast<void>(cudaGetLastError());
@@ -128,18 +129,19 @@ TEST_CASE("a body whose capture was invalidated is a capture_error, and CUDA kee
 TEST_CASE("an invalidated body with an unjoined fork, three levels deep, then a throw") {
   setting at;
   gc::graph graph;
-  CHECK_THROWS_AS(graph.capture(at.stream,
-                                [&](auto& cap) {
-                                  cap.if_(cap.condition(1), [&](auto& body) {
-                                    body.while_(body.condition(0), [&](auto& inner) {
-                                      at.fork_unjoined(inner.stream());
-                                      CHECK(cudaStreamSynchronize(inner.stream()) != cudaSuccess);
-                                      static_cast<void>(cudaGetLastError());
-                                      throw user_exception{};
-                                    });
-                                  });
-                                }),
-                  user_exception);
+  CHECK_THROWS_AS(
+      graph.capture(at.stream,
+                    [&](auto& cap) {
+                      graphcap::if_(cap, graphcap::make_condition(cap, 1), [&](auto& body) {
+                        graphcap::while_(body, graphcap::make_condition(body, 0), [&](auto& inner) {
+                          at.fork_unjoined(inner.stream());
+                          CHECK(cudaStreamSynchronize(inner.stream()) != cudaSuccess);
+                          static_cast<void>(cudaGetLastError());
+                          throw user_exception{};
+                        });
+                      });
+                    }),
+      user_exception);
   // CUDA destroyed the WHILE body when its capture ended; graphcap ended the outermost capture
   // with it and keeps that graph (destroying it would crash). The side stream was released.
   require_recovered(graph, at);
@@ -152,7 +154,7 @@ TEST_CASE("a capture-unsafe call in a body invalidates the parent capture, not t
     gc::graph graph;
     try {
       graph.capture(at.stream, [&](auto& cap) {
-        cap.while_(cap.condition(0), [&](auto& body) {
+        graphcap::while_(cap, graphcap::make_condition(cap, 0), [&](auto& body) {
           CUDA_REQUIRE(cudaMemsetAsync(at.target.get(), 1, bytes, body.stream()));
           void* memory = nullptr;
           CHECK((device_wide ? cudaDeviceSynchronize() : cudaMalloc(&memory, 64)) ==
@@ -174,7 +176,8 @@ TEST_CASE("a negative or overflowing count in a body is refused like the parent'
   const auto refused = [&](auto request, const char* expected) {
     CHECK_THROWS_WITH(graph.capture(at.stream,
                                     [&](auto& cap) {
-                                      cap.if_(cap.condition(1), [&](auto& body) { request(body); });
+                                      graphcap::if_(cap, graphcap::make_condition(cap, 1),
+                                                    [&](auto& body) { request(body); });
                                     }),
                       gctest::contains(expected));
     CHECK(graph.pool_statistics().blocks_in_use == 0);
@@ -196,7 +199,7 @@ TEST_CASE("a body copying to pageable host memory is refused at capture, naming 
   std::vector<unsigned char> pageable(bytes, 0); // what cuda-samples' CG iteration copies to
   try {
     graph.capture(at.stream, [&](auto& cap) {
-      cap.while_(cap.condition(0), [&](auto& body) {
+      graphcap::while_(cap, graphcap::make_condition(cap, 0), [&](auto& body) {
         CUDA_REQUIRE(cudaMemcpyAsync(pageable.data(), at.target.get(), 4, cudaMemcpyDeviceToHost,
                                      body.stream()));
       });
@@ -212,7 +215,7 @@ TEST_CASE("a body copying to pageable host memory is refused at capture, naming 
   gctest::pinned_buffer<unsigned char> pinned(bytes);
   graph.reset();
   graph.capture(at.stream, [&](auto& cap) {
-    cap.if_(cap.condition(1), [&](auto& body) {
+    graphcap::if_(cap, graphcap::make_condition(cap, 1), [&](auto& body) {
       CUDA_REQUIRE(
           cudaMemcpyAsync(pinned.get(), at.target.get(), 4, cudaMemcpyDeviceToHost, body.stream()));
     });

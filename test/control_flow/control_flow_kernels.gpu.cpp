@@ -32,8 +32,8 @@ TEST_CASE("while_: the body runs until a kernel in it clears the condition") {
   gctest::device_buffer<int> iterations(1);
   gc::graph graph;
   graph.capture(stream, [&](gc::graph::scope& cap) {
-    const gc::condition more = cap.condition(1, gc::reset_each_launch);
-    cap.while_(more, [&](auto& body) {
+    const gc::condition more = graphcap::make_condition(cap, 1, gc::reset_each_launch);
+    graphcap::while_(cap, more, [&](auto& body) {
       gctest::launch_count_iteration(body.stream(), iterations.get());
       gctest::launch_count_down(body.stream(), counter.get(), more);
     });
@@ -54,10 +54,11 @@ TEST_CASE("if_: a kernel computes the condition from device data") {
   gctest::device_buffer<int> iterations(1);
   gc::lean_graph graph;
   graph.capture(stream, [&](auto& cap) {
-    const gc::condition taken = cap.condition(0);
+    const gc::condition taken = graphcap::make_condition(cap, 0);
     gctest::launch_set_from(cap.stream(), decision.get(), taken);
-    cap.if_(taken,
-            [&](cudaStream_t body) { gctest::launch_count_iteration(body, iterations.get()); });
+    graphcap::if_(cap, taken, [&](cudaStream_t body) {
+      gctest::launch_count_iteration(body, iterations.get());
+    });
   });
   write(iterations, 0);
   for (const int value : {1, 0, 1}) {
@@ -74,10 +75,10 @@ TEST_CASE("a while_ inside an if_, with conditions of their own graphs") {
   gctest::device_buffer<int> iterations(1);
   gc::lean_graph graph;
   graph.capture(stream, [&](auto& cap) {
-    const gc::condition enter = cap.condition(1);
-    cap.if_(enter, [&](auto& outer) {
-      const gc::condition more = outer.condition(1);
-      outer.while_(more, [&](cudaStream_t body) {
+    const gc::condition enter = graphcap::make_condition(cap, 1);
+    graphcap::if_(cap, enter, [&](auto& outer) {
+      const gc::condition more = graphcap::make_condition(outer, 1);
+      graphcap::while_(outer, more, [&](cudaStream_t body) {
         gctest::launch_count_iteration(body, iterations.get());
         gctest::launch_count_down(body, counter.get(), more);
       });
@@ -118,9 +119,10 @@ TEST_CASE("replay_loop replays a graph with a conditional node, and says why") {
   gc::graph graph{gc::keep_graph};
   graph.capture(stream, [&](gc::graph::scope& cap) {
     gctest::launch_count_iteration(cap.stream(), iterations.get());
-    const gc::condition taken = cap.condition(1);
-    cap.if_(taken,
-            [&](cudaStream_t body) { gctest::launch_count_iteration(body, iterations.get()); });
+    const gc::condition taken = graphcap::make_condition(cap, 1);
+    graphcap::if_(cap, taken, [&](cudaStream_t body) {
+      gctest::launch_count_iteration(body, iterations.get());
+    });
   });
   gc::replay_loop loop{graph};
   write(iterations, 0);
@@ -139,23 +141,25 @@ TEST_CASE("a condition serves one conditional node: reused by while_ then if_els
   gc::graph graph;
   CHECK_THROWS_WITH(graph.capture(stream,
                                   [&](auto& cap) {
-                                    const gc::condition more = cap.condition(1);
-                                    cap.while_(more, [&](auto& body) {
+                                    const gc::condition more = graphcap::make_condition(cap, 1);
+                                    graphcap::while_(cap, more, [&](auto& body) {
                                       gctest::launch_count_down(body.stream(), counter.get(), more);
                                     });
-                                    cap.if_else(
-                                        more, [] {}, [] {});
+                                    graphcap::if_else(
+                                        cap, more, [] {}, [] {});
                                   }),
                     gctest::contains("if_else() was given a condition that already serves the "
                                      "while_() node of this capture"));
   CHECK_FALSE(gctest::capturing(stream));
   graph.capture(stream, [&](auto& cap) { // one condition per node
-    const gc::condition more = cap.condition(1, gc::reset_each_launch);
-    cap.while_(more,
-               [&](auto& body) { gctest::launch_count_down(body.stream(), counter.get(), more); });
-    const gc::condition again = cap.condition(1, gc::reset_each_launch);
-    cap.if_else(
-        again, [&](auto& body) { gctest::launch_count_iteration(body.stream(), iterations.get()); },
+    const gc::condition more = graphcap::make_condition(cap, 1, gc::reset_each_launch);
+    graphcap::while_(cap, more, [&](auto& body) {
+      gctest::launch_count_down(body.stream(), counter.get(), more);
+    });
+    const gc::condition again = graphcap::make_condition(cap, 1, gc::reset_each_launch);
+    graphcap::if_else(
+        cap, again,
+        [&](auto& body) { gctest::launch_count_iteration(body.stream(), iterations.get()); },
         [] {});
   });
   write(counter, 3);

@@ -240,8 +240,8 @@ TEST_CASE("diagnostics name the call that broke a conditional body's capture") {
   std::string text;
   try {
     graph.capture(stream, [&](gc::lean_graph::scope& cap) {
-      const gc::condition more = cap.condition(1);
-      cap.while_(more, [&](cudaStream_t body) {
+      const gc::condition more = graphcap::make_condition(cap, 1);
+      graphcap::while_(cap, more, [&](cudaStream_t body) {
         CUDA_REQUIRE(cudaMemsetAsync(buffer.get(), 1, bytes, body));
         void* memory = nullptr;
         static_cast<void>(cudaMalloc(&memory, bytes)); // breaks the body's capture

@@ -120,14 +120,15 @@ TEST_CASE("write_dot: a conditional node's bodies are clusters, inside the node'
   graph.capture(stream, [&](annotated_graph::scope& cap) {
     CUDA_REQUIRE(cudaMemsetAsync(memory.get(), 1, 16, cap.stream()));
     auto loop = cap.mark("loop");
-    const gc::condition more = cap.condition(0);
-    cap.while_(more, [&](cudaStream_t body) {
+    const gc::condition more = graphcap::make_condition(cap, 0);
+    graphcap::while_(cap, more, [&](cudaStream_t body) {
       CUDA_REQUIRE(cudaMemsetAsync(memory.get(), 2, 32, body));
       CUDA_REQUIRE(cudaMemsetAsync(memory.get(), 3, 48, body));
     });
-    const gc::condition pick = cap.condition(1);
-    cap.if_else(
-        pick, [&](cudaStream_t then) { CUDA_REQUIRE(cudaMemsetAsync(memory.get(), 4, 64, then)); },
+    const gc::condition pick = graphcap::make_condition(cap, 1);
+    graphcap::if_else(
+        cap, pick,
+        [&](cudaStream_t then) { CUDA_REQUIRE(cudaMemsetAsync(memory.get(), 4, 64, then)); },
         [](cudaStream_t) {}); // an empty else
   });
   const std::string text = gc::dot_text(graph);

@@ -227,8 +227,9 @@ TEST_CASE_METHOD(log_fixture, "piecewise: an island inside a conditional body is
   piecewise step;
   try {
     step.capture(stream, [&](auto& cap) {
-      auto flag = cap.condition(1);
-      cap.if_(flag, [&](auto& /*body*/) { cap.eager([&](cudaStream_t s) { write(s, 'x'); }); });
+      auto flag = graphcap::make_condition(cap, 1);
+      graphcap::if_(cap, flag,
+                    [&](auto& /*body*/) { cap.eager([&](cudaStream_t s) { write(s, 'x'); }); });
     });
     FAIL("an island inside a body was accepted");
   } catch (const gc::capture_error& failure) {
@@ -340,8 +341,9 @@ TEST_CASE_METHOD(log_fixture,
   gctest::device_buffer<unsigned char> flagged(16);
   gc::graph conditional{gc::keep_graph};
   conditional.capture(side, [&](gc::graph::scope& cap) {
-    auto flag = cap.condition(1);
-    cap.if_(flag, [&](cudaStream_t s) { CUDA_REQUIRE(cudaMemsetAsync(flagged.get(), 1, 16, s)); });
+    auto flag = graphcap::make_condition(cap, 1);
+    graphcap::if_(cap, flag,
+                  [&](cudaStream_t s) { CUDA_REQUIRE(cudaMemsetAsync(flagged.get(), 1, 16, s)); });
   });
   gc::lean_graph outer;
   CHECK_THROWS_AS(

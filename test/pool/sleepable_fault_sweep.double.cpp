@@ -237,8 +237,9 @@ public:
     };
     if (How == gc::pool::backup::host) {
       rules.push_back(
-          {"cudaFreeHost", phases(phase::wake),
-           "the backup's pinned memory, freed after the copy back: a failure leaks it"});
+          {"cudaFreeHost", phases(phase::sleep, phase::teardown),
+           "the pinned staging buffers of the backup, freed when a larger backup needs larger "
+           "ones and with the pool: a failure leaks the one buffer"});
     }
     return rules;
   }
@@ -246,7 +247,7 @@ public:
   /// A freed slab's unmap, its arena's address free: a failure in the teardown leaks what it
   /// would have given back (the free cannot throw).
   [[nodiscard]] gcsweep::allowed_leftovers leftovers(const gcsweep::call& failing) const {
-    if (failing.function == "cudaFreeHost") { // the backup's pinned memory
+    if (failing.function == "cudaFreeHost") { // a staging buffer
       return {.allocations = 1};
     }
     if (failing.where != phase::teardown) {

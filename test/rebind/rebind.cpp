@@ -470,9 +470,10 @@ TEST_CASE("rebinder: nodes inside conditional bodies are rebound where liveness:
   CUDA_REQUIRE(cudaDeviceSynchronize()); // cudaMemset is not ordered with the test's stream
   const auto capture = [&](auto& graph) {
     graph.capture(stream, [&](auto& cap) {
-      const gc::condition taken = cap.condition(1);
-      cap.if_(taken,
-              [&](cudaStream_t body) { CUDA_REQUIRE(cudaMemsetAsync(target.get(), 4, 64, body)); });
+      const gc::condition taken = graphcap::make_condition(cap, 1);
+      graphcap::if_(cap, taken, [&](cudaStream_t body) {
+        CUDA_REQUIRE(cudaMemsetAsync(target.get(), 4, 64, body));
+      });
     });
   };
   checked_graph graph{gc::keep_graph};

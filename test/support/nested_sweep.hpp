@@ -108,14 +108,14 @@ void capture_nested(Graph& graph, fixture& fx, point throw_at, bool unjoined, in
     const auto outer = cap.mark("outer");
     at(point::start);
     memset_all(cap.stream());
-    cap.if_(cap.condition(1), [&](auto& body) {
+    graphcap::if_(cap, graphcap::make_condition(cap, 1), [&](auto& body) {
       const auto region = body.mark("if");
       at(point::if_body);
       if constexpr (Graph::pool_type::can_allocate) {
         unsigned char* block = body.template allocate<unsigned char>(64);
         own(cudaMemsetAsync(block, 0, 64, body.stream()), "memset of a pool block");
       }
-      body.while_(body.condition(0), [&](auto& inner) {
+      graphcap::while_(body, graphcap::make_condition(body, 0), [&](auto& inner) {
         const auto loop = inner.mark({{"name", "while"}, {"depth", "3"}});
         at(point::before_fork);
         own(cudaEventRecord(fx.fork, inner.stream()), "fork record");
@@ -127,7 +127,7 @@ void capture_nested(Graph& graph, fixture& fx, point throw_at, bool unjoined, in
         at(point::while_body_end);
       });
       at(point::after_while);
-      body.if_(body.condition(0), [&](auto& second) {
+      graphcap::if_(body, graphcap::make_condition(body, 0), [&](auto& second) {
         at(point::unjoined_body);
         if (unjoined) {
           own(cudaEventRecord(fx.fork, second.stream()), "fork record");
@@ -136,14 +136,14 @@ void capture_nested(Graph& graph, fixture& fx, point throw_at, bool unjoined, in
         }
       });
     });
-    cap.if_else(
-        cap.condition(0), [&](cudaStream_t stream) { memset_all(stream); },
+    graphcap::if_else(
+        cap, graphcap::make_condition(cap, 0), [&](cudaStream_t stream) { memset_all(stream); },
         [&](auto& otherwise) {
           at(point::else_body);
           memset_all(otherwise.stream());
         });
-    cap.switch_(
-        cap.condition(1), [&](cudaStream_t stream) { memset_all(stream); },
+    graphcap::switch_(
+        cap, graphcap::make_condition(cap, 1), [&](cudaStream_t stream) { memset_all(stream); },
         [&](auto& chosen) {
           const auto region = chosen.mark("switch");
           at(point::switch_body);

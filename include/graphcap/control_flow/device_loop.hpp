@@ -92,10 +92,11 @@ struct device_loop_builder {
                                   "pool");
     }
     loop.remaining = counter;
-    loop.flag = cap.condition(0, reset_each_launch); // the start kernel sets it every launch
+    loop.flag = graphcap::make_condition(
+        cap, 0, reset_each_launch); // the start kernel sets it every launch
     kernels.start(cap.stream(), loop, trips, n);
     control_flow::check_in_capture(cudaGetLastError(), "device_loop(): the start kernel's launch");
-    cap.while_(loop.flag, [&](auto& body_scope) {
+    graphcap::while_(cap, loop.flag, [&](auto& body_scope) {
       invoke_work(body_scope, std::forward<Body>(body));
       kernels.step(body_scope.stream(), loop); // after the body's work on its stream
       control_flow::check_in_capture(cudaGetLastError(), "device_loop(): the step kernel's launch");

@@ -1,7 +1,7 @@
 // graphcap/control_flow/library_stream.hpp - point a CUDA library's handle at a stream for one
 // scope, and back.
 //
-//   cap.while_(more, [&](auto& body) {
+//   graphcap::while_(cap, more, [&](auto& body) {
 //     graphcap::scoped_library_stream blas_stream{blas, body.stream(), cublasGetStream,
 //                                                 cublasSetStream};
 //     cublasDaxpy(blas, n, &alpha, x, 1, y, 1);   // captured into the body

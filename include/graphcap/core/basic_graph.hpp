@@ -63,8 +63,10 @@ public:
   using scope = basic_scope<basic_graph, capture_kind::fresh>;
   /// The capture of a recapture: its end() updates the executable graph in place.
   using recapture_scope = basic_scope<basic_graph, capture_kind::update>;
-  /// What a conditional body gets (<graphcap/control_flow.hpp>): the same members as scope.
-  using body_scope = basic_scope<basic_graph, capture_kind::body>;
+  /// Deprecated in 0.5, removed in 0.6: graphcap::body_scope<Graph> (<graphcap/fwd.hpp>).
+  using body_scope
+      [[deprecated("graphcap: Graph::body_scope is now graphcap::body_scope<Graph>")]] =
+          graphcap::body_scope<basic_graph>;
 
   /// An empty graph. Makes no CUDA call: the first capture does.
   basic_graph() noexcept = default;
@@ -296,23 +298,23 @@ namespace detail {
 /// segment's inputs before its first launch, and its segments' launches after it). Users get the
 /// read-only pool_policy(), annot_policy() and liveness_policy(), and the leaves' public
 /// functions; so do the tests.
-struct policy_access {
+struct policy_access : core_extension {
   template <class Graph>
   static auto& pool(Graph& graph) noexcept {
-    return graph.lifecycle_.pool(policy_key{});
+    return graph.lifecycle_.pool(key());
   }
   template <class Graph>
   static auto& annot(Graph& graph) noexcept {
-    return graph.lifecycle_.annot(policy_key{});
+    return graph.lifecycle_.annot(key());
   }
   template <class Graph>
   static auto& liveness(Graph& graph) noexcept {
-    return graph.lifecycle_.liveness(policy_key{});
+    return graph.lifecycle_.liveness(key());
   }
   /// graph.replay(stream) without its Liveness check, which the caller made already.
   template <class Graph>
   static void replay_checked(Graph& graph, cudaStream_t stream) {
-    graph.lifecycle_.replay_checked(policy_key{}, stream);
+    graph.lifecycle_.replay_checked(key(), stream);
   }
 };
 } // namespace detail

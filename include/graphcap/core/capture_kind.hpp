@@ -1,8 +1,9 @@
 // graphcap/core/capture_kind.hpp - what a capture scope's end() does: the kinds of capture. A
-// kind is a type with end(lifecycle, stream) and a noexcept abandon(lifecycle, stream), run by
-// basic_scope's end() and destructor; each makes the executable graph (or not) its own way,
-// through the lifecycle's steps (core/detail/graph_lifecycle.hpp, whose friends they are).
-// Control flow adds capture_kind::body (control_flow/conditional.hpp).
+// kind is a type with end(lifecycle, stream), a noexcept abandon(lifecycle, stream), run by
+// basic_scope's end() and destructor, and a static check_allocate<Pool>() that may refuse a pool
+// at compile time; each makes the executable graph (or not) its own way, through the
+// lifecycle's steps (core/detail/graph_lifecycle.hpp, whose friends they are). A wing may add a
+// kind of its own and open a scope of it with detail::scope_services::run_nested.
 #pragma once
 
 #include <graphcap/core/update.hpp>
@@ -18,6 +19,9 @@ namespace graphcap {
 namespace capture_kind {
 /// A first capture: end() instantiates the template (or keeps it, with keep_graph).
 struct fresh {
+  /// Every pool may serve an allocation in this capture (a kind that refuses one static_asserts).
+  template <class Pool>
+  static constexpr void check_allocate() noexcept {}
   /// Ends the capture and instantiates the template (unless keep_graph keeps it).
   template <class Lifecycle>
   void end(Lifecycle& graph, cudaStream_t stream) {
@@ -35,6 +39,10 @@ struct fresh {
 struct update {
   detail::exec_handle previous; ///< the executable graph to update, until end()
   update_result result;         ///< what end() did
+
+  /// Every pool may serve an allocation in this capture (a kind that refuses one static_asserts).
+  template <class Pool>
+  static constexpr void check_allocate() noexcept {}
 
   /// Ends the capture and updates the previous executable graph (or instantiates anew).
   template <class Lifecycle>

@@ -55,6 +55,7 @@ decltype(auto) invoke_work(Scope& cap, Work&& work) {
   }
 }
 
+struct scope_services;
 } // namespace detail
 
 /// The capture in progress on one graph: its stream, the features the graph's policies offer
@@ -146,7 +147,7 @@ public:
   [[nodiscard]] T* allocate(Count count, stream_ref stream) {
     detail::require_allocating_pool<pool_type>(); // without a pool: this error, and no other
     if constexpr (pool_type::can_allocate) {
-      detail::require_pool_allowed_in<pool_type, Kind>();
+      Kind::template check_allocate<pool_type>(); // a kind may refuse a pool (static_assert)
       const std::size_t objects = detail::element_count<T>(count, "allocate");
       return active_graph().pool().template allocate<T>(objects, stream.get());
     } else {
@@ -188,40 +189,48 @@ public:
     }
   }
 
-  // ---- control flow (<graphcap/control_flow.hpp>) --------------------------------------------
+  // ---- deprecated in 0.5, removed in 0.6: control flow's member spellings ---------------------
+  // <graphcap/control_flow.hpp>'s free functions replace them (graphcap::make_condition(cap, ..),
+  // graphcap::if_(cap, ..), if_else, switch_, while_). Each forwards there by argument-dependent
+  // lookup, so the core names no wing; without that header, one readable error.
 
-  /// A condition owned by the graph this scope captures into, for the conditional nodes below;
-  /// device code sets it (`flag.set(v)`). It is `initial` at the start of every launch; `initial`
-  /// defaults to 0, so `while_(cap.condition(), ...)` runs no iteration unless a kernel before it
-  /// sets the condition. With graphcap::keep_across_launches `initial` is not used: the value
-  /// persists between launches, and device code must set it before a node reads it.
-  /// An integer `initial` (a negative one, or one over UINT_MAX, is a std::invalid_argument);
-  /// any other type does not compile.
-  template <class Initial = unsigned, class Flow = detail::control_flow::builder<basic_scope>>
-  [[nodiscard]] auto condition(Initial initial = 0U,
-                               condition_reset reset = condition_reset::each_launch) {
-    return detail::flow<Flow>::condition(*this, initial, reset);
+  /// Deprecated: graphcap::make_condition(cap, initial, reset).
+  template <class... Arguments, class Self = basic_scope>
+  [[deprecated("graphcap: cap.condition(...) is now graphcap::make_condition(cap, ...) "
+               "(<graphcap/control_flow.hpp>)")]] [[nodiscard]] auto
+  condition(Arguments&&... arguments) {
+    return detail::spelling::call_condition(static_cast<Self&>(*this),
+                                            std::forward<Arguments>(arguments)...);
   }
-  /// Runs `body` (captured now, into the node's body) when `flag` is non-zero at run time.
-  template <class Body, class Flow = detail::control_flow::builder<basic_scope>>
-  void if_(const graphcap::condition& flag, Body&& body) {
-    detail::flow<Flow>::if_(*this, flag, std::forward<Body>(body));
+  /// Deprecated: graphcap::if_(cap, flag, body).
+  template <class... Arguments, class Self = basic_scope>
+  [[deprecated("graphcap: cap.if_(flag, body) is now graphcap::if_(cap, flag, body) "
+               "(<graphcap/control_flow.hpp>)")]] void
+  if_(Arguments&&... arguments) {
+    detail::spelling::call_if_(static_cast<Self&>(*this), std::forward<Arguments>(arguments)...);
   }
-  /// Runs `then_body` when `flag` is non-zero, `else_body` otherwise (CUDA 12.8+).
-  template <class Then, class Else, class Flow = detail::control_flow::builder<basic_scope>>
-  void if_else(const graphcap::condition& flag, Then&& then_body, Else&& else_body) {
-    detail::flow<Flow>::if_else(*this, flag, std::forward<Then>(then_body),
-                                std::forward<Else>(else_body));
+  /// Deprecated: graphcap::if_else(cap, flag, then_body, else_body).
+  template <class... Arguments, class Self = basic_scope>
+  [[deprecated("graphcap: cap.if_else(...) is now graphcap::if_else(cap, ...) "
+               "(<graphcap/control_flow.hpp>)")]] void
+  if_else(Arguments&&... arguments) {
+    detail::spelling::call_if_else(static_cast<Self&>(*this),
+                                   std::forward<Arguments>(arguments)...);
   }
-  /// Runs body n when `flag` is n, none when it is at least the number of bodies (CUDA 12.8+).
-  template <class... Bodies, class Flow = detail::control_flow::builder<basic_scope>>
-  void switch_(const graphcap::condition& flag, Bodies&&... bodies) {
-    detail::flow<Flow>::switch_(*this, flag, std::forward<Bodies>(bodies)...);
+  /// Deprecated: graphcap::switch_(cap, flag, bodies...).
+  template <class... Arguments, class Self = basic_scope>
+  [[deprecated("graphcap: cap.switch_(...) is now graphcap::switch_(cap, ...) "
+               "(<graphcap/control_flow.hpp>)")]] void
+  switch_(Arguments&&... arguments) {
+    detail::spelling::call_switch_(static_cast<Self&>(*this),
+                                   std::forward<Arguments>(arguments)...);
   }
-  /// Runs `body` again and again while `flag` is non-zero, checked before each iteration.
-  template <class Body, class Flow = detail::control_flow::builder<basic_scope>>
-  void while_(const graphcap::condition& flag, Body&& body) {
-    detail::flow<Flow>::while_(*this, flag, std::forward<Body>(body));
+  /// Deprecated: graphcap::while_(cap, flag, body).
+  template <class... Arguments, class Self = basic_scope>
+  [[deprecated("graphcap: cap.while_(flag, body) is now graphcap::while_(cap, flag, body) "
+               "(<graphcap/control_flow.hpp>)")]] void
+  while_(Arguments&&... arguments) {
+    detail::spelling::call_while_(static_cast<Self&>(*this), std::forward<Arguments>(arguments)...);
   }
 
   /// Tags the nodes captured while the returned marker lives with `name` (annot::off: no-op).
@@ -255,13 +264,7 @@ private:
   friend Graph;
   template <class, class>
   friend class basic_scope;
-  template <class>
-  friend struct detail::control_flow::builder;
-
-  /// The lifecycle this scope drives (state_error once ended).
-  lifecycle& lifecycle_of() const {
-    return active_graph();
-  }
+  friend struct detail::scope_services;
 
   basic_scope(lifecycle& graph, cudaStream_t stream, Kind kind) noexcept
       : graph_(&graph), stream_(stream), kind_(std::move(kind)) {}
@@ -330,9 +333,38 @@ private:
   [[no_unique_address]] Kind kind_;
 };
 
+namespace detail {
+/// What a capture scope lends a wing that adds nodes to its capture (control flow's conditional
+/// nodes), and nothing more: the policies behind the key, the scope's capture kind, and a nested
+/// capture of another kind into the same graph. The one seam between basic_scope and code
+/// outside the core; a core_extension's key() opens it (docs/design.md, "Seams").
+struct scope_services {
+  /// The lifecycle `cap` drives, for its pool(key), annot(key) and liveness(key) (state_error
+  /// once `cap` has ended).
+  template <class Graph, class Kind>
+  static auto& lifecycle(const basic_scope<Graph, Kind>& cap, policy_key /*key*/) {
+    return cap.active_graph();
+  }
+  /// The state of `cap`'s capture kind (a conditional body's streams, for instance).
+  template <class Graph, class Kind>
+  static const Kind& kind(const basic_scope<Graph, Kind>& cap) noexcept {
+    return cap.kind_;
+  }
+  /// Runs `work` in a capture of kind `Nested` on `stream` (already capturing, into a graph of
+  /// `cap`'s capture) and ends it, as capture(work) does; the scope `work` gets serves `cap`'s
+  /// graph and policies. A throw ends and discards the nested capture only (Nested::abandon).
+  template <class Nested, class Graph, class Kind, class Work>
+  static void run_nested(const basic_scope<Graph, Kind>& cap, policy_key /*key*/,
+                         cudaStream_t stream, Nested kind, Work&& work) {
+    basic_scope<Graph, Nested> nested{cap.active_graph(), stream, std::move(kind)};
+    static_cast<void>(basic_scope<Graph, Nested>::run(std::move(nested), std::forward<Work>(work)));
+  }
+};
+} // namespace detail
+
 /// Any capture scope: a capture's (Graph::scope), a recapture's (Graph::recapture_scope) or a
-/// conditional body's (Graph::body_scope). A step written once for all three takes a Scope&
-/// constrained by this, and allocates with the free functions below (no `.template` needed).
+/// conditional body's (graphcap::body_scope<Graph>). A step written once for all three takes a
+/// Scope& constrained by this, and allocates with the free functions below (no `.template` needed).
 template <class Scope>
 concept capture_scope = requires {
   typename Scope::graph_type;

@@ -33,6 +33,7 @@
 #include <graphcap/piecewise/piecewise_scope.hpp>
 #include <graphcap/pool/default_graph.hpp>
 #include <graphcap/pool/pool_handle.hpp>
+#include <graphcap/pool/pool_statistics.hpp>
 
 #include <cuda_runtime_api.h>
 
@@ -240,6 +241,43 @@ public:
       nodes += segment->node_count();
     }
     return nodes;
+  }
+
+  /// A handle to the pool every segment draws from, as basic_graph::pool() (pool_handle;
+  /// sleepable_pool_handle for pool::sleepable segments), for other graphs to share it. Before
+  /// a capture it makes the pool, which the captures then use; it stays the graph's across
+  /// reset(). Needs segments with a slab pool.
+  template <class P = typename Graph::pool_type>
+  [[nodiscard]] auto pool() {
+    static_assert(P::has_handle, "graphcap: pool() needs a piecewise graph whose segments have "
+                                 "a slab pool: pool::private_pool (the default), pool::shared or "
+                                 "pool::sleepable");
+    if constexpr (P::has_handle) {
+      auto handle = [&] {
+        if (!segments_.empty()) {
+          return segments_.front()->pool();
+        }
+        Graph first = shared_pool_ ? Graph{*shared_pool_} : Graph{}; // makes the pool, no call
+        return first.pool();
+      }();
+      shared_pool_ = handle;
+      given_pool_ = handle;
+      return handle;
+    }
+  }
+  /// What the segments' pool holds (reserved and in-use bytes, slabs, blocks), as
+  /// basic_graph::pool_statistics(); all zero before the pool is made.
+  template <class P = typename Graph::pool_type>
+  [[nodiscard]] auto pool_statistics() const { // -> graphcap::pool_statistics
+    static_assert(P::has_handle, "graphcap: pool_statistics() needs a piecewise graph whose "
+                                 "segments have a slab pool: pool::private_pool (the default), "
+                                 "pool::shared or pool::sleepable");
+    if constexpr (P::has_handle) {
+      if (shared_pool_) {
+        return shared_pool_->statistics();
+      }
+      return segments_.empty() ? graphcap::pool_statistics{} : segments_.front()->pool_statistics();
+    }
   }
 
 private:

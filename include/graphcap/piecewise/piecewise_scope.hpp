@@ -6,9 +6,11 @@
 #include <graphcap/config.hpp>
 
 #include <graphcap/core/scope.hpp>
+#include <graphcap/core/stream_ref.hpp>
 #include <graphcap/core/update.hpp>
 #include <graphcap/error.hpp>
 #include <graphcap/fwd.hpp>
+#include <graphcap/piecewise/detail/bridges.hpp>
 #include <graphcap/piecewise/detail/open_scopes.hpp>
 #include <graphcap/piecewise/embed.hpp>
 #include <graphcap/piecewise/piecewise_marker.hpp>
@@ -37,9 +39,9 @@ class piecewise_graph;
 template <class Graph, class SegmentScope = typename Graph::scope>
 class piecewise_scope {
 public:
-  using graph_type = piecewise_graph<Graph>;     ///< the piecewise graph being captured
-  using segment_scope = SegmentScope;            ///< the capture of one segment
-  using body_scope = typename Graph::body_scope; ///< what a conditional body gets
+  using graph_type = piecewise_graph<Graph>;      ///< the piecewise graph being captured
+  using segment_scope = SegmentScope;             ///< the capture of one segment
+  using body_scope = graphcap::body_scope<Graph>; ///< what a conditional body gets
 
   piecewise_scope(piecewise_scope&&) = delete;
   piecewise_scope& operator=(piecewise_scope&&) = delete;
@@ -90,9 +92,14 @@ public:
     graphcap::embed(*current_, graph);
   }
 
-  /// cap.segment().allocate<T>(count): a block of the one pool, at a fixed address.
+  /// cap.segment().allocate<T>(count): a block of the one pool, at a fixed address; a block an
+  /// earlier segment allocated and this or an earlier one freed (a bridge) may be taken again.
   template <class T, class... Rest>
   [[nodiscard]] T* allocate(Rest&&... rest) {
+    if (void* reused =
+            bridges_.template reuse<T>(owner_->segments_, segment_index(), stream_, rest...)) {
+      return static_cast<T*>(reused);
+    }
     return current_->template allocate<T>(std::forward<Rest>(rest)...);
   }
   /// cap.segment().make_buffer<T>(count).
@@ -100,10 +107,20 @@ public:
   [[nodiscard]] auto make_buffer(Rest&&... rest) {
     return current_->template make_buffer<T>(std::forward<Rest>(rest)...);
   }
-  /// cap.segment().deallocate(pointer).
+  /// cap.segment().deallocate(pointer), or, for a block an earlier segment allocated (a bridge
+  /// across a break), the same freeing there: later allocations of the step may reuse it, and
+  /// later captures of the pool as a segment's own freed blocks. bridge_error (naming the
+  /// segments) for a bridge freed twice, or one of a later segment (an earlier capture's).
   template <class T, class... Rest>
   void deallocate(T* pointer, Rest&&... rest) {
-    current_->deallocate(pointer, std::forward<Rest>(rest)...);
+    static_assert(sizeof...(Rest) <= 1, "graphcap: deallocate(pointer[, stream])");
+    cudaStream_t on = stream_;
+    if constexpr (sizeof...(Rest) == 1) {
+      on = stream_ref(rest...).get();
+    }
+    if (!bridges_.deallocate(owner_->segments_, segment_index(), pointer, on)) {
+      current_->deallocate(pointer, std::forward<Rest>(rest)...);
+    }
   }
   /// The segment scopes' marker.
   using segment_marker = decltype(std::declval<SegmentScope&>().mark(std::string_view{}));
@@ -139,30 +156,30 @@ public:
     current_->input(std::forward<Arguments>(arguments)...);
   }
 
-  /// cap.segment().condition(...) (<graphcap/control_flow.hpp>).
+  /// graphcap::make_condition(cap.segment(), ...) (<graphcap/control_flow.hpp>).
   template <class... Arguments>
   [[nodiscard]] auto condition(Arguments&&... arguments) {
-    return current_->condition(std::forward<Arguments>(arguments)...);
+    return detail::spelling::call_condition(*current_, std::forward<Arguments>(arguments)...);
   }
-  /// cap.segment().if_(flag, body); eager() inside `body` is a capture_error.
+  /// graphcap::if_(cap.segment(), flag, body); eager() inside `body` is a capture_error.
   template <class Flag, class Body>
   void if_(const Flag& flag, Body&& body) {
-    current_->if_(flag, in_body(body));
+    detail::spelling::call_if_(*current_, flag, in_body(body));
   }
-  /// cap.segment().if_else(flag, then_body, else_body).
+  /// graphcap::if_else(cap.segment(), flag, then_body, else_body).
   template <class Flag, class Then, class Else>
   void if_else(const Flag& flag, Then&& then_body, Else&& else_body) {
-    current_->if_else(flag, in_body(then_body), in_body(else_body));
+    detail::spelling::call_if_else(*current_, flag, in_body(then_body), in_body(else_body));
   }
-  /// cap.segment().switch_(flag, bodies...).
+  /// graphcap::switch_(cap.segment(), flag, bodies...).
   template <class Flag, class... Bodies>
   void switch_(const Flag& flag, Bodies&&... bodies) {
-    current_->switch_(flag, in_body(bodies)...);
+    detail::spelling::call_switch_(*current_, flag, in_body(bodies)...);
   }
-  /// cap.segment().while_(flag, body).
+  /// graphcap::while_(cap.segment(), flag, body).
   template <class Flag, class Body>
   void while_(const Flag& flag, Body&& body) {
-    current_->while_(flag, in_body(body));
+    detail::spelling::call_while_(*current_, flag, in_body(body));
   }
 
 private:
@@ -176,6 +193,7 @@ private:
   void end_segment(const std::string& where) {
     try {
       current_->end();
+      bridges_.segment_ended(owner_->segments_);
       // Counted now, not at the first replay: replay() skips a segment of no node (an island
       // at the start, or two in a row) and must stay its launches alone.
       static_cast<void>(owner_->segments_[segment_index()]->node_count());
@@ -236,8 +254,38 @@ private:
   // The cap.mark() scopes alive; shared with their markers, which may outlive this scope.
   std::shared_ptr<detail::piecewise::open_scopes<segment_marker>> open_ =
       std::make_shared<detail::piecewise::open_scopes<segment_marker>>();
-  std::vector<update_result> updates_; // a recapture's, one per segment ended
+  std::vector<update_result> updates_;        // a recapture's, one per segment ended
+  detail::piecewise::bridges<Graph> bridges_; // blocks freed in a later segment than their own
   int body_depth_ = 0;
 };
+
+/// graphcap::make_condition(cap.segment(), ...) for a piecewise capture
+/// (<graphcap/control_flow.hpp>).
+template <class Graph, class SegmentScope, class... Arguments>
+[[nodiscard]] auto make_condition(piecewise_scope<Graph, SegmentScope>& cap,
+                                  Arguments&&... arguments) {
+  return cap.condition(std::forward<Arguments>(arguments)...);
+}
+/// graphcap::if_(cap.segment(), flag, body); eager() inside `body` is a capture_error.
+template <class Graph, class SegmentScope, class Flag, class Body>
+void if_(piecewise_scope<Graph, SegmentScope>& cap, const Flag& flag, Body&& body) {
+  cap.if_(flag, std::forward<Body>(body));
+}
+/// graphcap::if_else(cap.segment(), flag, then_body, else_body), eager() refused as in if_().
+template <class Graph, class SegmentScope, class Flag, class Then, class Else>
+void if_else(piecewise_scope<Graph, SegmentScope>& cap, const Flag& flag, Then&& then_body,
+             Else&& else_body) {
+  cap.if_else(flag, std::forward<Then>(then_body), std::forward<Else>(else_body));
+}
+/// graphcap::switch_(cap.segment(), flag, bodies...), eager() refused as in if_().
+template <class Graph, class SegmentScope, class Flag, class... Bodies>
+void switch_(piecewise_scope<Graph, SegmentScope>& cap, const Flag& flag, Bodies&&... bodies) {
+  cap.switch_(flag, std::forward<Bodies>(bodies)...);
+}
+/// graphcap::while_(cap.segment(), flag, body), eager() refused as in if_().
+template <class Graph, class SegmentScope, class Flag, class Body>
+void while_(piecewise_scope<Graph, SegmentScope>& cap, const Flag& flag, Body&& body) {
+  cap.while_(flag, std::forward<Body>(body));
+}
 
 } // namespace graphcap

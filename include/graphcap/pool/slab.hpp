@@ -17,6 +17,7 @@
 #include <graphcap/cuda/detail/cuda_check.hpp>
 #include <graphcap/error.hpp>
 #include <graphcap/pool/buffer.hpp>
+#include <graphcap/pool/detail/bridge_blocks.hpp>
 #include <graphcap/pool/detail/held_blocks.hpp>
 #include <graphcap/pool/detail/pool_core.hpp>
 #include <graphcap/pool/pool_handle.hpp>
@@ -43,6 +44,8 @@ public:
   static constexpr bool can_allocate = true;
   /// pool() hands out a pool_handle.
   static constexpr bool has_handle = true;
+  /// The blocks a capture freed go back to the pool when it ends (pool::shared), else at reset.
+  static constexpr bool gives_back_at_capture_end = Shared;
   /// No flag: the graph's memory is the pool's, not memory nodes.
   static constexpr unsigned long long instantiate_flags = 0;
 
@@ -157,12 +160,9 @@ public:
       // A later capture into the shared pool may reuse what this one freed: the pool's rule
       // (replay in capture order, never concurrently) makes that safe.
       // This graph's replays still use the block, so memory checkers keep it valid.
-      held_.erase_if([this](const pool::held_block& entry) {
-        if (entry.freed) {
-          core_->give_back(entry.address, entry.size, nullptr, /*still_used=*/true);
-        }
-        return entry.freed;
-      });
+      if (core_) {
+        pool::give_back_freed(held_, *core_);
+      }
     }
   }
 
@@ -222,6 +222,8 @@ protected:
   }
 
 private:
+  friend struct pool::bridge_access; // a piecewise graph's blocks freed in a later segment
+
   // The handover rule without a per-replay marker (docs/pools.md, "When blocks change hands"):
   // the replays of a graph are ordered before nothing, so before its blocks can go to another
   // graph (a shared pool, or one that a handle or another graph holds), or its slabs be freed
@@ -271,7 +273,9 @@ private:
     const bool or_larger = core_ && core_->reuses_larger_blocks();
     for (auto reusable = freed_.lower_bound({stream, size});
          reusable != freed_.end() && reusable->first.first == stream &&
-         (or_larger || reusable->first.second == size);
+         (or_larger
+              ? pool::free_blocks::fits_larger(size, reusable->first.second, core_->has_room(size))
+              : reusable->first.second == size);
          ++reusable) {
       if (!reusable->second.empty()) {
         core_->require_awake(); // a block this capture freed is unmapped too while asleep

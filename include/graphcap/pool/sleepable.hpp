@@ -37,7 +37,7 @@ namespace pool {
 /// What sleep() does with the contents of the pool's memory.
 enum class backup : unsigned char {
   none, ///< dropped: after wake() the pool's memory holds garbage until written again
-  host, ///< copied to pinned host memory first, and back by wake(): replays are bit-identical
+  host, ///< copied to host memory first, and back by wake(): replays are bit-identical
 };
 } // namespace pool
 
@@ -65,7 +65,9 @@ public:
   }
 
   /// Releases every physical page of the pool, keeping its addresses; with backup::host, copies
-  /// the blocks in use (not the free ones) to pinned host memory first. First waits for the
+  /// the blocks in use (not the free ones) to host memory first: pageable memory taken for the
+  /// backup, through two pinned staging buffers of up to 32 MiB kept for the next sleep (or,
+  /// with keep_backup_memory(true), pinned memory of the backup's size, kept). First waits for the
   /// device (the last replay of every graph captured into the pool: no replay stream is
   /// remembered and the graphs carry no marker), so that none still uses the memory. state_error
   /// while a capture into the pool is open, or if it sleeps already; cuda_error if a call fails:
@@ -106,19 +108,37 @@ public:
     memory.wake();
   }
 
-  /// With `keep`, wake() keeps the pinned host memory of a backup, and the next
-  /// sleep(backup::host) copies into it with no allocation: faster cycles, for host memory held
-  /// while the pool is awake (backup_memory()). Off by default: wake() frees it.
+  /// With `keep`, sleep(backup::host) copies into pinned host memory of the backup's size, which
+  /// wake() keeps for the next sleep: the fastest cycles, for pinned memory held while the pool
+  /// is awake (backup_memory()). Off by default: the backup is pageable memory that wake() frees,
+  /// and the pool keeps only the staging buffers (64 MiB at most); keep_backup_memory(false)
+  /// frees what is kept now, the staging buffers too.
   void keep_backup_memory(bool keep) noexcept { chunks().keep_backup_memory(keep); }
+
+  /// Maps `bytes` of device memory (rounded up to the allocation granularity: 2 MiB on the
+  /// H200) in one piece now, with one cuMemCreate and cuMemMap, for the pool's next slabs: a
+  /// capture that fits in it grows the pool with no driver call, and a sleep and a wake handle
+  /// it as one piece, the first sleep too (one cuMemUnmap). Size it from a first capture (its
+  /// pool's statistics().reserved_bytes) or give what the captures will take; slabs beyond it
+  /// grow the pool as before. out_of_memory_error, with nothing taken, where `bytes` is more
+  /// than the device's free memory or the driver has none; state_error while the pool sleeps or
+  /// if it has a carve already (one per pool); graphcap::error for 0 bytes.
+  void carve(std::size_t bytes) {
+    const detail::relaxed_capture_mode_guard relaxed; // another thread may capture (global)
+    chunks().carve(bytes);
+  }
+  /// Bytes of the pool's carve (0: none), part of resident_bytes() while awake.
+  [[nodiscard]] std::size_t carved_bytes() const noexcept { return chunks().carved_bytes(); }
 
   /// True from sleep() (a failed one too) until wake() succeeds.
   [[nodiscard]] bool asleep() const noexcept { return chunks().asleep(); }
   /// Bytes of physical device memory the pool holds now (0 while it sleeps).
   [[nodiscard]] std::size_t resident_bytes() const noexcept { return chunks().resident_bytes(); }
-  /// Bytes of pinned host memory holding the backup of a sleeping pool (0: none): the pool's
+  /// Bytes of host memory holding the backup of a sleeping pool (0: none): the pool's
   /// statistics().in_use_bytes when it fell asleep, the bytes copied each way.
   [[nodiscard]] std::size_t backup_bytes() const noexcept { return chunks().backup_bytes(); }
-  /// Bytes of pinned host memory the pool holds for backups (a backup, or kept for the next).
+  /// Bytes of pinned host memory the pool holds for backups: the staging buffers, and with
+  /// keep_backup_memory(true) the backup's own (a backup, or kept for the next).
   [[nodiscard]] std::size_t backup_memory() const noexcept { return chunks().backup_memory(); }
 
 private:

@@ -7,9 +7,9 @@
 // A closed engine: its data and steps are private, and it has three doors. The graph and its
 // scopes are friends (they are the lifecycle's two faces); each capture kind ends and abandons
 // itself through the steps (capture_kind::fresh instantiates, capture_kind::update updates);
-// and the wings that hook into a graph (control flow, the liveness leaf's declarations, a
-// piecewise graph) get the policies, and one step (a replay whose liveness check the caller
-// made: replay_checked), with a policy_key only they can make. Nothing else reaches inside.
+// and the wings that hook into a graph get the policies, and one step (a replay whose liveness
+// check the caller made: replay_checked), with a policy_key that only a core_extension (the
+// base such a wing derives from) makes. Nothing else reaches inside.
 //
 // Hooks run as core/policy.hpp says: Pool, Annot, Liveness, each step in that order
 // (before_replay: Liveness first); a failure at any step leaves no stream capturing and every
@@ -35,23 +35,23 @@
 namespace graphcap {
 namespace detail {
 
-namespace control_flow {
-template <class Scope>
-struct builder;
-} // namespace control_flow
-struct policy_access;
-
-/// The key to a lifecycle's policies for the wings that hook into a graph: control flow (a
-/// conditional node's annotations, a body's streams and inputs) and policy_access (the
-/// liveness leaf's declared inputs; a piecewise graph's one liveness check per step). Only they
-/// can make one, so a policy's mutable state has no other way in from outside the core, and the
-/// one lifecycle step it opens is replay_checked (a replay less its liveness check).
+/// The key to a lifecycle's policies for the wings that hook into a graph (a conditional node's
+/// annotations, a body's streams and inputs; the liveness leaf's declared inputs; a piecewise
+/// graph's one liveness check per step). Only a core_extension makes one, so a policy's mutable
+/// state has no way in from outside the core by accident, and the one lifecycle step it opens is
+/// replay_checked (a replay less its liveness check). The core names none of the wings.
 class policy_key {
-  template <class Scope>
-  friend struct control_flow::builder;
-  friend struct graphcap::capture_kind::body;
-  friend struct policy_access;
+  friend class core_extension;
   constexpr policy_key() noexcept = default;
+};
+
+/// The base of a wing's code that hooks into a graph's lifecycle: its key() opens the
+/// policies (graph_lifecycle's pool(key), annot(key), liveness(key)), policy_access and
+/// scope_services (core/scope.hpp). A wing derives from it; users have no reason to.
+class core_extension {
+protected:
+  /// The key the lifecycle's doors ask for.
+  [[nodiscard]] static constexpr policy_key key() noexcept { return policy_key{}; }
 };
 
 /// `*stream`, refused if it cannot capture (`core` notes the device); null: `core`'s side stream.

@@ -42,48 +42,33 @@ constexpr void require_slab_pool() noexcept {
                                   "memory belongs to its graph; pool::off allocates nothing)");
 }
 
-/// A capture kind whose scope captures a conditional node's body (capture_kind::body).
-template <class Kind>
-concept body_capture_kind = Kind::is_conditional_body == true;
-
-/// A Pool policy that allocates through graph memory nodes cannot serve a conditional body
-/// (CUDA allows no memory node there); every other kind of scope takes any pool.
-template <class Pool, class Kind>
-constexpr void require_pool_allowed_in() noexcept {
-  if constexpr (body_capture_kind<Kind>) {
-    static_assert(!contract::allocates_graph_nodes<Pool>,
-                  "graphcap: allocate() in a conditional body needs a slab pool: CUDA allows no "
-                  "memory node in a body, and pool::graph_memory_nodes allocates with one; "
-                  "use " GRAPHCAP_SLAB_POOLS ", or allocate outside the body");
+/// The member spellings the core keeps for one release (deprecated in 0.5, removed in 0.6): each
+/// calls the free function of the same name that a wing declares in namespace graphcap, found by
+/// argument-dependent lookup on the scope (the core names no wing). Without that declaration,
+/// or with arguments it does not take, one readable error and no other.
+namespace spelling {
+// NOLINTBEGIN(cppcoreguidelines-missing-std-forward): forwarded inside the requires-expressions
+#define GRAPHCAP_DETAIL_SPELLING(member, free_function)                                            \
+  template <class Scope, class... Arguments>                                                       \
+  decltype(auto) call_##member(Scope& cap, Arguments&&... arguments) {                             \
+    constexpr bool declared = requires {                                                           \
+      free_function(cap, std::forward<Arguments>(arguments)...);                                   \
+    };                                                                                             \
+    static_assert(declared, "graphcap: cap." #member "(...) needs #include "                       \
+                            "<graphcap/control_flow.hpp>, where graphcap::" #free_function         \
+                            "(cap, ...) is declared (and takes these arguments)");                 \
+    if constexpr (declared) {                                                                      \
+      return free_function(cap, std::forward<Arguments>(arguments)...);                            \
+    }                                                                                              \
   }
-}
-
-/// The control-flow builder of a scope type; defined by <graphcap/control_flow.hpp>.
-namespace control_flow {
-template <class Scope>
-struct builder;
-} // namespace control_flow
-
-/// `Flow` itself once <graphcap/control_flow.hpp> defines it; a readable error otherwise.
-template <class Flow>
-struct flow_check {
-  static constexpr bool defined = requires { sizeof(Flow); };
-  static_assert(defined, "graphcap: condition(), if_(), if_else(), switch_() and while_() need "
-                         "#include <graphcap/control_flow.hpp>");
-  using type = std::conditional_t<defined, Flow, flow_check>; // undefined: no error after this one
-  template <class... Arguments>
-  static void condition(Arguments&&... /*unused*/) noexcept {}
-  template <class... Arguments>
-  static void if_(Arguments&&... /*unused*/) noexcept {}
-  template <class... Arguments>
-  static void if_else(Arguments&&... /*unused*/) noexcept {}
-  template <class... Arguments>
-  static void switch_(Arguments&&... /*unused*/) noexcept {}
-  template <class... Arguments>
-  static void while_(Arguments&&... /*unused*/) noexcept {}
-};
-template <class Flow>
-using flow = typename flow_check<Flow>::type;
+GRAPHCAP_DETAIL_SPELLING(condition, make_condition)
+GRAPHCAP_DETAIL_SPELLING(if_, if_)
+GRAPHCAP_DETAIL_SPELLING(if_else, if_else)
+GRAPHCAP_DETAIL_SPELLING(switch_, switch_)
+GRAPHCAP_DETAIL_SPELLING(while_, while_)
+#undef GRAPHCAP_DETAIL_SPELLING
+// NOLINTEND(cppcoreguidelines-missing-std-forward)
+} // namespace spelling
 
 /// The type of the one parameter of a callable's call operator, or of a function (void where
 /// there is not exactly one, or the call operator is a template or overloaded).

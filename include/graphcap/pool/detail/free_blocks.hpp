@@ -62,11 +62,12 @@ public:
   }
 
   /// The first block given back of class `size` (or, with reuse_larger(), of the smallest class
-  /// at least `size` that has one), taken out once the device is done with it (which may wait
-  /// for its event: cuda_error if that fails, and the block stays); nullopt if there is none.
-  [[nodiscard]] std::optional<free_block> take(std::size_t size) {
+  /// at least `size` that has one, where fits_larger() allows it: `room`, a small slab can carve
+  /// it without growing), taken out once the device is done with it (which may wait for its
+  /// event: cuda_error if that fails, and the block stays); nullopt if there is none.
+  [[nodiscard]] std::optional<free_block> take(std::size_t size, bool room) {
     const auto queue = reuse_larger_ ? queues_.lower_bound(size) : queues_.find(size);
-    if (queue == queues_.end()) {
+    if (queue == queues_.end() || !fits_larger(size, queue->first, room)) {
       return std::nullopt;
     }
     free_block& first = queue->second.front();
@@ -82,6 +83,16 @@ public:
       queues_.erase(queue);
     }
     return taken;
+  }
+
+  /// Whether a request of class `size` may take a free block of class `block` (>= size): one
+  /// at most twice its size, or any where carving it would take a new slab (no `room`). A small
+  /// request in a much larger block holds all of it for good if it is kept (a family's outputs,
+  /// each key's taking a block the larger keys' working sets need); carved where the pool has
+  /// room instead, such requests share a slab.
+  [[nodiscard]] static constexpr bool fits_larger(std::size_t size, std::size_t block,
+                                                  bool room) noexcept {
+    return block <= 2 * size || !room;
   }
 
   /// With `on`, take() may hand out a block of a larger class than asked for (off by default).

@@ -105,9 +105,8 @@ public:
   [[nodiscard]] void* take(std::size_t bytes, std::size_t& size) {
     memory_.require_awake();
     size = size_class(bytes);
-    // The first block given back of this class, so that a recapture gets its previous blocks in
-    // the same order.
-    if (const std::optional<free_block> free = free_.take(size)) {
+    // The oldest free block of the class first: a recapture gets its previous blocks in order.
+    if (const std::optional<free_block> free = free_.take(size, has_room(size))) {
       size = free->size;
       note_taken(free->address, size, free->heap, free->registered);
       return free->address;
@@ -258,6 +257,8 @@ public:
   void reuse_larger_blocks(bool on) noexcept { free_.reuse_larger(on); }
   /// Whether takes may get larger blocks (reuse_larger_blocks()).
   [[nodiscard]] bool reuses_larger_blocks() const noexcept { return free_.reuses_larger(); }
+  /// Whether a block of class `n` can be carved from the current small slab, with no growth.
+  bool has_room(std::size_t n) const noexcept { return n <= small_limit && bump_left_ >= n; }
   /// The policy's own slab source (null: the runtime's allocators).
   [[nodiscard]] const std::shared_ptr<slab_source>& custom_source() const noexcept {
     return memory_.custom();

@@ -1,20 +1,19 @@
 // graphcap/pool/detail/vmm_chunks.hpp - the memory of pool::sleepable: slabs in CUDA virtual
 // memory, whose physical pages can be given back and taken again at the same addresses.
 //
-// The pool reserves an address range (an arena: cuMemAddressReserve of the device's memory size,
-// another when it is used up) and hands out its slabs one after the other from it; each growth
-// maps one physical allocation (a segment: cuMemCreate, cuMemMap, cuMemSetAccess) at the next
-// slab. pool_core carves blocks from the slabs as from any slab: a free-list hit makes no call.
+// Slabs are handed out one after the other from arenas of reserved addresses (vmm_arenas.hpp);
+// each growth maps one physical allocation (a segment: cuMemCreate, cuMemMap, cuMemSetAccess) at
+// the next slab, unless the slab lies in the pool's carve, mapped in one piece ahead of time.
+// pool_core carves blocks from the slabs as from any slab: a free-list hit makes no call.
 //
 // A segment's handle is released once mapped (the mapping keeps the memory, the unmap frees it).
 // Sleep unmaps each run of contiguous segments of an arena with one cuMemUnmap (where the driver
 // refuses a range over several mappings: one call per segment from then on), after copying the
-// blocks in use (pool_core's ranges, not the free ones) to pinned host memory for a backup. Wake
-// maps one new physical allocation over each run of contiguous slabs and copies the backup back:
-// a sleep and a wake take a few driver calls whatever the number of growths, the first sleep too
-// (H200: map + unmap cost 32-37 ms per GiB in 2 MiB pieces, 0.4-0.5 ms in one). Graph nodes hold
-// virtual addresses: graphs replay as they are. A freed slab's segment goes once no live slab
-// shares it, an arena with its last slab.
+// blocks in use (pool_core's ranges) to the host (host_backup.hpp). Wake maps the carve in one
+// piece and one new physical allocation over each other run of contiguous slabs, and copies the
+// backup back. The driver frees each physical allocation by itself (H200: 14-21 ms/GiB for a
+// first sleep + wake in 2 MiB pieces, 0.4-1 in one). A freed slab's segment goes once no live
+// slab shares it (the carve's stays), an arena with its last slab (the carve's with the pool).
 //
 // Failures leave a state a retry finishes: a segment records whether it is mapped and holds a
 // handle. A sleep failing partway leaves the pool asleep (sleep() again releases the rest, wake()
@@ -27,7 +26,9 @@
 #include <graphcap/cuda/detail/cuda_check.hpp>
 #include <graphcap/cuda/detail/unique_handle.hpp>
 #include <graphcap/error.hpp>
+#include <graphcap/pool/detail/host_backup.hpp>
 #include <graphcap/pool/detail/slab_memory.hpp>
+#include <graphcap/pool/detail/vmm_arenas.hpp>
 #include <graphcap/pool/detail/vmm_driver.hpp>
 
 #include <cuda.h>
@@ -56,6 +57,12 @@ public:
     while (!slabs_.empty()) {
       free(vmm_pointer(slabs_.begin()->first));
     }
+    for (auto segment = segments_.begin(); segment != segments_.end();) { // the carve's
+      const auto next = std::next(segment);
+      CUresult ignored = CUDA_SUCCESS;
+      static_cast<void>(drop_segment(segment, ignored));
+      segment = next;
+    }
   }
 
   /// A new slab of at least `size` bytes at `*slab` (see slab_source).
@@ -70,6 +77,14 @@ public:
   void sleep(bool keep_contents, const device_ranges& in_use);
   /// Maps new physical memory over every slab and restores the backup.
   void wake();
+  /// Maps `size` bytes (rounded up to the granularity) in one piece, for the next slabs: see
+  /// vmm_arenas.hpp. out_of_memory_error (nothing taken) where they are more than is free.
+  void carve(std::size_t size);
+  /// Bytes of the carve (0: none).
+  [[nodiscard]] std::size_t carved_bytes() const noexcept {
+    const std::size_t index = arenas_.carve();
+    return index < arenas_.size() ? arenas_[index].carved : 0;
+  }
 
   /// False once the driver refused to unmap a range over several mappings (see drop_run).
   [[nodiscard]] bool unmaps_runs() const noexcept { return unmap_runs_; }
@@ -79,15 +94,10 @@ public:
   [[nodiscard]] std::size_t resident_bytes() const noexcept { return resident_; }
   /// Bytes of the host backup (0: none): the bytes in use when the pool fell asleep.
   [[nodiscard]] std::size_t backup_bytes() const noexcept { return backup_.bytes(); }
-  /// Pinned host memory held for backups (kept after wake with keep_backup_memory()).
+  /// Pinned host memory held for backups (host_backup::capacity).
   [[nodiscard]] std::size_t backup_memory() const noexcept { return backup_.capacity(); }
   /// Whether wake keeps the backup's pinned memory for the next sleep.
-  void keep_backup_memory(bool keep) noexcept {
-    keep_backup_memory_ = keep;
-    if (!keep && backup_.bytes() == 0) {
-      backup_.reset();
-    }
-  }
+  void keep_backup_memory(bool keep) noexcept { backup_.keep_memory(keep); }
 
   /// Captures into the pool in progress (begun, not ended or failed): sleep refuses while any is.
   [[nodiscard]] std::size_t open_captures() const noexcept { return captures_; }
@@ -95,12 +105,6 @@ public:
   void capture_closed() noexcept { --captures_; }
 
 private:
-  struct arena {
-    CUdeviceptr base = 0; // 0: freed
-    std::size_t bytes = 0;
-    std::size_t used = 0;  // the next slab is at base + used
-    std::size_t slabs = 0; // live slabs in it
-  };
   struct slab_record {
     std::size_t bytes = 0;
     std::size_t arena = 0; // index in arenas_
@@ -133,7 +137,7 @@ private:
   CUresult add_segment(CUdeviceptr base, std::size_t bytes) {
     vmm_segment& segment = segments_[base];
     segment.bytes = bytes;
-    const CUresult status = vmm_back(base, segment, device_, failed_call_);
+    const CUresult status = vmm_back(base, segment, arenas_.device(), failed_call_);
     if (segment.mapped) {
       resident_ += bytes;
     }
@@ -146,39 +150,47 @@ private:
   [[nodiscard]] segment_iterator run_end(segment_iterator first) const noexcept {
     auto last = std::next(first);
     while (first->second.mapped && last != segments_.end() && last->second.mapped &&
-           !arena_starts(last->first) &&
+           !arenas_.starts(last->first) &&
            last->first == std::prev(last)->first + std::prev(last)->second.bytes) {
       ++last;
     }
     return last;
   }
-  /// True where an arena starts (a run ends before it).
-  [[nodiscard]] bool arena_starts(CUdeviceptr address) const noexcept {
-    return std::any_of(arenas_.begin(), arenas_.end(),
-                       [&](const arena& entry) { return entry.base == address; });
-  }
-  /// Gives back arena `index` if it holds no slab (errors ignored).
-  void free_arena(std::size_t index) noexcept;
-  /// Undoes a growth that failed at `base` in arena `index`.
-  void undo_growth(CUdeviceptr base, std::size_t index) noexcept {
-    if (const auto segment = segments_.find(base); segment != segments_.end()) {
-      CUresult ignored = CUDA_SUCCESS;
-      static_cast<void>(drop_segment(segment, ignored));
+  /// Maps a new segment of `bytes` at `base` in arena `index` (and records a slab there with
+  /// `slab`); where that fails, undoes it all and returns the status (failed_call_ names it).
+  CUresult grow(CUdeviceptr base, std::size_t index, std::size_t bytes, bool slab) {
+    const auto undo = [&] {
+      if (const auto segment = segments_.find(base); segment != segments_.end()) {
+        CUresult ignored = CUDA_SUCCESS;
+        static_cast<void>(drop_segment(segment, ignored));
+      }
+      arenas_.free(index);
+    };
+    CUresult status = CUDA_SUCCESS;
+    try {
+      status = add_segment(base, bytes);
+      if (status == CUDA_SUCCESS && slab) {
+        slabs_.emplace(base, slab_record{bytes, index});
+      }
+    } catch (...) { // a missing driver function, or no memory for the record
+      undo();
+      throw;
     }
-    free_arena(index);
+    if (status != CUDA_SUCCESS) {
+      const char* const failed = failed_call_;
+      undo();
+      failed_call_ = failed;
+    }
+    return status;
   }
   void make_backup(const device_ranges& in_use);
 
-  std::vector<arena> arenas_;
+  vmm_arenas arenas_;
   std::map<CUdeviceptr, slab_record> slabs_;
   std::map<CUdeviceptr, vmm_segment> segments_;
   host_backup backup_;
-  std::size_t granularity_ = 0;
-  std::size_t arena_bytes_ = 0;
   std::size_t resident_ = 0;
   std::size_t captures_ = 0;
-  int device_ = 0;
-  bool keep_backup_memory_ = false;
   bool unmap_runs_ = true; // the driver unmaps a range over several mappings (until refused)
   const char* failed_call_ = "cuMemCreate";
 };
@@ -188,75 +200,63 @@ inline cudaError_t vmm_chunks::allocate(void** slab, std::size_t size) {
     throw state_error("graphcap: a sleepable pool cannot grow while it is asleep: call wake() "
                       "first");
   }
-  if (granularity_ == 0) {
-    check(cudaGetDevice(&device_), "cudaGetDevice");
-    CUmemAllocationProp prop{};
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = device_;
-    std::size_t granularity = 0;
-    if (const CUresult status = vmm().granularity.require(sleepable_needs)(
-            &granularity, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);
-        status != CUDA_SUCCESS) {
-      failed_call_ = "cuMemGetAllocationGranularity";
-      return static_cast<cudaError_t>(status);
-    }
-    std::size_t free = 0;
-    std::size_t total = 0;
-    check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
-    granularity_ = granularity;
-    arena_bytes_ = (total + granularity - 1) / granularity * granularity; // all it could map
-  }
-  const std::size_t bytes = (size + granularity_ - 1) / granularity_ * granularity_;
-  if (arenas_.empty() || arenas_.back().base == 0 ||
-      arenas_.back().bytes - arenas_.back().used < bytes) {
-    arenas_.reserve(arenas_.size() + 1); // so that push_back cannot throw once reserved
-    arena fresh;
-    fresh.bytes = std::max(arena_bytes_, bytes);
-    if (const CUresult status =
-            vmm().address_reserve.require(sleepable_needs)(&fresh.base, fresh.bytes, 0, 0, 0);
-        status != CUDA_SUCCESS) {
-      failed_call_ = "cuMemAddressReserve";
-      return static_cast<cudaError_t>(status);
-    }
-    arenas_.push_back(fresh);
-  }
-  const std::size_t index = arenas_.size() - 1;
-  const CUdeviceptr base = arenas_[index].base + arenas_[index].used;
-  CUresult status = CUDA_SUCCESS;
-  try {
-    status = add_segment(base, bytes);
-    if (status == CUDA_SUCCESS) {
-      slabs_.emplace(base, slab_record{bytes, index});
-    }
-  } catch (...) { // a missing driver function, or no memory for the record
-    undo_growth(base, index);
-    throw;
-  }
-  if (status != CUDA_SUCCESS) {
-    const char* const failed = failed_call_;
-    undo_growth(base, index);
-    failed_call_ = failed;
+  if (const CUresult status = arenas_.prepare(failed_call_); status != CUDA_SUCCESS) {
     return static_cast<cudaError_t>(status);
   }
-  arenas_[index].used += bytes;
-  ++arenas_[index].slabs;
+  const std::size_t bytes = arenas_.round(size);
+  std::size_t index = 0;
+  std::size_t offset = 0;
+  if (const CUresult status = arenas_.place(bytes, index, offset); status != CUDA_SUCCESS) {
+    failed_call_ = "cuMemAddressReserve";
+    return static_cast<cudaError_t>(status);
+  }
+  const CUdeviceptr base = arenas_[index].base + offset;
+  if (arenas_[index].in_carve(offset, bytes)) {      // mapped already: no driver call
+    slabs_.emplace(base, slab_record{bytes, index}); // may throw: nothing taken yet
+    arenas_.taken(index, offset, bytes);
+    *slab = vmm_pointer(base);
+    return cudaSuccess;
+  }
+  if (const CUresult status = grow(base, index, bytes, true); status != CUDA_SUCCESS) {
+    return static_cast<cudaError_t>(status);
+  }
+  arenas_.taken(index, offset, bytes);
   *slab = vmm_pointer(base);
   return cudaSuccess;
 }
 
-inline void vmm_chunks::free_arena(std::size_t index) noexcept {
-  arena& entry = arenas_[index];
-  if (entry.base == 0 || entry.slabs > 0) {
-    return;
+inline void vmm_chunks::carve(std::size_t size) {
+  if (asleep_ || carved_bytes() > 0) {
+    throw state_error(asleep_ ? "graphcap: carve() on a sleepable pool that is asleep: wake() it "
+                                "first"
+                              : "graphcap: carve() on a sleepable pool that has a carve already "
+                                "(carved_bytes()): a pool has one carve");
   }
-  if (const auto address_free = vmm().address_free.find(); address_free != nullptr) {
-    static_cast<void>(address_free(entry.base, entry.bytes));
+  if (size == 0) {
+    throw error("graphcap: carve() was given 0 bytes: give the bytes the pool's captures will "
+                "take (a first capture's statistics().reserved_bytes, for example)");
   }
-  entry = arena{};
-  while (!arenas_.empty() && arenas_.back().base == 0) {
-    arenas_.pop_back();
+  CUresult status = arenas_.prepare(failed_call_);
+  vmm_check(status, failed_call_);
+  const std::size_t bytes = arenas_.round(size);
+  require_free_memory_for_carve(bytes, size); // before any driver call
+  status = arenas_.add_carve(bytes);
+  if (status == CUDA_SUCCESS) {
+    const std::size_t index = arenas_.size() - 1;
+    status = grow(arenas_[index].base, index, bytes, false);
+  } else {
+    failed_call_ = "cuMemAddressReserve";
   }
+  if (status != CUDA_SUCCESS) {
+    const char* const failed = failed_call_;
+    if (status == CUDA_ERROR_OUT_OF_MEMORY) {
+      vmm_check<out_of_memory_error>(status, failed,
+                                     "the driver had no memory for the sleepable pool's carve "
+                                     "(nothing was taken): carve less, or free memory first");
+    }
+    vmm_check(status, failed, "the sleepable pool's carve failed; nothing was taken");
+  }
+  arenas_[arenas_.size() - 1].carved = bytes;
 }
 
 inline void vmm_chunks::free(void* slab) noexcept {
@@ -266,10 +266,10 @@ inline void vmm_chunks::free(void* slab) noexcept {
   }
   const CUdeviceptr base = found->first;
   const std::size_t index = found->second.arena;
+  const bool carved = arenas_[index].in_carve(base - arenas_[index].base, found->second.bytes);
   backup_.forget(base, found->second.bytes); // not restored into memory that is no slab any more
   slabs_.erase(found);
-  --arenas_[index].slabs;
-  if (const auto segment = segment_at(base); segment != segments_.end()) {
+  if (const auto segment = segment_at(base); !carved && segment != segments_.end()) {
     const CUdeviceptr end = segment->first + segment->second.bytes;
     const auto live = slabs_.lower_bound(segment->first);
     if (live == slabs_.end() || live->first >= end) { // no live slab shares it
@@ -277,7 +277,7 @@ inline void vmm_chunks::free(void* slab) noexcept {
       static_cast<void>(drop_segment(segment, ignored));
     }
   }
-  free_arena(index);
+  arenas_.gone(index); // the carve stays, for the next slabs
 }
 
 inline void vmm_chunks::make_backup(const device_ranges& in_use) {
@@ -353,7 +353,14 @@ inline void vmm_chunks::wake() {
       }
       segment = next;
     }
-    // One new physical allocation over each run of contiguous slabs that no segment maps.
+    // The carve in one piece, then one new physical allocation over each other run of
+    // contiguous slabs that no segment maps.
+    if (const std::size_t index = arenas_.carve();
+        index < arenas_.size() && segment_at(arenas_[index].base) == segments_.end()) {
+      taken.reserve(taken.size() + 1);
+      taken.push_back(arenas_[index].base);
+      vmm_check_wake(add_segment(arenas_[index].base, arenas_[index].carved), failed_call_);
+    }
     auto slab = slabs_.begin();
     while (slab != slabs_.end()) {
       if (segment_at(slab->first) != segments_.end()) {
@@ -383,11 +390,7 @@ inline void vmm_chunks::wake() {
     }
     throw;
   }
-  if (keep_backup_memory_) {
-    backup_.clear();
-  } else {
-    backup_.reset();
-  }
+  backup_.finish();
   asleep_ = false;
 }
 

@@ -1,7 +1,7 @@
 // graphcap/pool/detail/vmm_driver.hpp - what pool::sleepable's chunks (pool/detail/vmm_chunks.hpp)
 // call: the CUDA driver's virtual memory functions, each resolved at its first use through the
 // lazy driver layer (cuda/detail/driver.hpp), what backs one segment of a pool's address range
-// and gives it back, and pinned host memory for a backup.
+// and gives it back, and the replays a sleep waits for.
 #pragma once
 
 #include <graphcap/cuda/detail/capture_mode_guard.hpp>
@@ -74,125 +74,6 @@ inline void vmm_check_wake(CUresult status, const char* call) {
 
 /// Ranges of device memory: address and bytes, ascending.
 using device_ranges = std::vector<std::pair<CUdeviceptr, std::size_t>>;
-
-/// A sleeping pool's contents in pinned host memory, range by range (the blocks in use), and the
-/// stream of its copies.
-class host_backup {
-public:
-  host_backup() noexcept = default;
-  host_backup(const host_backup&) = delete;
-  host_backup& operator=(const host_backup&) = delete;
-  host_backup(host_backup&&) = delete;
-  host_backup& operator=(host_backup&&) = delete;
-  ~host_backup() { reset(); }
-
-  /// Copies each of `slabs` (ranges of them, none across two) to pinned host memory, contiguous
-  /// ranges in one copy, and waits for the copies; the memory kept from an earlier backup if it
-  /// is large enough, else new (cudaMallocHost). On failure there is no backup, and it throws.
-  void save(const device_ranges& slabs) {
-    const relaxed_capture_mode_guard relaxed; // another thread may capture (global mode)
-    std::size_t bytes = 0;
-    for (const auto& [base, size] : slabs) {
-      bytes += size;
-    }
-    if (capacity_ < bytes) {
-      reset();
-      void* memory = nullptr;
-      check(cudaMallocHost(&memory, bytes), "cudaMallocHost");
-      data_ = static_cast<std::byte*>(memory);
-      capacity_ = bytes;
-    }
-    try {
-      std::size_t offset = 0;
-      for (const auto& [base, size] : slabs) {
-        entries_.emplace(base, std::pair{offset, size});
-        offset += size;
-      }
-      bytes_ = bytes;
-      for_each_run([&](CUdeviceptr from, std::size_t to, std::size_t size) {
-        check(
-            cudaMemcpyAsync(data_ + to, vmm_pointer(from), size, cudaMemcpyDeviceToHost, stream()),
-            "cudaMemcpyAsync");
-      });
-      check(cudaStreamSynchronize(stream()), "cudaStreamSynchronize");
-    } catch (...) {
-      clear(); // a retry finds the memory
-      throw;
-    }
-  }
-  /// Copies the backup back to the slabs it still has, and waits for the copies.
-  void restore() {
-    const relaxed_capture_mode_guard relaxed;
-    for_each_run([&](CUdeviceptr to, std::size_t from, std::size_t size) {
-      check(cudaMemcpyAsync(vmm_pointer(to), data_ + from, size, cudaMemcpyHostToDevice, stream()),
-            "cudaMemcpyAsync");
-    });
-    check(cudaStreamSynchronize(stream()), "cudaStreamSynchronize");
-  }
-  /// A slab the pool freed (`bytes` at `slab`): nothing is restored there.
-  void forget(CUdeviceptr slab, std::size_t bytes) noexcept {
-    entries_.erase(entries_.lower_bound(slab), entries_.lower_bound(slab + bytes));
-  }
-  /// No backup any more; the memory is kept for the next one.
-  void clear() noexcept {
-    bytes_ = 0;
-    entries_.clear();
-  }
-  /// No backup, and the memory freed.
-  void reset() noexcept {
-    if (data_ != nullptr) {
-      ignore(cudaFreeHost(data_));
-    }
-    data_ = nullptr;
-    capacity_ = 0;
-    clear();
-  }
-  /// The backup (null when there is none).
-  [[nodiscard]] std::byte* data() const noexcept { return bytes_ > 0 ? data_ : nullptr; }
-  /// The backup's size (0: none).
-  [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }
-  /// The pinned host memory held, backup or not.
-  [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
-  /// The stream the copies run on (never capturing), made at the first use.
-  [[nodiscard]] cudaStream_t stream() {
-    if (!stream_) {
-      cudaStream_t stream = nullptr;
-      check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
-      stream_.reset(stream);
-    }
-    return stream_.get();
-  }
-
-private:
-  /// Calls f(device address, host offset, bytes) for each run of contiguous slabs.
-  template <class F>
-  void for_each_run(F&& f) const {
-    CUdeviceptr start = 0;
-    std::size_t offset = 0;
-    std::size_t bytes = 0;
-    for (const auto& [base, entry] : entries_) {
-      if (bytes > 0 && base == start + bytes && entry.first == offset + bytes) {
-        bytes += entry.second; // contiguous on the device and in the backup: one copy
-        continue;
-      }
-      if (bytes > 0) {
-        f(start, offset, bytes);
-      }
-      start = base;
-      offset = entry.first;
-      bytes = entry.second;
-    }
-    if (bytes > 0) {
-      f(start, offset, bytes);
-    }
-  }
-
-  std::map<CUdeviceptr, std::pair<std::size_t, std::size_t>> entries_; // range -> offset, bytes
-  std::byte* data_ = nullptr;
-  std::size_t capacity_ = 0; // pinned bytes held
-  std::size_t bytes_ = 0;    // the backup's (0: none)
-  stream_handle stream_;
-};
 
 /// One physical allocation mapped at one address range of a sleepable pool.
 struct vmm_segment {

@@ -2,9 +2,12 @@
 // value that changes every step (the sequence length), so no single graph can hold the step.
 // graphcap::piecewise_graph captures the 196 fixed kernels as 5 graph segments and runs the 4
 // attention launches eagerly between them, as islands (docs/piecewise.md). It prints the step's
-// time eager and piecewise, and checks that both compute the same result.
+// time eager and piecewise, and checks that both compute the same result; then the same step
+// with the length and the buffer handed to the islands as a per-replay context, the segments
+// rebound to another buffer (graphcap::rebinder), checked against the same result.
 #include <graphcap/graphcap.hpp>
 #include <graphcap/piecewise.hpp>
+#include <graphcap/rebind.hpp>
 
 #include "example_support.cuh"
 
@@ -51,6 +54,12 @@ void launch_layer(float* x, cudaStream_t stream) {
 void launch_attention(float* x, int length, cudaStream_t stream) {
   attention<<<(length + threads - 1) / threads, threads, 0, stream>>>(x, length);
 }
+
+/// What the islands of the rebound step get at every replay: this step's buffer and length.
+struct step_values {
+  float* x;
+  int length;
+};
 
 /// The step, eagerly: 196 layers with an attention launch after every 40 (4 in all).
 void eager_step(float* x, int length, cudaStream_t stream) {
@@ -120,7 +129,38 @@ int main() {
   std::printf("piecewise_step: eager %.1f us per step, piecewise %.1f us (%.1fx); results %s\n",
               eager_us, piecewise_us, eager_us / piecewise_us, same ? "agree" : "DIFFER");
 
+  // The step again, its islands handed the buffer and the length at each replay, and its
+  // segments moved to another buffer by a rebinder: no recapture, no copy into `x`.
+  float* x2 = example::allocate<float>(width);
+  // [context]
+  graphcap::piecewise_graph<graphcap::graph, step_values> moved{graphcap::keep_graph};
+  moved.capture(stream, [&](auto& cap) {
+    for (int k = 0; k < kernels - islands; ++k) {
+      launch_layer(x, cap.stream());
+      if (attention_after(k)) {
+        cap.eager([](cudaStream_t s, step_values& now) { launch_attention(now.x, now.length, s); });
+      }
+    }
+  });
+  // [/context]
+  example::check(cudaMemsetAsync(x2, 0, width * sizeof(float), stream), "cudaMemsetAsync");
+  // [rebind]
+  graphcap::rebinder inputs{moved, {x}}; // x, wherever a segment holds it
+  inputs.rebind(x, x2);                  // every segment that reads x reads x2 now
+  for (int s = 0; s < 10; ++s) {
+    moved.replay(stream, step_values{x2, length_of(s)}); // the islands read x2 too
+  }
+  // [/rebind]
+  example::check(cudaMemcpyAsync(piecewise_result.data(), x2, width * sizeof(float),
+                                 cudaMemcpyDeviceToHost, stream),
+                 "cudaMemcpyAsync");
+  example::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  const bool rebound_same = eager_result == piecewise_result;
+  std::printf("piecewise_step: rebound to a new buffer, %zu nodes patched; results %s\n",
+              inputs.node_count(), rebound_same ? "agree" : "DIFFER");
+
+  example::check(cudaFree(x2), "cudaFree");
   example::check(cudaFree(x), "cudaFree");
   example::check(cudaStreamDestroy(stream), "cudaStreamDestroy");
-  return same ? 0 : 1;
+  return same && rebound_same ? 0 : 1;
 }

@@ -2,11 +2,15 @@
 // Building this is the test: a broken promise is a build error.
 #pragma once
 
+#include <graphcap/family.hpp>
 #include <graphcap/graphcap.hpp>
+#include <graphcap/piecewise.hpp>
 #include <graphcap/rebind.hpp>
 
 #include <concepts>
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <type_traits>
 
 namespace graphcap_checks {
@@ -101,6 +105,17 @@ static_assert(!std::is_copy_constructible_v<rebinder<lean_graph>> &&
               "a rebinder's nodes point into its own parameter copies: it must not be copied");
 static_assert(std::is_nothrow_move_constructible_v<rebinder<lean_graph>> &&
               std::is_nothrow_move_assignable_v<rebinder<graph_with<liveness::check>>>);
+// The rebinders of a piecewise graph and of a family hold the segments' and keys' rebinders.
+static_assert(!std::is_copy_constructible_v<rebinder<piecewise_graph<lean_graph>>> &&
+              !std::is_copy_constructible_v<rebinder<graph_family<std::size_t>>>);
+static_assert(std::is_nothrow_move_constructible_v<rebinder<piecewise_graph<lean_graph>>> &&
+              std::is_nothrow_move_constructible_v<
+                  rebinder<graph_family<std::size_t, piecewise_graph<shared_pool_graph>>>>);
+// A piecewise graph without a context keeps the lean island (the stream alone); with one, the
+// island takes the context too.
+static_assert(std::is_same_v<piecewise_graph<>::island_type, std::function<void(cudaStream_t)>>);
+static_assert(std::is_same_v<piecewise_graph<graph, int>::island_type,
+                             std::function<void(cudaStream_t, int&)>>);
 
 // ---- one scope class template, its kinds unrelated: no slicing of a recapture -----------------
 static_assert(std::is_same_v<lean_graph::scope, basic_scope<lean_graph, capture_kind::fresh>>);

@@ -1,6 +1,7 @@
 // The fault sweep of a one-executable graph_family (#44): keys 1, 2 and 4 captured into one pool
-// (one executable for their topology), replays that switch the executable between keys
-// (cudaGraphExecUpdate from each key's template) and one that does not, the family destroyed.
+// (one executable for their topology), replays that switch the executable between keys (the
+// memset and completion-marker nodes that differ set, node_patch.hpp; cudaGraphExecUpdate from
+// the key's template where a set fails) and one that does not, the family destroyed.
 // Every CUDA call of a clean run fails once in turn, and the user's exception is thrown at each
 // point of the work (test/support/step_sweep.hpp): a failed capture_all leaves the family with
 // the keys that captured, a failed switch leaves every key and the family replayable, and the
@@ -98,8 +99,11 @@ public:
         {"cudaGetDevice", phases(phase::capture, phase::teardown),
          "the device a pool notes with its first slab, and the current one that wait would "
          "switch back to: the current one"},
-        {"cudaThreadExchangeStreamCaptureMode",
-         phases(phase::capture, phase::select, phase::teardown),
+        {"cudaGraphExecMemsetNodeSetParams", phases(phase::select),
+         "a set the patch switch cannot make falls back to cudaGraphExecUpdate"},
+        {"cudaGraphExecEventRecordNodeSetEvent", phases(phase::select),
+         "a set the patch switch cannot make falls back to cudaGraphExecUpdate"},
+        {"cudaThreadExchangeStreamCaptureMode", phases(phase::capture, phase::teardown),
          "the relaxed capture-mode guard: the call runs in the thread's mode"},
     };
   }

@@ -311,6 +311,12 @@ struct policy_access : core_extension {
   static auto& liveness(Graph& graph) noexcept {
     return graph.lifecycle_.liveness(key());
   }
+  /// graph.take_executable(from) where the caller made `from`'s executable match `graph`'s
+  /// template itself (graph_family's patch switch): no cudaGraphExecUpdate.
+  template <class Graph>
+  static void take_matched_executable(Graph& graph, Graph& from) {
+    graph.lifecycle_.take_matched_executable(key(), from.lifecycle_);
+  }
   /// graph.replay(stream) without its Liveness check, which the caller made already.
   template <class Graph>
   static void replay_checked(Graph& graph, cudaStream_t stream) {

@@ -24,6 +24,22 @@ public:
   using error::error;
 };
 
+/// One-executable mode with family_options::verify_first_switch: a key's first switch to its
+/// group's executable replayed other values than its work run eagerly. The message names the key
+/// and gives verify()'s report; the key has an executable of its own from then on.
+class family_verify_error : public error {
+public:
+  using error::error;
+};
+
+/// Device memory a family_options::verify_first_switch check compares, byte for byte: what the
+/// key's work writes.
+struct family_output {
+  void* data = nullptr;  ///< device memory
+  std::size_t bytes = 0; ///< how many bytes of it
+  std::string name;      ///< how the report names it
+};
+
 /// When capture_all() runs the work eagerly before capturing (family_options::warmup_runs).
 enum class family_warmup : std::uint8_t {
   once,    ///< warmup_runs runs of the largest key, before the first capture
@@ -65,6 +81,16 @@ struct family_options {
   /// another key's executable has takes it by cudaGraphExecUpdate when it is replayed (no
   /// recapture); keys of another topology get an executable of their own.
   bool one_executable = false;
+  /// One-executable mode: the first switch of each key to its group's executable (an executable
+  /// another key held, set or updated to this key's template) runs verify() on it before the key
+  /// is trusted: the work eagerly for the key (it must take (key, cudaStream_t)) on the replay's
+  /// stream, verify_outputs(key) copied, poisoned, the executable replayed and compared byte for
+  /// byte. A mismatch throws family_verify_error naming the key, and the key gets an executable
+  /// of its own (instantiated from its template). Costs one eager run and one replay more per key,
+  /// once; later switches and replays are unchanged.
+  bool verify_first_switch = false;
+  /// What verify_first_switch compares for a key (the outputs its work writes).
+  std::function<std::vector<family_output>(const Key&)> verify_outputs{};
   /// Smaller keys' temporaries reuse the blocks larger keys freed (pool_core::reuse_larger_blocks)
   bool reuse_larger_blocks = true;
   std::function<family_clock::time_point()> clock{}; ///< null: family_clock::now (tests replace it)
@@ -111,7 +137,11 @@ struct family_key_statistics {
   /// One executable: times this key had to take its group's executable (at its join, or at a
   /// replay while another key held it); the first key of a topology founds its group, no switch.
   std::size_t switches = 0;
-  std::size_t updates = 0; ///< of those, updated in place (cudaGraphExecUpdate)
+  /// Of those, switched in place: the nodes that differ set (patches), or cudaGraphExecUpdate
+  std::size_t updates = 0;
+  /// Of the updates, those made by set-params on the nodes whose parameters differ from the key
+  /// the executable held (no cudaGraphExecUpdate; docs/families.md)
+  std::size_t patches = 0;
   /// Of those, instantiated instead: a group of its topology could not take it (CUDA refused the
   /// update, or its launches differ: own_executable says why; one more in executables()), or its
   /// group held none (the key that held it was evicted).

@@ -14,8 +14,8 @@
 // then holds about what the largest key alone needs. The graphs must be replayed one at a time
 // (the shared pool's rule, pool_handle.hpp). Lookup is a binary search over a sorted vector of
 // keys. With family_options::one_executable, the family keeps every key's template and one
-// executable graph per topology, switched from key to key by cudaGraphExecUpdate from the
-// template: no recapture, the memory of one executable per group of keys, an update per switch.
+// executable graph per topology, switched from key to key by setting the nodes whose parameters
+// differ (or cudaGraphExecUpdate from the template): no recapture, one executable per group.
 // docs/families.md has the details; a family is not synchronized: one thread at a time.
 #pragma once
 
@@ -30,6 +30,7 @@
 #include <graphcap/error.hpp>
 #include <graphcap/families/detail/executable_groups.hpp>
 #include <graphcap/families/detail/family_support.hpp>
+#include <graphcap/families/detail/switch_verify.hpp>
 #include <graphcap/families/shared_pool_graph.hpp>
 #include <graphcap/fwd.hpp>
 #include <graphcap/pool/pool_handle.hpp>
@@ -137,7 +138,7 @@ public:
   /// key, for the caller to pad its request to. Above the largest key: captures `n` itself with
   /// the kept work if options.capture_on_demand (what it throws propagates, nothing is added),
   /// else family_key_error. One-executable mode: a key takes its group's executable first if
-  /// it does not hold it (a cudaGraphExecUpdate from its template; see last_update()).
+  /// it does not hold it (its differing nodes set, or an update; last_update(), docs/families.md).
   Key replay_at_least(const Key& n, stream_ref stream) {
     std::size_t index = index_at_least(n);
     if (index == keys_.size()) [[unlikely]] {
@@ -145,7 +146,7 @@ public:
     }
     entry& found = *entries_[index];
     if (options_.one_executable) {
-      switch_to(found);
+      switch_to(index, stream);
       current_ = keys_[index];
     }
     found.graph->replay(stream);
@@ -308,11 +309,11 @@ private:
 
   static constexpr bool shares_executables = detail::families::shares_executables<Graph>;
 
-  /// One-executable mode: `target`'s graph takes its group's executable, unless it holds it.
-  void switch_to([[maybe_unused]] entry& target) {
+  /// One-executable mode: key `index`'s graph takes its group's executable, unless it holds it.
+  void switch_to([[maybe_unused]] std::size_t index, [[maybe_unused]] stream_ref stream) {
     if constexpr (shares_executables) { // else refused by the constructor
-      groups_.switch_to(*target.graph, target.group)
-          .record(target.statistics, target.group, last_update_);
+      detail::families::switch_and_check(groups_, *entries_[index], keys_[index], options_,
+                                         work_.eager, stream.get(), last_update_);
     }
   }
 

@@ -19,6 +19,10 @@
 // read in a later one keeps its address: that is how data crosses a break. With no island the
 // graph is one segment and replay() is that segment's replay. Not synchronized: one thread at a
 // time, as for any graph.
+//
+// piecewise_graph<Graph, Context> hands its islands a per-replay value: an island captured as
+// cap.eager([](cudaStream_t s, Context& ctx) {...}) gets the object of replay(stream, ctx). Its
+// segments are rebound by graphcap::rebinder (<graphcap/rebind/piecewise_rebinder.hpp>).
 #pragma once
 
 #include <graphcap/config.hpp>
@@ -28,6 +32,7 @@
 #include <graphcap/core/stream_ref.hpp>
 #include <graphcap/core/update.hpp>
 #include <graphcap/error.hpp>
+#include <graphcap/piecewise/detail/islands.hpp>
 #include <graphcap/piecewise/embed.hpp>
 #include <graphcap/piecewise/island_error.hpp>
 #include <graphcap/piecewise/piecewise_scope.hpp>
@@ -39,6 +44,7 @@
 
 #include <concepts>
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -50,15 +56,19 @@
 
 namespace graphcap {
 
+template <class Graph>
+class rebinder;
+
 /// A step captured as segments of `Graph` with eager islands between them, replayed as one
 /// object: segment 0, island 0, segment 1, ... on one stream. In the capture, cap.eager(island)
 /// ends the current segment, records the island (work a graph cannot hold: a launch whose grid
 /// is a host value that changes every step, a library call that synchronizes or allocates) and
 /// resumes into the next segment; every replay runs the island again, eagerly. The segments draw
 /// from one pool (the first segment's, shared by handle), so a block allocated in one segment
-/// keeps its address in the next. With no island, it is one segment. One thread at a time.
+/// keeps its address in the next. With no island, it is one segment. `Context` (void: none) is
+/// a value replay(stream, ctx) hands every island that takes it. One thread at a time.
 /// docs/piecewise.md.
-template <class Graph = graphcap::graph>
+template <class Graph = graphcap::graph, class Context = void>
 class piecewise_graph {
   static_assert(
       requires {
@@ -73,11 +83,13 @@ class piecewise_graph {
       "or pool::off; pool::user and pool::graph_memory_nodes cannot be shared across segments");
 
 public:
-  using segment_type = Graph;           ///< the graph of one segment
-  using scope = piecewise_scope<Graph>; ///< what capture(work) hands `work`
+  using segment_type = Graph;   ///< the graph of one segment
+  using context_type = Context; ///< what replay(stream, ctx) hands the islands
+  using scope = piecewise_scope<Graph, typename Graph::scope, Context>; ///< capture(work)'s
   /// What recapture(work) hands `work`.
-  using recapture_scope = piecewise_scope<Graph, typename Graph::recapture_scope>;
-  using island_type = std::function<void(cudaStream_t)>; ///< what runs between two segments
+  using recapture_scope = piecewise_scope<Graph, typename Graph::recapture_scope, Context>;
+  /// What runs between two segments: void(cudaStream_t), or void(cudaStream_t, Context&).
+  using island_type = typename detail::piecewise::island_slot<Context>::type;
 
   /// An empty piecewise graph. Makes no CUDA call: the first capture does.
   piecewise_graph() = default;
@@ -113,6 +125,7 @@ public:
       throw state_error("graphcap: capture() on a piecewise graph that holds a capture: call "
                         "reset() first");
     }
+    ++generation_;
     try {
       scope cap{*this, stream.get()};
       cap.current_.emplace(begin_segment<typename Graph::scope>(stream.get(), 0));
@@ -143,6 +156,7 @@ public:
   template <class Work>
   std::vector<update_result> recapture(stream_ref stream, Work&& work) {
     bool begun = false;
+    ++generation_; // a refused recapture changes nothing but this: a rebinder rescans
     try {
       recapture_scope cap{*this, stream.get()};
       cap.current_.emplace(begin_segment<typename Graph::recapture_scope>(stream.get(), 0));
@@ -165,27 +179,25 @@ public:
   /// liveness::check every segment's inputs (an empty segment's too) are checked once, before
   /// anything is launched; the segments' launches do not check again. An island that throws
   /// stops the replay there: island_error (its exception nested); the graph stays replayable.
-  /// state_error before a capture.
+  /// state_error before a capture. A graph with a Context is replayed with replay(stream, ctx).
   void replay(stream_ref stream = {}) {
-    if (empty()) {
-      throw state_error("graphcap: replay() of a piecewise graph that holds no capture: "
-                        "capture() first");
-    }
-    const cudaStream_t raw = stream.get();
-    // One liveness check per step, every segment's inputs (an empty segment's too: it is not
-    // launched, but what cap.input() declared there is the step's), before anything launches;
-    // the launches below do not check again.
-    for (const std::unique_ptr<Graph>& segment : segments_) {
-      detail::policy_access::liveness(*segment).before_replay(raw);
-    }
-    for (std::size_t k = 0; k < segments_.size(); ++k) {
-      if (segments_[k]->node_count() != 0) { // an island at the start or two in a row
-        detail::policy_access::replay_checked(*segments_[k], raw);
-      }
-      if (k < islands_.size()) {
-        run_island(k, raw);
-      }
-    }
+    static_assert(std::is_void_v<Context>,
+                  "graphcap: this piecewise_graph<Graph, Context> hands its islands a Context: "
+                  "replay it with replay(stream, ctx)");
+    replay_steps(stream.get());
+  }
+  /// replay(stream), handing `ctx` to every island that takes the context (each island gets the
+  /// same object, in order). Needs a piecewise_graph<Graph, Context> and a Context lvalue or
+  /// rvalue: another type does not compile.
+  template <class Given>
+  void replay(stream_ref stream, Given&& ctx) {
+    static_assert(!std::is_void_v<Context>,
+                  "graphcap: replay(stream, ctx) needs a piecewise_graph<Graph, Context>: this "
+                  "graph's islands take no context (declare the graph with its Context type)");
+    static_assert(std::is_same_v<std::remove_reference_t<Given>, Context>,
+                  "graphcap: replay(stream, ctx) of a piecewise_graph<Graph, Context> takes a "
+                  "non-const Context; the context given is of another type");
+    replay_steps(stream.get(), ctx);
   }
 
   /// Instantiates every segment that is captured and not yet instantiated (keep_graph: a
@@ -210,6 +222,7 @@ public:
     island_scopes_.clear();
     segments_.clear();
     shared_pool_ = given_pool_;
+    ++generation_;
   }
 
   /// True before the first capture and after reset().
@@ -229,6 +242,8 @@ public:
   [[nodiscard]] const std::string& island_scope(std::size_t k) const {
     return island_scopes_.at(k);
   }
+  /// Changes at every capture, recapture and reset(): what a rebinder tells a stale scan by.
+  [[nodiscard]] std::uint32_t generation() const noexcept { return generation_; }
   /// Whether the segments keep their templates (constructed with keep_graph).
   [[nodiscard]] bool keeps_graph() const noexcept { return keep_graph_; }
   /// Segment `k`'s graph (for node counts, raw_graph(), pictures); k < segment_count().
@@ -253,13 +268,9 @@ public:
                                  "a slab pool: pool::private_pool (the default), pool::shared or "
                                  "pool::sleepable");
     if constexpr (P::has_handle) {
-      auto handle = [&] {
-        if (!segments_.empty()) {
-          return segments_.front()->pool();
-        }
-        Graph first = shared_pool_ ? Graph{*shared_pool_} : Graph{}; // makes the pool, no call
-        return first.pool();
-      }();
+      auto handle = !segments_.empty() ? segments_.front()->pool()
+                    : shared_pool_     ? Graph{*shared_pool_}.pool()
+                                       : Graph{}.pool(); // makes the pool, no CUDA call
       shared_pool_ = handle;
       given_pool_ = handle;
       return handle;
@@ -269,9 +280,8 @@ public:
   /// basic_graph::pool_statistics(); all zero before the pool is made.
   template <class P = typename Graph::pool_type>
   [[nodiscard]] auto pool_statistics() const { // -> graphcap::pool_statistics
-    static_assert(P::has_handle, "graphcap: pool_statistics() needs a piecewise graph whose "
-                                 "segments have a slab pool: pool::private_pool (the default), "
-                                 "pool::shared or pool::sleepable");
+    static_assert(P::has_handle, "graphcap: pool_statistics() needs segments with a slab pool, "
+                                 "as pool() does");
     if constexpr (P::has_handle) {
       if (shared_pool_) {
         return shared_pool_->statistics();
@@ -281,8 +291,10 @@ public:
   }
 
 private:
-  template <class, class>
+  template <class, class, class>
   friend class piecewise_scope;
+  template <class>
+  friend class rebinder; // the segments' nodes, patched (<graphcap/rebind/piecewise_rebinder.hpp>)
 
   // The scope of segment `k`: a fresh capture of a new segment, or a recapture of segment k
   // (of a new segment where the capture it updates had fewer).
@@ -324,14 +336,27 @@ private:
                                                : std::make_unique<Graph>());
   }
 
-  void run_island(std::size_t k, cudaStream_t stream) {
-    try {
-      islands_[k](stream);
-    } catch (const std::exception& failure) {
-      std::throw_with_nested(island_error(k, island_scopes_[k], failure.what()));
-    } catch (...) {
-      std::throw_with_nested(
-          island_error(k, island_scopes_[k], "an exception not derived from std::exception"));
+  // replay() and replay(stream, ctx): the one check of every segment's inputs, then the
+  // segments and the islands (handed `ctx...`, the context or nothing).
+  template <class... Contexts>
+  void replay_steps(cudaStream_t raw, Contexts&... ctx) {
+    if (empty()) {
+      throw state_error("graphcap: replay() of a piecewise graph that holds no capture: "
+                        "capture() first");
+    }
+    // One liveness check per step, every segment's inputs (an empty segment's too: it is not
+    // launched, but what cap.input() declared there is the step's), before anything launches;
+    // the launches below do not check again.
+    for (const std::unique_ptr<Graph>& segment : segments_) {
+      detail::policy_access::liveness(*segment).before_replay(raw);
+    }
+    for (std::size_t k = 0; k < segments_.size(); ++k) {
+      if (segments_[k]->node_count() != 0) { // an island at the start or two in a row
+        detail::policy_access::replay_checked(*segments_[k], raw);
+      }
+      if (k < islands_.size()) {
+        detail::piecewise::run_island(islands_[k], k, island_scopes_[k], raw, ctx...);
+      }
     }
   }
 
@@ -341,6 +366,7 @@ private:
   std::optional<pool_handle> shared_pool_; // given, or set at the first break (graphs with a pool)
   std::optional<pool_handle> given_pool_;  // the pool of the constructor, kept across reset()
   bool keep_graph_ = false;                // the segments keep their templates
+  std::uint32_t generation_ = 0;           // generation()
 };
 
 } // namespace graphcap

@@ -50,7 +50,7 @@ public:
   }
 
 private:
-  template <class, class>
+  template <class, class, class>
   friend class piecewise_scope;
 
   piecewise_marker(const std::shared_ptr<scopes>& open, typename scopes::iterator place) noexcept

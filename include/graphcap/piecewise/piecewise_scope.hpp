@@ -11,6 +11,7 @@
 #include <graphcap/error.hpp>
 #include <graphcap/fwd.hpp>
 #include <graphcap/piecewise/detail/bridges.hpp>
+#include <graphcap/piecewise/detail/islands.hpp>
 #include <graphcap/piecewise/detail/open_scopes.hpp>
 #include <graphcap/piecewise/embed.hpp>
 #include <graphcap/piecewise/piecewise_marker.hpp>
@@ -29,19 +30,19 @@
 
 namespace graphcap {
 
-template <class Graph>
+template <class Graph, class Context>
 class piecewise_graph;
 
 /// The capture of a piecewise graph: the current segment's capture (segment()), what a graph's
 /// scope offers during a capture (forwarded to it), and eager(), which ends the segment.
 /// `SegmentScope` is the segments' scope: Graph::scope for capture(), Graph::recapture_scope for
-/// recapture().
-template <class Graph, class SegmentScope = typename Graph::scope>
+/// recapture(). `Context` is the graph's per-replay context (void: none).
+template <class Graph, class SegmentScope = typename Graph::scope, class Context = void>
 class piecewise_scope {
 public:
-  using graph_type = piecewise_graph<Graph>;      ///< the piecewise graph being captured
-  using segment_scope = SegmentScope;             ///< the capture of one segment
-  using body_scope = graphcap::body_scope<Graph>; ///< what a conditional body gets
+  using graph_type = piecewise_graph<Graph, Context>; ///< the piecewise graph being captured
+  using segment_scope = SegmentScope;                 ///< the capture of one segment
+  using body_scope = graphcap::body_scope<Graph>;     ///< what a conditional body gets
 
   piecewise_scope(piecewise_scope&&) = delete;
   piecewise_scope& operator=(piecewise_scope&&) = delete;
@@ -58,16 +59,15 @@ public:
   /// library streams). It changes at every eager(): do not keep it across one.
   [[nodiscard]] segment_scope& segment() { return *current_; }
 
-  /// Ends the current segment, records `island` (a callable taking the replay's cudaStream_t)
+  /// Ends the current segment, records `island` (a callable taking the replay's cudaStream_t;
+  /// for a piecewise_graph<Graph, Context>, or taking the stream and the replay's Context&)
   /// to run eagerly between it and the next segment at every replay, and resumes the capture
   /// into the next segment. Nothing runs now. capture_error where the segment cannot end
   /// (work forked from the capture stream and not joined, an invalidated capture: the message
   /// names the break) or where the call comes from inside a conditional body.
   template <class Island>
   void eager(Island&& island) {
-    static_assert(std::is_invocable_v<Island&, cudaStream_t>,
-                  "graphcap: eager(island) needs a callable taking the replay's stream "
-                  "(cudaStream_t): it runs at every replay, on the stream replay() was given");
+    auto kept = detail::piecewise::make_island<Context>(std::forward<Island>(island));
     if (body_depth_ > 0) {
       throw capture_error(cudaErrorStreamCaptureUnsupported, "piecewise_scope::eager()",
                           "an island cannot sit inside a conditional body (if_, if_else, "
@@ -77,7 +77,7 @@ public:
     const std::size_t index = owner_->islands_.size();
     owner_->share_pool(); // before segment 0 ends: its capture and recaptures end alike
     end_segment("the break before island " + std::to_string(index));
-    owner_->islands_.emplace_back(std::forward<Island>(island));
+    owner_->islands_.push_back(std::move(kept));
     owner_->island_scopes_.push_back(detail::piecewise::scope_path(*open_));
     current_.emplace(owner_->template begin_segment<SegmentScope>(stream_, index + 1));
     reopen_scopes();
@@ -183,9 +183,9 @@ public:
   }
 
 private:
-  friend class piecewise_graph<Graph>;
+  friend class piecewise_graph<Graph, Context>;
 
-  piecewise_scope(piecewise_graph<Graph>& owner, cudaStream_t stream)
+  piecewise_scope(piecewise_graph<Graph, Context>& owner, cudaStream_t stream)
       : owner_(&owner), stream_(stream) {}
 
   // Ends the current segment; a failure of the capture itself (CUDA's stream-capture statuses)
@@ -248,7 +248,7 @@ private:
     };
   }
 
-  piecewise_graph<Graph>* owner_;
+  piecewise_graph<Graph, Context>* owner_;
   cudaStream_t stream_;
   std::optional<segment_scope> current_;
   // The cap.mark() scopes alive; shared with their markers, which may outlive this scope.
@@ -261,30 +261,31 @@ private:
 
 /// graphcap::make_condition(cap.segment(), ...) for a piecewise capture
 /// (<graphcap/control_flow.hpp>).
-template <class Graph, class SegmentScope, class... Arguments>
-[[nodiscard]] auto make_condition(piecewise_scope<Graph, SegmentScope>& cap,
+template <class Graph, class SegmentScope, class Context, class... Arguments>
+[[nodiscard]] auto make_condition(piecewise_scope<Graph, SegmentScope, Context>& cap,
                                   Arguments&&... arguments) {
   return cap.condition(std::forward<Arguments>(arguments)...);
 }
 /// graphcap::if_(cap.segment(), flag, body); eager() inside `body` is a capture_error.
-template <class Graph, class SegmentScope, class Flag, class Body>
-void if_(piecewise_scope<Graph, SegmentScope>& cap, const Flag& flag, Body&& body) {
+template <class Graph, class SegmentScope, class Context, class Flag, class Body>
+void if_(piecewise_scope<Graph, SegmentScope, Context>& cap, const Flag& flag, Body&& body) {
   cap.if_(flag, std::forward<Body>(body));
 }
 /// graphcap::if_else(cap.segment(), flag, then_body, else_body), eager() refused as in if_().
-template <class Graph, class SegmentScope, class Flag, class Then, class Else>
-void if_else(piecewise_scope<Graph, SegmentScope>& cap, const Flag& flag, Then&& then_body,
+template <class Graph, class SegmentScope, class Context, class Flag, class Then, class Else>
+void if_else(piecewise_scope<Graph, SegmentScope, Context>& cap, const Flag& flag, Then&& then_body,
              Else&& else_body) {
   cap.if_else(flag, std::forward<Then>(then_body), std::forward<Else>(else_body));
 }
 /// graphcap::switch_(cap.segment(), flag, bodies...), eager() refused as in if_().
-template <class Graph, class SegmentScope, class Flag, class... Bodies>
-void switch_(piecewise_scope<Graph, SegmentScope>& cap, const Flag& flag, Bodies&&... bodies) {
+template <class Graph, class SegmentScope, class Context, class Flag, class... Bodies>
+void switch_(piecewise_scope<Graph, SegmentScope, Context>& cap, const Flag& flag,
+             Bodies&&... bodies) {
   cap.switch_(flag, std::forward<Bodies>(bodies)...);
 }
 /// graphcap::while_(cap.segment(), flag, body), eager() refused as in if_().
-template <class Graph, class SegmentScope, class Flag, class Body>
-void while_(piecewise_scope<Graph, SegmentScope>& cap, const Flag& flag, Body&& body) {
+template <class Graph, class SegmentScope, class Context, class Flag, class Body>
+void while_(piecewise_scope<Graph, SegmentScope, Context>& cap, const Flag& flag, Body&& body) {
   cap.while_(flag, std::forward<Body>(body));
 }
 

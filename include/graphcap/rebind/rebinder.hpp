@@ -87,10 +87,11 @@ enum class template_patch : std::uint8_t {
 /// (liveness::check); liveness::check then checks the new addresses before each replay.
 template <class Graph>
 class rebinder {
-  static_assert(detail::rebind::is_basic_graph<Graph>,
-                "graphcap::rebinder takes a basic_graph (graphcap::graph, graph_with<...>, "
-                "lean_graph): the segments of a piecewise graph cannot be rebound yet; recapture "
-                "it instead");
+  static_assert(
+      detail::rebind::is_basic_graph<Graph>,
+      "graphcap::rebinder takes a basic_graph (graphcap::graph, graph_with<...>, "
+      "lean_graph), a piecewise_graph or a graph_family: for the last two, include "
+      "<graphcap/rebind.hpp> (rebind/piecewise_rebinder.hpp, rebind/family_rebinder.hpp)");
 
 public:
   /// Scans `graph` for every place the `inputs` are held. Throws state_error unless the graph
@@ -249,6 +250,21 @@ public:
   }
 
 private:
+  template <class>
+  friend class rebinder; // a piecewise graph's: one of these per segment, held_only
+
+  // One segment of a piecewise graph: the `inputs` it does not hold are dropped, not refused.
+  rebinder(Graph& graph, std::span<const rebind_input> inputs, template_patch when, bool all_inputs,
+           detail::rebind::held_only_t /*tag*/)
+      : graph_(&graph), when_(when), all_inputs_(all_inputs), held_only_(true) {
+    require_ready("construct a rebinder");
+    for (const rebind_input& input : inputs) {
+      detail::rebind::register_input(inputs_, reinterpret_cast<std::uintptr_t>(input.address),
+                                     input.bytes, rebind_input::to_allocation_end);
+    }
+    scan(inputs_);
+  }
+
   struct undo_entry {
     detail::rebind::site site;
     std::uint64_t word;
@@ -288,6 +304,7 @@ private:
     request.bodies = detail::contract::conditional_bodies(live);
     request.bodies_known = detail::contract::knows_bodies<std::remove_cvref_t<decltype(live)>>;
     request.all_inputs = all_inputs_;
+    request.held_only = held_only_;
     detail::contract::for_each_slab(
         detail::policy_access::pool(*graph_), [&](const void* base, std::size_t bytes) {
           request.internal.push_back({reinterpret_cast<std::uintptr_t>(base), bytes});
@@ -356,6 +373,7 @@ private:
   detail::rebind::graph_link<Graph> graph_; // null once moved from
   template_patch when_ = template_patch::at_once;
   bool all_inputs_ = false;
+  bool held_only_ = false; // one segment of a piecewise graph
   std::uint16_t generation_ = 0;
   std::uint32_t stamp_ = 0;
   std::vector<detail::rebind::bound_input> inputs_;

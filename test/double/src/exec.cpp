@@ -651,6 +651,33 @@ cudaError_t cudaGraphExecHostNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraph
   });
 }
 
+// An event record or wait node of an executable made to record or wait for another event.
+static cudaError_t set_exec_event(cudaGraphExec_t exec, cudaGraphNode_t node, cudaEvent_t event,
+                                  cudaGraphNodeType type) {
+  if (!live_exec(exec) || !state().nodes.count(node) || node->type != type ||
+      !state().events.count(event)) {
+    return cudaErrorInvalidValue;
+  }
+  CUgraphNode_st* copy = exec_counterpart(*exec, *node);
+  if (!copy || copy->type != type)
+    return cudaErrorInvalidValue;
+  copy->event = event;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphExecEventRecordNodeSetEvent(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode,
+                                                 cudaEvent_t event) {
+  return api(__func__, [&] {
+    return set_exec_event(hGraphExec, hNode, event, cudaGraphNodeTypeEventRecord);
+  });
+}
+
+cudaError_t cudaGraphExecEventWaitNodeSetEvent(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode,
+                                               cudaEvent_t event) {
+  return api(__func__,
+             [&] { return set_exec_event(hGraphExec, hNode, event, cudaGraphNodeTypeWaitEvent); });
+}
+
 cudaError_t cudaGraphDebugDotPrint(cudaGraph_t graph, const char* path, unsigned int flags) {
   (void)flags; // verbosity: the double always prints the same detail
   return api(__func__, [&] {

@@ -204,6 +204,17 @@ struct graph_core {
     result = {update_outcome::updated, cudaGraphExecUpdateSuccess, {}, cudaSuccess};
   }
 
+  /// Takes `from`'s executable graph as it is, the caller having made it match this graph's
+  /// template itself (graph_family's patch switch: set-params on the nodes that differ), as
+  /// take_updated_executable() does after a successful update.
+  void take_matched_executable(graph_core& from) noexcept {
+    exec = std::move(from.exec);
+    state = graph_state::instantiated;
+    from.state = graph_state::captured;
+    ++generation;
+    ++from.generation;
+  }
+
   /// Drops the executable graph and the template; keeps the side stream.
   void drop() noexcept {
     if (exec || graph) { // one capture-mode exchange for both destructions, not one each

@@ -7,9 +7,10 @@
 // A closed engine: its data and steps are private, and it has three doors. The graph and its
 // scopes are friends (they are the lifecycle's two faces); each capture kind ends and abandons
 // itself through the steps (capture_kind::fresh instantiates, capture_kind::update updates);
-// and the wings that hook into a graph get the policies, and one step (a replay whose liveness
-// check the caller made: replay_checked), with a policy_key that only a core_extension (the
-// base such a wing derives from) makes. Nothing else reaches inside.
+// and the wings that hook into a graph get the policies, and two steps (a replay whose liveness
+// check the caller made: replay_checked; an executable handed on as graph_family's patch switch
+// set it: take_matched_executable), with a policy_key that only a core_extension (the base such
+// a wing derives from) makes. Nothing else reaches inside.
 //
 // Hooks run as core/policy.hpp says: Pool, Annot, Liveness, each step in that order
 // (before_replay: Liveness first); a failure at any step leaves no stream capturing and every
@@ -94,6 +95,13 @@ public:
   Liveness& liveness(policy_key /*key*/) noexcept { return liveness_; }
   /// The one step behind the key: replay() less the Liveness check a piecewise step made.
   void replay_checked(policy_key /*key*/, cudaStream_t stream) { replay<false>(stream); }
+  /// take_executable() without the update: graph_family made `from`'s executable match this
+  /// graph's template by set-params (graph_core::take_matched_executable); then the hooks run.
+  void take_matched_executable(policy_key /*key*/, graph_lifecycle& from) {
+    core_.require_takeable(from.core_);
+    core_.take_matched_executable(from.core_);
+    dropping_on_failure([&] { after_instantiate_hooks(); });
+  }
 
 private:
   friend class basic_graph<Mode, Pool, Annot, Liveness>;

@@ -32,6 +32,7 @@ struct scan_request {
   bool bodies_known = false;
   std::vector<allocation_range> internal;
   bool all_inputs = false;
+  bool held_only = false; ///< drop the inputs the graph does not hold (one segment of several)
 };
 
 /// The nodes to patch, with the inputs' sites pointing into them.
@@ -142,6 +143,9 @@ inline scan_result scan(const scan_request& request, std::vector<bound_input>& i
     if (holds_input) {
       result.nodes.push_back(std::move(copy));
     }
+  }
+  if (request.held_only) {
+    std::erase_if(inputs, [](const bound_input& input) { return input.sites.empty(); });
   }
   for (const bound_input& input : inputs) {
     if (input.sites.empty()) {

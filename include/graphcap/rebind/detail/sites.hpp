@@ -39,6 +39,15 @@ inline constexpr bool is_basic_graph = false;
 template <class Mode, class Pool, class Annot, class Liveness>
 inline constexpr bool is_basic_graph<graphcap::basic_graph<Mode, Pool, Annot, Liveness>> = true;
 
+/// An input's address as the pointer the rebinder's calls name it by.
+[[nodiscard]] inline const void* as_pointer(std::uintptr_t address) noexcept {
+  // NOLINTNEXTLINE(performance-no-int-to-ptr): the registry keeps addresses as integers
+  return reinterpret_cast<const void*>(address);
+}
+
+/// The tag of a rebinder of one segment of several: inputs it does not hold are dropped.
+struct held_only_t {};
+
 /// How the rebinder words its need of a driver function (driver_function::require).
 inline constexpr std::string_view rebind_needs = "graphcap's rebinder needs";
 

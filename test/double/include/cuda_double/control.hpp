@@ -131,4 +131,30 @@ std::vector<std::string> violations();
 void clear_violations();
 void expect_violations();
 
+// What an executable's node does now, for tests comparing two executables field by field (an
+// executable switched by set-params against one updated by cudaGraphExecUpdate): one entry per
+// node of the executable's own graph, in creation order. Kernel: the host stub (`function`), the
+// shape, the dynamic shared memory, the argument bytes as laid out by the kernel's parameters and
+// the launch attributes (id, then the value's bytes). Memset and memcpy: their parameters. Event
+// record and wait: the event. Every
+// node: its type and enable state (cudaGraphNodeSetEnabled). Nodes of child graphs and bodies are
+// not listed. std::invalid_argument for an executable that is not live.
+struct exec_node_fields {
+  cudaGraphNodeType type = cudaGraphNodeTypeEmpty;
+  bool enabled = true;
+  const void* function = nullptr;
+  dim3 grid{0, 0, 0}, block{0, 0, 0};
+  unsigned shared_bytes = 0;
+  std::vector<unsigned char> arguments;
+  std::vector<unsigned char> attributes;
+  cudaMemsetParams memset{};
+  cudaMemcpy3DParms memcpy{};
+  cudaEvent_t event = nullptr;
+};
+bool operator==(const exec_node_fields& a, const exec_node_fields& b);
+std::vector<exec_node_fields> exec_nodes(cudaGraphExec_t exec);
+// The first field in which `a` and `b` differ ("node 3 kernel arguments"), "" if none.
+std::string exec_difference(const std::vector<exec_node_fields>& a,
+                            const std::vector<exec_node_fields>& b);
+
 } // namespace cuda_double

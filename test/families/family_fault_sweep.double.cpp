@@ -101,8 +101,6 @@ public:
          "switch back to: the current one"},
         {"cudaGraphExecMemsetNodeSetParams", phases(phase::select),
          "a set the patch switch cannot make falls back to cudaGraphExecUpdate"},
-        {"cudaGraphExecEventRecordNodeSetEvent", phases(phase::select),
-         "a set the patch switch cannot make falls back to cudaGraphExecUpdate"},
         {"cudaThreadExchangeStreamCaptureMode", phases(phase::capture, phase::teardown),
          "the relaxed capture-mode guard: the call runs in the thread's mode"},
     };

@@ -1,6 +1,6 @@
 // The fault sweep of a one-executable graph_family (#44): keys 1, 2 and 4 captured into one pool
 // (one executable for their topology), replays that switch the executable between keys (the
-// memset and completion-marker nodes that differ set, node_patch.hpp; cudaGraphExecUpdate from
+// memset nodes that differ set, node_patch.hpp; cudaGraphExecUpdate from
 // the key's template where a set fails) and one that does not, the family destroyed.
 // Every CUDA call of a clean run fails once in turn, and the user's exception is thrown at each
 // point of the work (test/support/step_sweep.hpp): a failed capture_all leaves the family with

@@ -88,7 +88,7 @@ struct graph_core {
   static constexpr std::uint32_t uncounted = 0x8000'0000U;
 
   /// A capture ended into `graph`: its nodes are counted when someone asks (nodes()), not
-  /// now (cudaGraphGetNodes walks every node). `own_nodes` (the pool's completion marker) will
+  /// now (cudaGraphGetNodes walks every node). `own_nodes` (nodes a policy added for itself) will
   /// be left out of the count.
   void note_captured(std::size_t own_nodes) noexcept {
     node_count = uncounted | static_cast<std::uint32_t>(own_nodes & (uncounted - 1U));

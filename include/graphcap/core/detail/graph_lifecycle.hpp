@@ -171,7 +171,7 @@ private:
   /// Ends the capture into the template (a scope's end()), the policies' hooks around it. On
   /// failure the graph is empty again (unless the capture goes on: ended on the wrong thread).
   void end_capture(cudaStream_t stream) {
-    try { // a policy's last captured work (the pool's completion marker) may fail
+    try { // a policy's last captured work may fail
       each_policy([&](auto& policy) { policy.before_capture_end(stream); });
     } catch (...) {
       abandon_capture(stream);
@@ -187,7 +187,7 @@ private:
     }
     core_.state = graph_state::captured;
     dropping_on_failure([&] {
-      // Counted when node_count() is read; the pool's completion marker will not be counted.
+      // Counted when node_count() is read; a policy's own nodes will not be counted.
       core_.note_captured(contract::own_nodes(pool_));
       after_capture_end_hooks();
     });

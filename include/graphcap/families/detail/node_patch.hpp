@@ -6,7 +6,7 @@
 // node on the H200); one cudaGraphExecKernelNodeSetParams costs about 0.3 us, and most nodes of a
 // shape switch change only their grid and a few argument words. So each key keeps its nodes'
 // parameters (a kernel's function, shape, dynamic shared memory and argument bytes, a memcpy's or
-// memset's parameters, an event node's event: the pool's completion marker), in the order
+// memset's parameters, an event node's event), in the order
 // topology.hpp signs them (cudaGraphGetNodes); a switch compares the target key's copy with the
 // copy of the key the executable holds (the last one switched to), node by node, and sets the nodes
 // that differ through the handles of the template the executable was instantiated from (CUDA's

@@ -446,6 +446,8 @@ def main():
         for rel, ln, n, unit, ctx, level, src, hit in cited:
             if not hit:
                 print(f"  not found: {rel}:{ln}: {n} {unit} ({ctx[:60]})")
+        for rel, ln, n, unit, ctx, cands in uncited:
+            print(f"  no stored run named: {rel}:{ln}: {n} {unit} ({ctx[:60]})")
         sys.exit(1 if uncited or notfound or stale else 0)
     comp = sum(1 for r in cited if r[7] and r[7].startswith("computed"))
     ver = sum(1 for r in cited if r[7] and not r[7].startswith(("weak", "computed")))

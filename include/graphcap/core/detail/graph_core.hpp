@@ -83,21 +83,19 @@ struct graph_core {
     return side_stream.get();
   }
 
-  /// node_count while the template's nodes are not counted yet: this bit, with the number of
-  /// nodes the policies added for themselves (to be left out) in the bits below it.
+  /// node_count while the template's nodes are not counted yet.
   static constexpr std::uint32_t uncounted = 0x8000'0000U;
 
   /// A capture ended into `graph`: its nodes are counted when someone asks (nodes()), not
-  /// now (cudaGraphGetNodes walks every node). `own_nodes` (nodes a policy added for itself) will
-  /// be left out of the count.
-  void note_captured(std::size_t own_nodes) noexcept {
-    node_count = uncounted | static_cast<std::uint32_t>(own_nodes & (uncounted - 1U));
+  /// now (cudaGraphGetNodes walks every node).
+  void note_captured() noexcept {
+    node_count = uncounted;
     ++generation;
   }
 
-  /// The template's nodes, less the policies' own: counted once per capture, at the first call
-  /// (the template stays until reset, recapture or destruction, with keep_graph or without, so
-  /// that it can be counted). Throws cuda_error if CUDA cannot count them.
+  /// The template's nodes (every node is the user's: no policy adds one): counted once per capture,
+  /// at the first call (the template stays until reset, recapture or destruction, with keep_graph
+  /// or without, so that it can be counted). Throws cuda_error if CUDA cannot count them.
   [[nodiscard]] std::size_t nodes() const {
     if ((node_count & uncounted) != 0U) [[unlikely]] {
       if (!graph) { // cannot happen: only drop() destroys the template, and it sets 0
@@ -106,8 +104,7 @@ struct graph_core {
       }
       std::size_t count = 0;
       check(cudaGraphGetNodes(graph.get(), nullptr, &count), "cudaGraphGetNodes");
-      const std::size_t own = node_count & (uncounted - 1U);
-      node_count = static_cast<std::uint32_t>(count >= own ? count - own : 0);
+      node_count = static_cast<std::uint32_t>(count);
     }
     return node_count;
   }

@@ -187,8 +187,7 @@ private:
     }
     core_.state = graph_state::captured;
     dropping_on_failure([&] {
-      // Counted when node_count() is read; a policy's own nodes will not be counted.
-      core_.note_captured(contract::own_nodes(pool_));
+      core_.note_captured(); // counted when node_count() is read
       after_capture_end_hooks();
     });
   }
@@ -260,9 +259,8 @@ private:
     each_policy([exec = core_.exec.get()](auto& policy) { policy.after_instantiate(exec); });
   }
 
-  /// take_executable(): `from`'s executable graph, updated in place from this graph's template
-  /// (graph_core::take_updated_executable), then this graph's after-instantiate hooks. Needs
-  /// this graph's template (keep_graph) and `from`'s executable; a refusal changes nothing.
+  /// take_executable(): `from`'s executable, updated from this template (keep_graph), then the
+  /// after-instantiate hooks (graph_core::take_updated_executable); a refusal changes nothing.
   update_result take_executable(graph_lifecycle& from) {
     core_.require_takeable(from.core_);
     update_result result;

@@ -27,10 +27,10 @@ constexpr int head_dim = hidden / heads; // 64: one block of 64 threads per (seq
 constexpr int qkv_width = 3 * hidden;
 constexpr int mlp = 1024;
 constexpr int vocab = 512;
-constexpr int page = 16;          // tokens per KV page
-constexpr int max_pages = 8;      // pages per sequence: 128 tokens
+constexpr int page = 16;     // tokens per KV page
+constexpr int max_pages = 8; // pages per sequence: 128 tokens
 constexpr std::size_t max_batch = 128;
-constexpr int prompt = 40;        // the sequence length before the first decode step
+constexpr int prompt = 40; // the sequence length before the first decode step
 constexpr int linear_threads = 128;
 
 /// The 19 batch-size buckets a serving engine captures: 1 to 8, then every 8 to 64, then every
@@ -158,14 +158,17 @@ __global__ void attention(const float* qkv, float* k_cache, float* v_cache, cons
 
 } // namespace kernels
 
-constexpr std::size_t layer_weights = std::size_t{qkv_width} * hidden + std::size_t{hidden} * hidden +
-                                      std::size_t{mlp} * hidden + std::size_t{hidden} * mlp;
+constexpr std::size_t layer_weights = std::size_t{qkv_width} * hidden +
+                                      std::size_t{hidden} * hidden + std::size_t{mlp} * hidden +
+                                      std::size_t{hidden} * mlp;
 constexpr std::size_t weight_count =
     2 * std::size_t{vocab} * hidden + layers * layer_weights; // embedding, layers, head
 constexpr std::size_t cache_count =
     std::size_t{layers} * max_batch * max_pages * page * hidden; // floats of K (and of V)
 
-inline const float* embedding(const model& m) { return m.weights; }
+inline const float* embedding(const model& m) {
+  return m.weights;
+}
 inline const float* qkv_weights(const model& m, int l) {
   return m.weights + std::size_t{vocab} * hidden + l * layer_weights;
 }
@@ -181,7 +184,9 @@ inline const float* down_weights(const model& m, int l) {
 inline const float* head_weights(const model& m) {
   return m.weights + std::size_t{vocab} * hidden + layers * layer_weights;
 }
-inline std::size_t cache_layer(int l) { return l * (cache_count / layers); }
+inline std::size_t cache_layer(int l) {
+  return l * (cache_count / layers);
+}
 
 /// Weights, filled with the same values at every call (a hash of the index, scaled by the
 /// fan-in): one cudaMalloc, freed by the caller.
@@ -294,8 +299,10 @@ public:
   [[nodiscard]] float* take(std::size_t k, std::size_t count) const {
     const std::size_t role = k == 0 ? 0 : 1 + (k - 1) % 3;
     if (count > capacity(role)) {
-      std::fprintf(stderr, "decode::static_buffers: allocation %zu of %zu floats is larger than its "
-                           "buffer\n", k, count);
+      std::fprintf(stderr,
+                   "decode::static_buffers: allocation %zu of %zu floats is larger than its "
+                   "buffer\n",
+                   k, count);
       std::exit(EXIT_FAILURE);
     }
     return buffers_[role];

@@ -36,7 +36,7 @@ using decode_family = graphcap::graph_family<std::size_t, step_graph>;
 
 namespace {
 
-constexpr int ring = 3;            // token buffers the host fills in turn
+constexpr int ring = 3; // token buffers the host fills in turn
 constexpr int steps_per_burst = 24;
 
 /// The host's side of one step: its token ids uploaded into the step's buffer.
@@ -76,8 +76,8 @@ int main() {
 
   // [capture]
   decode_family family;
-  const auto captured = family.capture_all(
-      decode::buckets(), stream, [&](std::size_t batch, step_graph::scope& cap) {
+  const auto captured =
+      family.capture_all(decode::buckets(), stream, [&](std::size_t batch, step_graph::scope& cap) {
         decode::forward(cap, batch, graphed, tokens[0], logits); // tokens[0]: rebound per step
       });
   graphcap::rebinder inputs{family, {tokens[0]}}; // the token ids, in every bucket's segments
@@ -90,8 +90,8 @@ int main() {
   const step_graph& largest = *family.find(decode::max_batch);
   std::printf("decode_step: %zu buckets, %zu segments and %zu islands per step, %zu executables; "
               "pool %zu KiB reserved\n",
-              family.size(), largest.segment_count(), largest.island_count(),
-              family.executables(), family.pool().statistics().reserved_bytes / 1024);
+              family.size(), largest.segment_count(), largest.island_count(), family.executables(),
+              family.pool().statistics().reserved_bytes / 1024);
 
   decode::static_buffers buffers;
   const int* current = tokens[0]; // where the graphs read the token ids now

@@ -198,6 +198,14 @@ inline float* make_weights(cudaStream_t stream) {
   return weights;
 }
 
+/// Fills the KV cache of `m` with the values make_model() gives it (the prompt's K and V): the
+/// state before the first decode step, again.
+inline void refill_cache(const model& m, cudaStream_t stream) {
+  kernels::fill<<<4096, 256, 0, stream>>>(m.k_cache, cache_count, 2U, 1.0F);
+  kernels::fill<<<4096, 256, 0, stream>>>(m.v_cache, cache_count, 3U, 1.0F);
+  check(cudaGetLastError(), "fill");
+}
+
 /// A model over `weights` with a KV cache of its own (the prompt's K and V filled with the same
 /// values at every call) and its page table. free_cache() frees what this allocates.
 inline model make_model(const float* weights, cudaStream_t stream) {
@@ -210,13 +218,11 @@ inline model make_model(const float* weights, cudaStream_t stream) {
   check(cudaMalloc(reinterpret_cast<void**>(&v), cache_count * sizeof(float)), "cudaMalloc");
   check(cudaMalloc(reinterpret_cast<void**>(&table), max_batch * max_pages * sizeof(int)),
         "cudaMalloc");
-  kernels::fill<<<4096, 256, 0, stream>>>(k, cache_count, 2U, 1.0F);
-  kernels::fill<<<4096, 256, 0, stream>>>(v, cache_count, 3U, 1.0F);
   kernels::fill_table<<<(max_batch * max_pages + 255) / 256, 256, 0, stream>>>(table);
-  check(cudaGetLastError(), "fill");
   m.k_cache = k;
   m.v_cache = v;
   m.table = table;
+  refill_cache(m, stream);
   return m;
 }
 

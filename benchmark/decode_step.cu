@@ -180,15 +180,6 @@ decode_family capture_family(cudaStream_t stream, const decode::model& m, const 
   return family;
 }
 
-std::vector<float> read_logits(const float* logits, std::size_t batch, cudaStream_t stream) {
-  std::vector<float> host(batch * decode::vocab);
-  bench::check(cudaMemcpyAsync(host.data(), logits, host.size() * sizeof(float),
-                               cudaMemcpyDeviceToHost, stream),
-               "cudaMemcpyAsync");
-  bench::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-  return host;
-}
-
 } // namespace
 
 int main() {
@@ -261,10 +252,7 @@ int main() {
 
   // One step of each design from the same state: bit-identical logits.
   {
-    const std::vector<int> ids = decode::tokens_of(0);
-    bench::check(
-        cudaMemcpy(tokens[1], ids.data(), ids.size() * sizeof(int), cudaMemcpyHostToDevice),
-        "cudaMemcpy");
+    decode::upload_tokens(tokens[1], 0, stream);
     decode::step_values now{decode::prompt};
     inputs.rebind(current, tokens[1]);
     current = tokens[1];
@@ -275,8 +263,10 @@ int main() {
     largest.replay(stream, now);
     bench::check(cudaGetLastError(), "kernel launch");
   }
-  const bool same = read_logits(logits, decode::max_batch, stream) ==
-                    read_logits(raw_logits, decode::max_batch, stream);
+  const std::vector<float> from_family = decode::read_logits(logits, decode::max_batch, stream);
+  const std::vector<float> from_raw = decode::read_logits(raw_logits, decode::max_batch, stream);
+  const bool same =
+      std::memcmp(from_family.data(), from_raw.data(), from_family.size() * sizeof(float)) == 0;
 
   int step = 0;
   std::size_t bucket = 1;
@@ -286,10 +276,7 @@ int main() {
     ++step;
     bucket = *family.find_at_least(decode::batch_of(step));
     int* const buffer = tokens[static_cast<std::size_t>(step) % ring];
-    const std::vector<int> ids = decode::tokens_of(step);
-    bench::check(cudaMemcpyAsync(buffer, ids.data(), ids.size() * sizeof(int),
-                                 cudaMemcpyHostToDevice, stream),
-                 "cudaMemcpyAsync");
+    decode::upload_tokens(buffer, step, stream);
     bench::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
     input = buffer;
     now.length = decode::prompt + step % 64;

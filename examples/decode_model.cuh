@@ -358,6 +358,24 @@ inline std::vector<int> tokens_of(int step) {
   return tokens;
 }
 
+/// The host's side of step `step`: its token ids uploaded into `buffer` (max_batch ints).
+inline void upload_tokens(int* buffer, int step, cudaStream_t stream) {
+  const std::vector<int> tokens = tokens_of(step);
+  check(cudaMemcpyAsync(buffer, tokens.data(), tokens.size() * sizeof(int), cudaMemcpyHostToDevice,
+                        stream),
+        "cudaMemcpyAsync");
+}
+
+/// The first `batch` rows of `logits`, copied to the host once `stream` has computed them.
+inline std::vector<float> read_logits(const float* logits, std::size_t batch, cudaStream_t stream) {
+  std::vector<float> host(batch * vocab);
+  check(cudaMemcpyAsync(host.data(), logits, host.size() * sizeof(float), cudaMemcpyDeviceToHost,
+                        stream),
+        "cudaMemcpyAsync");
+  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  return host;
+}
+
 /// The number of sequences in step `step` (1 to 128, varying from step to step).
 inline std::size_t batch_of(int step) {
   return 1 + (static_cast<std::size_t>(step) * 37) % max_batch;

@@ -49,23 +49,6 @@ namespace {
 constexpr int ring = 3; // token buffers the host fills in turn
 constexpr int steps_per_burst = 24;
 
-/// The host's side of one step: its token ids uploaded into the step's buffer.
-void upload_tokens(int* buffer, int step, cudaStream_t stream) {
-  const std::vector<int> tokens = decode::tokens_of(step);
-  example::check(cudaMemcpyAsync(buffer, tokens.data(), tokens.size() * sizeof(int),
-                                 cudaMemcpyHostToDevice, stream),
-                 "cudaMemcpyAsync");
-}
-
-std::vector<float> read_logits(const float* logits, std::size_t batch, cudaStream_t stream) {
-  std::vector<float> host(batch * decode::vocab);
-  example::check(cudaMemcpyAsync(host.data(), logits, host.size() * sizeof(float),
-                                 cudaMemcpyDeviceToHost, stream),
-                 "cudaMemcpyAsync");
-  example::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-  return host;
-}
-
 } // namespace
 
 int main() {
@@ -109,15 +92,15 @@ int main() {
   decode::static_buffers buffers;
   const auto check_step = [&](int step, auto&& replay_step) {
     int* const input = tokens[static_cast<std::size_t>(step) % ring];
-    upload_tokens(input, step, stream);
+    decode::upload_tokens(input, step, stream);
     decode::step_values now{decode::prompt + step};
     const std::size_t bucket = *family.find_at_least(decode::batch_of(step)); // padded
     replay_step(bucket, input, now);
-    const std::vector<float> replayed = read_logits(logits, bucket, stream);
+    const std::vector<float> replayed = decode::read_logits(logits, bucket, stream);
     decode::static_step by_hand{buffers, stream, now};
     decode::forward(by_hand, bucket, eager, input, eager_logits);
     example::check(cudaGetLastError(), "kernel launch");
-    const std::vector<float> expected = read_logits(eager_logits, bucket, stream);
+    const std::vector<float> expected = decode::read_logits(eager_logits, bucket, stream);
     return std::memcmp(replayed.data(), expected.data(), replayed.size() * sizeof(float)) == 0;
   };
   // Two bursts from the prompt's state, `gap` between them; returns the steps that differ.

@@ -12,6 +12,9 @@
 //                          the islands handed the length by replay(stream, ctx)
 //   graphcap, copied       the same family, the token ids copied into the captured buffer
 //                          (cudaMemcpyAsync device to device) instead of rebound
+//   graphcap, rebound, liveness off
+//                          the rebound family with liveness::off segments (shared_pool_graph):
+//                          what the one check of the step's inputs costs
 // Every step's batch (1..128) is padded to its bucket, the token ids of the next step are
 // uploaded into the next of 3 buffers outside the timing. Metric "input move": one move of the
 // token input alone (rebind + sync of the largest bucket, against the copy it replaces), host
@@ -42,6 +45,9 @@ using segment_graph = graphcap::basic_graph<graphcap::mode::thread_local_, graph
                                             graphcap::annot::off, graphcap::liveness::check>;
 using step_graph = graphcap::piecewise_graph<segment_graph, decode::step_values>;
 using decode_family = graphcap::graph_family<std::size_t, step_graph>;
+// The same with liveness off (graphcap::shared_pool_graph segments): what the check costs.
+using lean_step = graphcap::piecewise_graph<graphcap::shared_pool_graph, decode::step_values>;
+using lean_family = graphcap::graph_family<std::size_t, lean_step>;
 using island = std::function<void(cudaStream_t, decode::step_values&)>;
 
 constexpr int ring = 3;
@@ -169,13 +175,15 @@ private:
   std::size_t taken_ = 0;
 };
 
-decode_family capture_family(cudaStream_t stream, const decode::model& m, const int* tokens,
-                             float* logits) {
-  decode_family family;
-  const auto captured = family.capture_all(
-      decode::buckets(), stream, [m, tokens, logits](std::size_t batch, step_graph::scope& cap) {
-        decode::forward(cap, batch, m, tokens, logits);
-      });
+template <class Family = decode_family>
+Family capture_family(cudaStream_t stream, const decode::model& m, const int* tokens,
+                      float* logits) {
+  Family family;
+  const auto captured =
+      family.capture_all(decode::buckets(), stream,
+                         [m, tokens, logits](std::size_t batch, typename Family::scope& cap) {
+                           decode::forward(cap, batch, m, tokens, logits);
+                         });
   captured.rethrow_first_failure();
   return family;
 }
@@ -249,6 +257,9 @@ int main() {
   // design patches its executables and leaves its graphs: the same work per move.
   graphcap::rebinder inputs{family, {tokens[0]}, graphcap::template_patch::deferred};
   const int* current = tokens[0];
+  lean_family lean = capture_family<lean_family>(stream, m, tokens[0], logits);
+  graphcap::rebinder lean_inputs{lean, {tokens[0]}, graphcap::template_patch::deferred};
+  const int* lean_current = tokens[0];
 
   // One step of each design from the same state: bit-identical logits.
   {
@@ -285,6 +296,7 @@ int main() {
   std::vector<double> raw_times;
   std::vector<double> rebound_times;
   std::vector<double> copied_times;
+  std::vector<double> lean_times;
   std::vector<double> copy_calls;
   std::vector<double> rebind_calls;
   int flip = 0;
@@ -310,6 +322,19 @@ int main() {
                }
                inputs.sync(bucket);
                family.find(bucket)->replay(stream, now);
+             },
+             next_step);
+       },
+       [&](bool record) {
+         bench::synchronized_steps(
+             stream, steps, lean_times, record,
+             [&] {
+               if (input != lean_current) {
+                 lean_inputs.rebind(lean_current, input);
+                 lean_current = input;
+               }
+               lean_inputs.sync(bucket);
+               lean.find(bucket)->replay(stream, now);
              },
              next_step);
        },
@@ -346,6 +371,7 @@ int main() {
   report.add("decode step", "19 buckets", "raw CUDA graphs", "us", raw_times);
   report.add("decode step", "19 buckets", "graphcap, rebound", "us", rebound_times);
   report.add("decode step", "19 buckets", "graphcap, copied", "us", copied_times);
+  report.add("decode step", "19 buckets", "graphcap, rebound, liveness off", "us", lean_times);
   report.add("input move", "1 input", "cudaMemcpyAsync", "us", copy_calls);
   report.add("input move", "1 input", "rebind + sync", "us", rebind_calls);
   const double raw_total = static_cast<double>(raw_buffer_bytes + raw_executable_bytes) / mib;
@@ -370,6 +396,7 @@ int main() {
   raw.clear();
   raw_buffers.reset();
   copied.clear();
+  lean.clear();
   family.clear();
   for (int* buffer : tokens) {
     bench::check(cudaFree(buffer), "cudaFree");

@@ -7,9 +7,12 @@
 //  - the pool bytes reserved: the family, the family with exact size classes
 //    (reuse_larger_blocks off), private pools (the sum), and the largest size alone;
 //  - lookup: find_at_least() for random requests among 64 keys (ns per call);
-//  - one-executable mode: a switch (an update from the key's kept template, then the replay) per
-//    node, against the same cudaGraphExecUpdate + cudaGraphLaunch written by hand, and a replay
-//    of a graph kept per key;
+//  - one-executable mode: a switch (set-params on the nodes that differ, then the replay) per
+//    node, against cudaGraphExecUpdate + cudaGraphLaunch written by hand, and a replay of a graph
+//    kept per key;
+//  - the patch switch against set-params written by hand over the same changed nodes (+ launch),
+//    per changed node; and in a family whose keys differ in one kernel, the cost per unchanged
+//    node (graphcap's switch less the hand-written one, over the nodes it compared and skipped);
 //  - device memory: what capture_all() of the 64 keys takes from the device (cudaMemGetInfo),
 //    one executable per key against one per topology, with the executables each holds.
 #include <graphcap/family.hpp>
@@ -19,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <random>
 #include <string>
@@ -78,6 +82,101 @@ std::unique_ptr<family> capture_family(const std::vector<std::size_t>& keys, cud
     std::exit(EXIT_FAILURE);
   }
   return made;
+}
+
+/// The hand-written patch switch: an executable of templates[0], and for each node that differs
+/// between the two templates (kernel arguments of layer_kernel, shapes, memset widths, the
+/// completion markers' events) each template's parameters, read once; switch(t) sets them with
+/// cudaGraphExec*SetParams, as a user would write it by hand.
+class hand_patch {
+public:
+  explicit hand_patch(const cudaGraph_t (&templates)[2]) {
+    bench::check(cudaGraphInstantiate(&exec_, templates[0], 0), "cudaGraphInstantiate");
+    std::vector<cudaGraphNode_t> nodes[2];
+    for (int t = 0; t < 2; ++t) {
+      std::size_t count = 0;
+      bench::check(cudaGraphGetNodes(templates[t], nullptr, &count), "cudaGraphGetNodes");
+      nodes[t].resize(count);
+      bench::check(cudaGraphGetNodes(templates[t], nodes[t].data(), &count), "cudaGraphGetNodes");
+    }
+    for (std::size_t i = 0; i < nodes[0].size(); ++i) {
+      cudaGraphNodeType type{};
+      bench::check(cudaGraphNodeGetType(nodes[0][i], &type), "cudaGraphNodeGetType");
+      changed each{nodes[0][i], type};
+      for (int t = 0; t < 2; ++t) {
+        if (type == cudaGraphNodeTypeKernel) {
+          bench::check(cudaGraphKernelNodeGetParams(nodes[t][i], &each.kernel[t]), "get kernel");
+        } else if (type == cudaGraphNodeTypeMemset) {
+          bench::check(cudaGraphMemsetNodeGetParams(nodes[t][i], &each.set[t]), "get memset");
+        } else if (type == cudaGraphNodeTypeEventRecord) {
+          bench::check(cudaGraphEventRecordNodeGetEvent(nodes[t][i], &each.event[t]), "get event");
+        }
+      }
+      if (differs(each)) {
+        changed_.push_back(each);
+      }
+    }
+  }
+  hand_patch(const hand_patch&) = delete;
+  hand_patch& operator=(const hand_patch&) = delete;
+  ~hand_patch() { static_cast<void>(cudaGraphExecDestroy(exec_)); }
+
+  /// Sets every changed node to template `t`'s parameters.
+  void switch_to(std::size_t t) {
+    for (const changed& each : changed_) {
+      if (each.type == cudaGraphNodeTypeKernel) {
+        bench::check(cudaGraphExecKernelNodeSetParams(exec_, each.node, &each.kernel[t]),
+                     "cudaGraphExecKernelNodeSetParams");
+      } else if (each.type == cudaGraphNodeTypeMemset) {
+        bench::check(cudaGraphExecMemsetNodeSetParams(exec_, each.node, &each.set[t]),
+                     "cudaGraphExecMemsetNodeSetParams");
+      } else {
+        bench::check(cudaGraphExecEventRecordNodeSetEvent(exec_, each.node, each.event[t]),
+                     "cudaGraphExecEventRecordNodeSetEvent");
+      }
+    }
+  }
+  [[nodiscard]] cudaGraphExec_t exec() const noexcept { return exec_; }
+  [[nodiscard]] std::size_t changed_nodes() const noexcept { return changed_.size(); }
+
+private:
+  struct changed {
+    cudaGraphNode_t node = nullptr;
+    cudaGraphNodeType type = cudaGraphNodeTypeEmpty;
+    cudaKernelNodeParams kernel[2]{};
+    cudaMemsetParams set[2]{};
+    cudaEvent_t event[2]{};
+  };
+  /// layer_kernel's and fixed_kernel's arguments: (pointer, pointer, int).
+  static bool differs(const changed& each) {
+    if (each.type == cudaGraphNodeTypeKernel) {
+      const cudaKernelNodeParams& a = each.kernel[0];
+      const cudaKernelNodeParams& b = each.kernel[1];
+      return a.gridDim.x != b.gridDim.x || a.blockDim.x != b.blockDim.x ||
+             std::memcmp(a.kernelParams[0], b.kernelParams[0], sizeof(void*)) != 0 ||
+             std::memcmp(a.kernelParams[1], b.kernelParams[1], sizeof(void*)) != 0 ||
+             std::memcmp(a.kernelParams[2], b.kernelParams[2], sizeof(int)) != 0;
+    }
+    if (each.type == cudaGraphNodeTypeMemset) {
+      return each.set[0].dst != each.set[1].dst || each.set[0].width != each.set[1].width;
+    }
+    return each.event[0] != each.event[1];
+  }
+
+  cudaGraphExec_t exec_ = nullptr;
+  std::vector<changed> changed_;
+};
+
+/// A step whose nodes are the same for every key but one kernel: `layers` kernels over fixed
+/// buffers, then one over the key's batch (the per-unchanged-node case).
+void fixed_step(std::size_t batch, cudaStream_t stream, float* a, float* b) {
+  constexpr int n = 64 * hidden;
+  for (int layer = 0; layer < layers; ++layer) {
+    layer_kernel<<<(n + 255) / 256, 256, 0, stream>>>(layer % 2 == 0 ? a : b,
+                                                      layer % 2 == 0 ? b : a, n);
+  }
+  const int m = static_cast<int>(batch) * hidden;
+  layer_kernel<<<(m + 255) / 256, 256, 0, stream>>>(a, b, m);
 }
 
 } // namespace
@@ -270,19 +369,122 @@ int main() {
     }
   }
   report.add("switch per node", static_cast<long long>(nodes), "raw update + launch", "us", raw_us);
-  report.add("switch per node", static_cast<long long>(nodes),
-             "one executable (update from template)", "us", switch_us);
+  report.add("switch per node", static_cast<long long>(nodes), "one executable (patch switch)",
+             "us", switch_us);
   report.add("switch per node", static_cast<long long>(nodes), "graph per key (replay)", "us",
              kept_us);
   report.add("switch per node, device idle", static_cast<long long>(nodes), "raw update + launch",
              "us", raw_idle_us);
   report.add("switch per node, device idle", static_cast<long long>(nodes),
-             "one executable (update from template)", "us", switch_idle_us);
+             "one executable (patch switch)", "us", switch_idle_us);
   report.note(
       "one executable: " + std::to_string(updated) + " of " + std::to_string(switches) +
       " switches updated in place; pool " +
       std::to_string(static_cast<double>(single->pool().statistics().reserved_bytes) / mib) +
       " MiB");
+
+  // ---- the patch switch against set-params written by hand, over the same changed nodes --------
+  // Keys 62 and 63 of the family: every kernel's grid and arguments differ, as do the memset and
+  // the completion marker; both arms then launch. Per changed node.
+  std::vector<double> hand_us;
+  std::vector<double> patch_us;
+  hand_patch by_hand(templates);
+  bench::interleave(bench::scaled(10), 1,
+                    {bench::per_call_arm(hand_us, stream, calls,
+                                         [&] {
+                                           by_hand.switch_to(turn++ % 2);
+                                           bench::check(cudaGraphLaunch(by_hand.exec(), stream),
+                                                        "cudaGraphLaunch");
+                                         }),
+                     bench::per_call_arm(patch_us, stream, calls, [&] {
+                       single->replay_at_least(keys[(turn++ % 2) == 0 ? 62 : 63], stream);
+                     })});
+  const double changed_all = static_cast<double>(by_hand.changed_nodes());
+  for (std::vector<double>* samples : {&hand_us, &patch_us}) {
+    for (double& sample : *samples) {
+      sample /= changed_all;
+    }
+  }
+  report.add("patch switch per changed node", static_cast<long long>(by_hand.changed_nodes()),
+             "set-params by hand + launch", "us", hand_us);
+  report.add("patch switch per changed node", static_cast<long long>(by_hand.changed_nodes()),
+             "graphcap patch switch (replay_at_least)", "us", patch_us);
+
+  // ---- the per-unchanged-node cost: keys that differ in one kernel (and their markers) ---------
+  float* fixed_a = nullptr;
+  float* fixed_b = nullptr;
+  bench::check(cudaMalloc(&fixed_a, sizeof(float) * 512 * hidden), "cudaMalloc");
+  bench::check(cudaMalloc(&fixed_b, sizeof(float) * 512 * hidden), "cudaMalloc");
+  std::vector<double> few_hand_us;
+  std::vector<double> few_patch_us;
+  std::size_t few_nodes = 0;
+  std::size_t few_changed = 0;
+  {
+    family few{{.progress_line = false, .one_executable = true}};
+    const auto captured = few.capture_all({256, 512}, stream, [&](std::size_t key, cudaStream_t s) {
+      fixed_step(key, s, fixed_a, fixed_b);
+    });
+    if (!captured.complete()) {
+      std::fprintf(stderr, "bench_families: the one-kernel family failed to capture\n");
+      return EXIT_FAILURE;
+    }
+    graphcap::family_options<std::size_t> kept_options{.progress_line = false};
+    family few_kept{kept_options};
+    const auto kept_captured =
+        few_kept.capture_all({256, 512}, stream, [&](std::size_t key, cudaStream_t s) {
+          fixed_step(key, s, fixed_a, fixed_b);
+        });
+    if (!kept_captured.complete()) {
+      std::fprintf(stderr, "bench_families: the one-kernel family failed to capture\n");
+      return EXIT_FAILURE;
+    }
+    const cudaGraph_t few_templates[2] = {few_kept.find(256)->raw_graph(),
+                                          few_kept.find(512)->raw_graph()};
+    hand_patch few_by_hand(few_templates);
+    few_nodes = few.statistics(512)->nodes;
+    few_changed = few_by_hand.changed_nodes();
+    bench::interleave(
+        bench::scaled(10), 1,
+        {bench::per_call_arm(few_hand_us, stream, calls,
+                             [&] {
+                               few_by_hand.switch_to(turn++ % 2);
+                               bench::check(cudaGraphLaunch(few_by_hand.exec(), stream),
+                                            "cudaGraphLaunch");
+                             }),
+         bench::per_call_arm(few_patch_us, stream, calls,
+                             [&] { few.replay_at_least((turn++ % 2) == 0 ? 256 : 512, stream); })});
+    bench::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    report.note("one-kernel family: " +
+                std::to_string(few.statistics(256)->patches + few.statistics(512)->patches) +
+                " of " +
+                std::to_string(few.statistics(256)->switches + few.statistics(512)->switches) +
+                " switches patched by set-params (the others updated)");
+  }
+  bench::check(cudaFree(fixed_a), "cudaFree");
+  bench::check(cudaFree(fixed_b), "cudaFree");
+  report.add("patch switch, few nodes changed", static_cast<long long>(few_nodes),
+             "set-params by hand + launch", "us", few_hand_us);
+  report.add("patch switch, few nodes changed", static_cast<long long>(few_nodes),
+             "graphcap patch switch (replay_at_least)", "us", few_patch_us);
+  std::vector<double> unchanged_us; // per round: (graphcap - by hand) / unchanged nodes
+  for (std::size_t i = 0; i < few_hand_us.size() && i < few_patch_us.size(); ++i) {
+    unchanged_us.push_back((few_patch_us[i] - few_hand_us[i]) /
+                           static_cast<double>(few_nodes - few_changed));
+  }
+  report.add("patch switch per unchanged node", static_cast<long long>(few_nodes - few_changed),
+             "graphcap - by hand, per unchanged node", "us", unchanged_us);
+  report.note("keys 62/63: " +
+              std::to_string(single->statistics(keys[62])->patches +
+                             single->statistics(keys[63])->patches) +
+              " of " +
+              std::to_string(single->statistics(keys[62])->switches +
+                             single->statistics(keys[63])->switches) +
+              " switches patched by set-params (the others updated: a set CUDA refused)");
+  report.note("patch switch: " + std::to_string(by_hand.changed_nodes()) + " of " +
+              std::to_string(nodes) + " nodes changed (keys 62/63); " +
+              std::to_string(few_changed) + " of " + std::to_string(few_nodes) +
+              " in the one-kernel family (goals: <= 0.40 us per changed node, <= 0.02 us per "
+              "unchanged node, <= 1.10x by hand)");
   report.note("lookup checksum " + std::to_string(checksum));
   bench::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
   bench::check(cudaGraphExecDestroy(raw_exec), "cudaGraphExecDestroy");

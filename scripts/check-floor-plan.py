@@ -36,7 +36,7 @@ FOLDER_RULES = {
     "liveness": ["cuda", "core"],
     "annotations": ["cuda", "core"],
     "control_flow": ["cuda", "core"],
-    "families": ["cuda", "core", "pool"],
+    "families": ["cuda", "core", "pool", "inspection"],
     "inspection": ["cuda", "core", "pool"],
     "piecewise": ["cuda", "core", "pool"],
     "rebind": ["cuda", "core"],

@@ -191,7 +191,8 @@ TEST_CASE("growing the pool during a global capture does not invalidate it") {
   CHECK(graph.pool_statistics().slabs == 3);
 }
 
-TEST_CASE("a block handed from a reset graph to the next one waits for its completion marker") {
+TEST_CASE("a shared-pool graph has only its captured nodes, and its reset waits for the device "
+          "before the next graph takes its block") {
   cuda_double::reset();
   gctest::stream stream;
   const auto pool = gc::graph_pool_handle();
@@ -206,22 +207,58 @@ TEST_CASE("a block handed from a reset graph to the next one waits for its compl
   shared_graph first{pool};
   cuda_double::clear_call_counts();
   auto* first_block = capture_block(first);
-  // The completion marker: one event, recorded by an event-record node at the end of the graph.
-  CHECK(cuda_double::call_counts().at("cudaEventCreateWithFlags") == 1);
-  CHECK(cuda_double::call_counts().at("cudaEventRecordWithFlags") == 1);
-  CHECK(first.node_count() == 1); // the marker is not counted
-  first.replay(stream);
+  // No completion marker: no event made, none recorded; a replay launches the memset alone.
+  CHECK(cuda_double::call_counts().count("cudaEventCreateWithFlags") == 0);
+  CHECK(cuda_double::call_counts().count("cudaEventRecordWithFlags") == 0);
+  CHECK(first.node_count() == 1);
   cuda_double::clear_call_counts();
-  first.reset(); // the pool's stream waits for the marker; no host synchronization, no stream
+  first.replay(stream);
+  CHECK(cuda_double::call_counts() == call_map{{"cudaGraphLaunch", 1}}); // nothing per replay
+  cuda_double::clear_call_counts();
+  first.reset(); // the handover rule: a wait for the device (a probe slab allocated and freed)
   const call_map reset_calls = cuda_double::call_counts();
-  CHECK(reset_calls.at("cudaStreamWaitEvent") == 1);
-  CHECK(reset_calls.count("cudaStreamSynchronize") == 0);
-  CHECK(reset_calls.count("cudaEventSynchronize") == 0);
-  CHECK(reset_calls.count("cudaEventRecord") == 0);
+  CHECK(reset_calls.at("cudaMalloc") == 1);
+  CHECK(reset_calls.at("cudaFree") == 1);
+  CHECK(reset_calls.count("cudaStreamWaitEvent") == 0);
+  CHECK(reset_calls.count("cudaDeviceSynchronize") == 0); // it would fail while anything captures
   shared_graph second{pool};
   cuda_double::clear_call_counts();
   CHECK(capture_block(second) == first_block);
-  CHECK(cuda_double::call_counts().at("cudaEventSynchronize") == 1); // the handoff
+  CHECK(cuda_double::call_counts().count("cudaEventSynchronize") == 0); // waited at the reset
+  CHECK(cuda_double::call_counts().count("cudaMalloc") == 0);
+}
+
+TEST_CASE("a give-back's wait for the device is not skipped when the probe slab cannot be made "
+          "or freed") {
+  // No completion marker orders the handover (#48): the wait at the give-back is all there is.
+  // Without memory for the probe slab it waits with cudaDeviceSynchronize; a failed free of the
+  // probe is tried again (the wait and the free both happen).
+  using shared_graph = gc::graph_with<gc::pool::shared>;
+  cuda_double::reset();
+  gctest::stream stream;
+  const auto pool = gc::graph_pool_handle();
+  const std::size_t before = cuda_double::live_allocations();
+  shared_graph graph{pool};
+  graph.capture(stream, [&](shared_graph::scope& cap) {
+    CUDA_REQUIRE(cudaMemsetAsync(cap.allocate<unsigned char>(4096), 1, 4096, cap.stream()));
+  });
+  graph.replay(stream);
+  SECTION("no memory for the probe") {
+    cuda_double::fail_call("cudaMalloc", cudaErrorMemoryAllocation);
+    cuda_double::clear_call_counts();
+    graph.reset();
+    CHECK(cuda_double::calls("cudaDeviceSynchronize") == 1);
+  }
+  SECTION("the probe's free fails once") {
+    cuda_double::fail_call("cudaFree", cudaErrorUnknown);
+    cuda_double::clear_call_counts();
+    graph.reset();
+    CHECK(cuda_double::calls("cudaFree") == 2);
+    CHECK(cuda_double::calls("cudaDeviceSynchronize") == 0);
+  }
+  CHECK(cudaGetLastError() == cudaSuccess); // graphcap cleared what it handled
+  CHECK(pool.statistics().blocks_in_use == 0);
+  CHECK(cuda_double::live_allocations() >= before); // the pool's slab stays with the handle
 }
 
 TEST_CASE("a private pool adds no node, and its reset frees its slabs with cudaFree, which waits") {
@@ -236,13 +273,13 @@ TEST_CASE("a private pool adds no node, and its reset frees its slabs with cudaF
   // No completion marker: no event made, none recorded, the graph is the memset alone.
   CHECK(cuda_double::call_counts().count("cudaEventCreateWithFlags") == 0);
   CHECK(cuda_double::call_counts().count("cudaEventRecordWithFlags") == 0);
-  CHECK(graph.node_count() == 1); // all of the graph's nodes: it has no uncounted marker
-  CHECK_FALSE(graph.pool_policy().has_completion_marker());
+  CHECK(graph.node_count() == 1);
   graph.replay(stream);
   cuda_double::clear_call_counts();
   graph.reset();
   const call_map calls = cuda_double::call_counts();
-  CHECK(calls.at("cudaFree") == 1); // waits for the device: after the last replay
+  CHECK(calls.at("cudaFree") == 1);      // waits for the device: after the last replay
+  CHECK(calls.count("cudaMalloc") == 0); // no probe: the slab's own cudaFree is the wait
   CHECK(calls.count("cudaFreeAsync") == 0);
   CHECK(calls.count("cudaStreamWaitEvent") == 0);
   CHECK(calls.count("cudaDeviceSynchronize") == 0); // it would fail while anything captures
@@ -300,9 +337,8 @@ TEST_CASE("memory nodes a replayed capture left allocated are freed on reset aft
   CHECK(cuda_double::violations().empty());
 }
 
-TEST_CASE(
-    "a private pool whose handle exists ends its captures with a marker, and its reset does not "
-    "synchronize") {
+TEST_CASE("a private pool whose handle exists adds no node, and its reset waits for the device "
+          "before its blocks go back to the shared pool") {
   cuda_double::reset();
   gctest::stream stream;
   gc::graph graph;
@@ -311,19 +347,20 @@ TEST_CASE(
     auto* block = cap.allocate<unsigned char>(4096);
     CUDA_REQUIRE(cudaMemsetAsync(block, 1, 4096, cap.stream()));
   });
-  CHECK(graph.pool_policy().has_completion_marker());
-  CHECK(graph.node_count() == 1); // the marker is not counted
+  CHECK(cuda_double::calls("cudaEventRecordWithFlags") == 0); // no marker
+  CHECK(graph.node_count() == 1);
   graph.replay(stream);
   cuda_double::clear_call_counts();
   graph.reset();
   const call_map calls = cuda_double::call_counts();
-  CHECK(calls.at("cudaStreamWaitEvent") == 1); // the pool's stream waits for the marker
-  CHECK(calls.count("cudaStreamSynchronize") == 0);
-  CHECK(calls.count("cudaFree") == 0); // the handle keeps the pool: nothing freed, no wait
+  CHECK(calls.at("cudaMalloc") == 1); // the wait: a probe slab allocated and freed
+  CHECK(calls.at("cudaFree") == 1);   // (the handle keeps the pool: no slab of it is freed)
+  CHECK(calls.count("cudaStreamWaitEvent") == 0);
+  CHECK(handle.statistics().slabs == 1);
 }
 
-TEST_CASE("a private graph without a marker that gives its pool a handle later waits for the "
-          "device before its blocks change hands") {
+TEST_CASE("a private graph that gives its pool a handle later waits for the device before its "
+          "blocks change hands") {
   cuda_double::reset();
   gctest::stream stream;
   gc::graph first;
@@ -332,7 +369,6 @@ TEST_CASE("a private graph without a marker that gives its pool a handle later w
     CUDA_REQUIRE(cudaMemsetAsync(block, 1, 4096, cap.stream()));
     return block;
   });
-  REQUIRE_FALSE(first.pool_policy().has_completion_marker());
   first.replay(stream);
   using shared_graph = gc::graph_with<gc::pool::shared>;
   shared_graph second{first.pool()};
@@ -405,7 +441,7 @@ TEST_CASE("a recapture waits for the graph's last replay once, not once per bloc
   cuda_double::reset();
   gctest::stream stream;
   gc::graph graph;
-  const gc::pool_handle handle = graph.pool(); // shared: captures end with the marker
+  const gc::pool_handle handle = graph.pool(); // shared: its blocks may change hands
   std::vector<float*> blocks;
   const auto work = [&](gc::graph::scope& cap) {
     blocks.clear();
@@ -421,9 +457,11 @@ TEST_CASE("a recapture waits for the graph's last replay once, not once per bloc
     graph.replay(stream);
     cuda_double::clear_call_counts();
     graph.recapture(stream, work);
-    // The blocks came back together, marked with the graph's completion marker: one wait covers
-    // them all. Each recapture waits again: its blocks were given back after the last wait.
-    CHECK(cuda_double::call_counts().at("cudaEventSynchronize") == 1);
+    // The blocks came back together after one wait for the device (a probe slab allocated and
+    // freed), which covers them all; each recapture waits again. No event, no marker.
+    CHECK(cuda_double::call_counts().at("cudaMalloc") == 1);
+    CHECK(cuda_double::call_counts().at("cudaFree") == 1);
+    CHECK(cuda_double::call_counts().count("cudaEventSynchronize") == 0);
     CHECK(blocks == first);
   }
   stream.synchronize();

@@ -337,7 +337,9 @@ TEST_CASE_METHOD(family_fixture, "graph_family: statistics, progress and the rep
   const std::string report = family.report();
   CHECK_THAT(report, gctest::contains("3 keys, one graph per key"));
   CHECK_THAT(report, gctest::contains("replays"));
-  CHECK(std::count(report.begin(), report.end(), '\n') == 5); // two header lines, three keys
+  // Two header lines and three keys, then the ledger's (#46): two header lines and three keys.
+  CHECK(std::count(report.begin(), report.end(), '\n') == 10);
+  CHECK_THAT(report, gctest::contains("\nledger: "));
 }
 
 TEST_CASE_METHOD(family_fixture, "graph_family warm-up: once overall, or once per key") {

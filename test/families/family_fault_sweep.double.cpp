@@ -1,6 +1,7 @@
 // The fault sweep of a one-executable graph_family (#44): keys 1, 2 and 4 captured into one pool
-// (one executable for their topology), replays that switch the executable between keys
-// (cudaGraphExecUpdate from each key's template) and one that does not, the family destroyed.
+// (one executable for their topology), replays that switch the executable between keys (the
+// memset nodes that differ set, node_patch.hpp; cudaGraphExecUpdate from
+// the key's template where a set fails) and one that does not, the family destroyed.
 // Every CUDA call of a clean run fails once in turn, and the user's exception is thrown at each
 // point of the work (test/support/step_sweep.hpp): a failed capture_all leaves the family with
 // the keys that captured, a failed switch leaves every key and the family replayable, and the
@@ -88,18 +89,19 @@ public:
     return {
         {"cudaGraphDestroy", phases(phase::teardown), "teardown never throws: the templates"},
         {"cudaGraphExecDestroy", phases(phase::teardown), "teardown never throws"},
-        {"cudaEventDestroy", phases(phase::teardown),
-         "teardown never throws: the completion markers"},
         {"cudaStreamDestroy", phases(phase::teardown), "teardown never throws: the streams"},
         {"cudaFreeAsync", phases(phase::teardown),
          "a slab whose stream-ordered free fails is freed with cudaFree"},
-        {"cudaStreamWaitEvent", phases(phase::teardown),
-         "slabs are freed after the pool's stream waits for the completion markers; if that wait "
-         "cannot be enqueued, graphcap waits on the host"},
-        {"cudaGetDevice", phases(phase::capture),
-         "the device a pool notes with its first slab: the current one"},
-        {"cudaThreadExchangeStreamCaptureMode",
-         phases(phase::capture, phase::select, phase::teardown),
+        {"cudaMalloc", phases(phase::teardown),
+         "each graph's give-back to the family's pool waits for the device with a probe slab "
+         "(no completion marker, #48): if none can be made, cudaDeviceSynchronize waits instead"},
+        {"cudaFree", phases(phase::teardown), "that probe slab's free, tried again if it fails"},
+        {"cudaGetDevice", phases(phase::capture, phase::teardown),
+         "the device a pool notes with its first slab, and the current one that wait would "
+         "switch back to: the current one"},
+        {"cudaGraphExecMemsetNodeSetParams", phases(phase::select),
+         "a set the patch switch cannot make falls back to cudaGraphExecUpdate"},
+        {"cudaThreadExchangeStreamCaptureMode", phases(phase::capture, phase::teardown),
          "the relaxed capture-mode guard: the call runs in the thread's mode"},
     };
   }

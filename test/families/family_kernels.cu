@@ -20,7 +20,18 @@ __global__ void family_other_report(int* out) {
   *out = 2;
 }
 
+__global__ void family_fill(int* out, int count, int value) {
+  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i < count) {
+    out[i] = value;
+  }
+}
+
 namespace gctest {
+
+void launch_fill(cudaStream_t stream, int* out, int count, int value) {
+  family_fill<<<(count + 63) / 64, 64, 0, stream>>>(out, count, value);
+}
 
 cudaError_t launch_cluster_report(cudaStream_t stream, int* out, unsigned cluster) {
   cudaLaunchAttribute attribute{};
@@ -49,6 +60,11 @@ void model_family_kernels() {
     *out = x == 0 ? 1 : static_cast<int>(x); // no attribute: clusters of one block
   });
   cuda_double::emulate_kernel(&family_other_report, [](int* out) { *out = 2; });
+  cuda_double::emulate_kernel(&family_fill, [](int* out, int count, int value) {
+    for (int i = 0; i < count; ++i) {
+      out[i] = value;
+    }
+  });
 #endif
 }
 

@@ -14,6 +14,10 @@ cudaError_t launch_cluster_report(cudaStream_t stream, int* out, unsigned cluste
 /// *out = 2, one thread: the same signature as cluster_report's, another function.
 void launch_other_report(cudaStream_t stream, int* out);
 
+/// out[i] = value for i < count: (count + 63) / 64 blocks of 64 threads (the patch switch's tests:
+/// keys differ in the grid and the arguments).
+void launch_fill(cudaStream_t stream, int* out, int count, int value);
+
 /// On the test double: the kernels' host models (nothing on a GPU).
 void model_family_kernels();
 

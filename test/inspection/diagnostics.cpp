@@ -198,7 +198,7 @@ TEST_CASE("diagnostics say when no call failed during a failed capture") {
   CHECK_FALSE(gc::capture_diagnostics::last_offending_call().has_value());
 }
 
-TEST_CASE("diagnostics name the call when a pool's completion marker reports the invalidation") {
+TEST_CASE("diagnostics name the call when a pool's capture end reports the invalidation") {
   const gc::capture_diagnostics diagnostics;
   GCTEST_SKIP_UNLESS_DIAGNOSTICS(diagnostics);
   gctest::stream stream;
@@ -208,16 +208,16 @@ TEST_CASE("diagnostics name the call when a pool's completion marker reports the
     void* memory = nullptr;
     static_cast<void>(cudaMalloc(&memory, bytes));
   };
-  SECTION("a shared pool: its marker, the capture's last call, fails first") {
+  SECTION("a shared pool: no marker, the end reports it") {
     using shared_graph = gc::graph_with<gc::pool::shared>;
     shared_graph graph{gc::graph_pool_handle()};
     const std::string text = capture_failure(graph, stream, invalidate);
     static_cast<void>(cudaGetLastError());
-    CHECK(contains(text, "graphcap: cudaEventRecordWithFlags failed: "
+    CHECK(contains(text, "graphcap: cudaStreamEndCapture failed: "
                          "cudaErrorStreamCaptureInvalidated"));
     CHECK(contains(text, "Hint: invalidated by cudaMalloc (call "));
   }
-  SECTION("a private pool no one shares has no marker: the end reports it") {
+  SECTION("a private pool no one shares: the end reports it") {
     gc::graph graph;
     const std::string text = capture_failure(graph, stream, invalidate);
     static_cast<void>(cudaGetLastError());

@@ -6,8 +6,8 @@
 Preprocesses a translation unit that includes only <graphcap/basic_graph.hpp> (what a program
 using lean_graph needs) with -H, lists every header it opens, and fails if one of them belongs
 to an optional feature: the driver API (<cuda.h>, <cudaTypedefs.h>), the demangler
-(<cxxabi.h>), CUPTI, NVTX, Boost (Hana is for graph_with), <charconv>, or an unordered
-container. Prints the list either way, so that a failure shows which header brought it in.
+(<cxxabi.h>), CUPTI, NVTX, Boost (Hana is for graph_with), <charconv>, an unordered
+container, or <limits> (#48: a standard header the lean core does not need). Prints the list either way, so that a failure shows which header brought it in.
 """
 
 import argparse
@@ -24,6 +24,8 @@ FORBIDDEN = [
     (re.compile(r"/boost/"), "Boost"),
     (re.compile(r"/charconv$"), "<charconv>"),
     (re.compile(r"/unordered_(map|set)$"), "an unordered container"),
+    # #48: a standard header the lean core does not need (PTRDIFF_MAX comes from <cstdint>).
+    (re.compile(r"/limits$"), "<limits>"),
 ]
 
 
@@ -71,7 +73,8 @@ def check(args):
         for failure in failures:
             print("  " + failure)
         return 1
-    print("ok: no driver API, demangler, CUPTI, NVTX, Boost, <charconv> or unordered container")
+    print("ok: no driver API, demangler, CUPTI, NVTX, Boost, <charconv>, unordered container or "
+          "<limits>")
     return 0
 
 

@@ -99,11 +99,15 @@ public:
         {"cudaGraphExecDestroy", phases(phase::capture, phase::teardown),
          "teardown never throws: a segment dropped by a recapture with fewer breaks, the graph "
          "replaced"},
-        {"cudaEventDestroy", phases(phase::capture, phase::teardown),
-         "teardown never throws: a segment's completion marker"},
-        {"cudaFree", phases(phase::teardown), "the private pool's slabs: a failed free leaks one"},
-        {"cudaGetDevice", phases(phase::capture),
-         "the device a pool notes with its first slab: the current one"},
+        {"cudaFree", phases(phase::capture, phase::teardown),
+         "the private pool's slabs: a failed free leaks one; the probe slab of a segment's "
+         "give-back (a recapture's) that waits for the device, freed again if that fails"},
+        {"cudaMalloc", phases(phase::capture, phase::teardown),
+         "a segment's give-back to the shared pool waits for the device with a probe slab (no "
+         "completion marker, #48): if none can be made, cudaDeviceSynchronize waits instead"},
+        {"cudaGetDevice", phases(phase::capture, phase::teardown),
+         "the device a pool notes with its first slab, and the current one that wait would "
+         "switch back to: the current one"},
         {"cudaThreadExchangeStreamCaptureMode", phases(phase::capture, phase::teardown),
          "the relaxed capture-mode guard: the call runs in the thread's mode"},
         {"cudaGetLastError", phases(phase::capture),
@@ -111,9 +115,6 @@ public:
         {"cudaGraphExecUpdate", phases(phase::capture),
          "a recapture's segment that CUDA cannot update in place is instantiated anew (its "
          "update_result says so)"},
-        {"cudaStreamWaitEvent", phases(phase::capture, phase::teardown),
-         "slabs are freed after the pool's stream waits for the completion markers; if that wait "
-         "cannot be enqueued, graphcap waits on the host"},
         {"cudaStreamDestroy", phases(phase::teardown), "teardown never throws: the pool's stream"},
     };
   }

@@ -14,9 +14,10 @@
 //
 // No case depends on where CUDA places memory, and none skips: where graphcap's pool hands the
 // block on (a pool others share), the second graph must get the first graph's block; where the
-// memory goes back to CUDA, either the give-up itself must wait (cudaFree), or the user's memory
-// pool is one slab large, so that CUDA can serve the second graph only with the first graph's
-// memory (after the running replay: graphcap ordered the free after its completion marker).
+// memory goes back to CUDA, the give-up itself must wait (cudaFree, or graphcap's wait for the
+// device before a free that does not wait). Since #48 no graph carries a completion marker:
+// every give-up that hands blocks on or frees slabs waits for the device itself, so every case
+// checks that the reset or destruction held the test's thread until the release.
 #include <graphcap/graphcap.hpp>
 #include <graphcap/sleepable_pool.hpp>
 
@@ -159,8 +160,8 @@ enum class reuse { guaranteed, up_to_cuda };
 
 /// Does giving the first graph up (reset or destruction) itself wait for its running replay?
 /// Where graphcap frees the memory there (slabs with cudaFree, memory nodes' leftovers), it must:
-/// the memory may be handed to anyone once freed. Where it gives the memory to a pool with a
-/// completion marker, the wait comes later, in whoever takes the block.
+/// the memory may be handed to anyone once freed. Where it gives the blocks to a pool that others
+/// share it must too (#48: no completion marker, the wait is the give-up's).
 enum class give_up_waits { yes, no };
 
 /// The first graph's capture: its block holds 8, then (after the hold) is read into `seen` and
@@ -251,8 +252,8 @@ give_up section_give_up() {
 
 TEST_CASE("pool::private_pool alone: slabs freed while a replay runs wait for it",
           "[gpu-evidence]") {
-  // No handle: no completion marker; reset and destruction free the slabs with cudaFree, which
-  // waits for the device. A new private pool's cudaMalloc then usually gets the same memory.
+  // No handle: reset and destruction free the slabs with cudaFree, which waits for the device. A
+  // new private pool's cudaMalloc then usually gets the same memory.
   const give_up how = section_give_up();
   std::optional<gc::graph> first;
   first.emplace();
@@ -262,30 +263,27 @@ TEST_CASE("pool::private_pool alone: slabs freed while a replay runs wait for it
 TEST_CASE("pool::private_pool with a handle: its blocks reach the handle's next graph after the "
           "running replay",
           "[gpu-evidence]") {
-  // The handle exists before the capture: the first graph ends with a completion marker, and the
-  // second capture waits for its event before it takes the block.
+  // The handle exists before the capture: the first graph's reset or destruction waits for the
+  // device before its block goes back to the pool (no marker in the graph).
   const give_up how = section_give_up();
   std::optional<gc::graph> first;
   first.emplace();
   const gc::pool_handle pool = first->pool();
-  check_handover(first, how, reuse::guaranteed, give_up_waits::no, [&] { return gc::graph{pool}; });
+  check_handover(first, how, reuse::guaranteed, give_up_waits::yes,
+                 [&] { return gc::graph{pool}; });
 }
 
-TEST_CASE("pool::private_pool: a handle taken while a replay without marker runs waits for it",
-          "[gpu-evidence]") {
-  // The first graph was captured with no handle, so without a marker; the handle is taken while
-  // its replay is held. pool() waits for the device then; a handle that did not would let the
-  // block go with nothing to wait for.
+TEST_CASE("pool::private_pool: a handle taken while a replay runs waits for it", "[gpu-evidence]") {
+  // The first graph was captured with no handle; the handle is taken while its replay is held.
+  // pool() waits for the device then (and the give-up after it); a handle that did not would let
+  // a block a recapture gave back go with nothing to wait for.
   const give_up how = section_give_up();
   std::optional<gc::graph> first;
   first.emplace();
   std::optional<gc::pool_handle> pool;
   check_handover(
-      first, how, reuse::guaranteed, give_up_waits::no, [&] { return gc::graph{*pool}; },
-      [&](gc::graph& graph) {
-        REQUIRE_FALSE(graph.pool_policy().has_completion_marker());
-        pool = graph.pool();
-      });
+      first, how, reuse::guaranteed, give_up_waits::yes, [&] { return gc::graph{*pool}; },
+      [&](gc::graph& graph) { pool = graph.pool(); });
 }
 
 TEST_CASE("pool::shared: blocks of a graph given up while it replays reach the next graph after "
@@ -296,16 +294,16 @@ TEST_CASE("pool::shared: blocks of a graph given up while it replays reach the n
   const gc::pool_handle pool = gc::graph_pool_handle();
   std::optional<shared_graph> first;
   first.emplace(pool);
-  check_handover(first, how, reuse::guaranteed, give_up_waits::no,
+  check_handover(first, how, reuse::guaranteed, give_up_waits::yes,
                  [&] { return shared_graph{pool}; });
 }
 
 TEST_CASE("pool::user: slabs given back to the user's pool while a replay runs wait for it",
           "[gpu-evidence]") {
   // The slabs go back to the cudaMemPool_t with cudaFreeAsync on the pool's own stream after
-  // the first graph's marker. Where CUDA hands the second graph that memory, it must be after
-  // the held replay. Whether it does is CUDA's choice: on the H200 (driver 580) a memory pool of
-  // maxSize one slab still gave the second allocation other memory while the free waited
+  // the give-up waited for the device. Where CUDA hands the second graph that memory, it must be
+  // after the held replay. Whether it does is CUDA's choice: on the H200 (driver 580) a memory pool
+  // of maxSize one slab still gave the second allocation other memory while the free waited
   // (benchmark/probes/mempool_one_slab.cu, docs/results/2026-12-04-h200-session17/probes), so
   // this case checks both graphs' data whichever memory CUDA picks, and exercises the handover
   // only where CUDA reused the slab (docs/testing.md counts it so).
@@ -314,7 +312,7 @@ TEST_CASE("pool::user: slabs given back to the user's pool while a replay runs w
   gctest::memory_pool memory_pool{slab_bytes}; // maxSize one slab: meant to force reuse
   std::optional<user_graph> first;
   first.emplace(static_cast<cudaMemPool_t>(memory_pool));
-  check_handover(first, how, reuse::up_to_cuda, give_up_waits::no,
+  check_handover(first, how, reuse::up_to_cuda, give_up_waits::yes,
                  [&] { return user_graph{static_cast<cudaMemPool_t>(memory_pool)}; });
 }
 
@@ -328,7 +326,7 @@ TEST_CASE("pool::user with a handle: its blocks reach the handle's next graph af
   std::optional<user_graph> first;
   first.emplace(static_cast<cudaMemPool_t>(memory_pool));
   const gc::pool_handle pool = first->pool();
-  check_handover(first, how, reuse::guaranteed, give_up_waits::no,
+  check_handover(first, how, reuse::guaranteed, give_up_waits::yes,
                  [&] { return shared_graph{pool}; });
 }
 
@@ -348,7 +346,7 @@ TEST_CASE("pool::graph_memory_nodes: memory freed while a replay runs waits for 
 TEST_CASE("pool::sleepable: sleep while a replay runs waits for it, and the backup holds its end",
           "[gpu-evidence]") {
   // The replay is held on the device between its two writes (8, then 7 after the hold). sleep()
-  // must wait for its completion marker before it copies and unmaps: it holds the test's thread
+  // must wait for the device before it copies and unmaps: it holds the test's thread
   // until the timer releases the replay, and the backup holds the 7. A sleep that did not wait
   // would unmap under the held replay (an illegal address when it resumes) or back up the 8.
   using sleepy_graph = gc::graph_with<gc::pool::sleepable>;
@@ -380,13 +378,13 @@ TEST_CASE("pool::sleepable with a handle: its blocks reach the handle's next gra
           "running replay",
           "[gpu-evidence]") {
   // The pool core hands the block on (its free list), as pool::shared's does: the second graph
-  // gets the first graph's block, after the first graph's completion marker.
+  // gets the first graph's block, after the first graph's give-up waited for the device.
   using sleepy_graph = gc::graph_with<gc::pool::sleepable>;
   const give_up how = section_give_up();
   const gc::sleepable_pool_handle pool;
   std::optional<sleepy_graph> first;
   first.emplace(pool);
-  check_handover(first, how, reuse::guaranteed, give_up_waits::no,
+  check_handover(first, how, reuse::guaranteed, give_up_waits::yes,
                  [&] { return sleepy_graph{pool}; });
 }
 
@@ -398,6 +396,6 @@ TEST_CASE("pool::shared on a sleepable pool's handle: its blocks reach the next 
   const gc::sleepable_pool_handle pool;
   std::optional<shared_graph> first;
   first.emplace(pool);
-  check_handover(first, how, reuse::guaranteed, give_up_waits::no,
+  check_handover(first, how, reuse::guaranteed, give_up_waits::yes,
                  [&] { return shared_graph{pool}; });
 }

@@ -313,24 +313,30 @@ TEST_CASE("sleepable (double): a graph reset or destroyed while its pool sleeps 
   CHECK(cuda_double::live_allocations() == 0);
 }
 
-TEST_CASE("sleepable (double): sleep waits for each graph's last replay, a reset graph's too") {
+TEST_CASE("sleepable (double): sleep waits for the device, each graph's last replay, a reset "
+          "graph's too") {
   cuda_double::reset();
   forget_vmm_functions();
   std::vector<unsigned char> host(bytes, 0);
   gc::sleepable_pool_handle pool;
   sleepy_graph first{pool};
   sleepy_graph second{pool};
+  cuda_double::clear_call_counts();
   static_cast<void>(capture_fill(first, host, 1));
   static_cast<void>(capture_fill(second, host, 2));
-  REQUIRE(first.pool_policy().has_completion_marker());
+  CHECK(cuda_double::calls("cudaEventRecordWithFlags") == 0); // no completion marker
   gctest::stream stream;
   first.replay(stream);
   second.replay(stream);
-  first.reset(); // its last replay may still run: sleep waits for it all the same
+  cuda_double::clear_call_counts();
+  first.reset(); // its blocks go back to the shared pool after a wait for the device
+  CHECK(cuda_double::calls("cudaMalloc") == 1);
+  CHECK(cuda_double::calls("cudaFree") == 1);
   cuda_double::clear_call_counts();
   pool.sleep();
-  CHECK(cuda_double::calls("cudaEventSynchronize") == 2); // each marker, no device-wide wait
-  CHECK(cuda_double::calls("cudaMalloc") == 0);           // (the probe cudaFree would wait)
+  CHECK(cuda_double::calls("cudaMalloc") == 1); // the wait: a probe slab allocated and freed
+  CHECK(cuda_double::calls("cudaFree") == 1);
+  CHECK(cuda_double::calls("cudaEventSynchronize") == 0);
   pool.wake();
   second.replay(stream);
   stream.synchronize();

@@ -213,34 +213,35 @@ public:
         {"cuMemRelease", phases(phase::capture, phase::wake),
          "a segment's handle released once mapped: should that fail, the handle is kept and the "
          "next sleep (or the slab's free) releases it"},
-        {"cudaEventSynchronize", phases(phase::sleep),
-         "sleep waits for each graph's completion marker; where that wait fails it waits for the "
-         "device instead"},
+        {"cudaMalloc", phases(phase::handover, phase::sleep, phase::teardown),
+         "pool() of a replayed graph, sleep and a give-back to the shared pool wait for the "
+         "device with a probe slab (no completion marker, #48): if none can be made, "
+         "cudaDeviceSynchronize waits instead"},
+        {"cudaFree", phases(phase::handover, phase::sleep, phase::teardown),
+         "that probe slab's free"},
         {"cudaThreadExchangeStreamCaptureMode",
-         phases(phase::capture, phase::sleep, phase::wake, phase::teardown),
+         phases(phase::capture, phase::handover, phase::sleep, phase::wake, phase::teardown),
          "the relaxed capture-mode guard: the call runs in the thread's mode"},
         {"cudaStreamDestroy", phases(phase::teardown), "teardown never throws: the copy stream"},
-        {"cudaEventDestroy", phases(phase::teardown), "teardown never throws: the markers"},
         {"cudaGraphDestroy", phases(phase::teardown), "teardown never throws: the graphs"},
         {"cudaGraphExecDestroy", phases(phase::teardown), "teardown never throws"},
         {"cuMemUnmap", phases(phase::teardown),
          "a freed slab's segment: the free cannot throw, the mapping is leaked"},
         {"cuMemAddressFree", phases(phase::teardown),
          "the arena of the last slab: the free cannot throw, the reservation is leaked"},
-        {"cudaStreamWaitEvent", phases(phase::teardown),
-         "slabs are freed after the pool's stream waits for the completion marker; if that wait "
-         "cannot be enqueued, graphcap waits on the host"},
         {"cudaStreamSynchronize", phases(phase::teardown),
-         "the host wait that replaces a failed cudaStreamWaitEvent, or the pool's stream before "
-         "its slabs go: a failure frees them all the same"},
-        {"cudaGetDevice", phases(phase::capture),
-         "the device a pool notes with its first slab: the current one"},
+         "the pool's stream before its slabs go: a failure frees them all the same"},
+        {"cudaGetDevice", phases(phase::capture, phase::handover, phase::sleep, phase::teardown),
+         "the device a pool notes with its first slab, and the current one a wait for the device "
+         "would switch back to: the current one"},
     };
     if (How == gc::pool::backup::host) {
       rules.push_back(
           {"cudaFreeHost", phases(phase::sleep, phase::teardown),
            "the pinned staging buffers of the backup, freed when a larger backup needs larger "
            "ones and with the pool: a failure leaks the one buffer"});
+      rules.push_back({"cudaEventDestroy", phases(phase::teardown),
+                       "teardown never throws: the staging buffers' copy events"});
     }
     return rules;
   }

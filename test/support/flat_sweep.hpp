@@ -264,8 +264,9 @@ void loop_replays(Graph& graph, fixture& fx) {
   }
 }
 
-/// A slab pool handed over: pool() of a graph replayed without a completion marker (a private
-/// pool waits for the device), the graph reset, a second graph capturing from the same pool.
+/// A slab pool handed over: pool() of a replayed graph (a private pool waits for the device), the
+/// graph reset (it waits again: its blocks go back to a shared pool), a second graph capturing
+/// from the same pool.
 template <class Graph>
 void hand_over(Graph& graph, fixture& fx) {
   using scope = typename Graph::scope;

@@ -45,14 +45,9 @@ std::vector<gcsweep::absorption> absorptions() {
        "replaces it; the loop replaces its unrolled one after a recapture)"},
       {"cudaStreamDestroy", phases(phase::teardown),
        "teardown never throws: the pool's own stream, destroyed with the pool"},
-      {"cudaEventDestroy", phases(phase::discard, phase::reset, phase::teardown),
-       "teardown never throws: the completion marker's event"},
       {"cudaFreeAsync", phases(phase::discard, phase::reset, phase::teardown),
        "a slab whose stream-ordered free fails is freed with cudaFree"},
-      {"cudaStreamWaitEvent", phases(phase::reset, phase::teardown),
-       "slabs are freed on the pool's stream after it waits for the graph's completion marker; "
-       "if that wait cannot be enqueued, graphcap waits for the marker on the host"},
-      {"cudaGetDevice", phases(phase::capture, phase::handover, phase::reset),
+      {"cudaGetDevice", phases(phase::capture, phase::handover, phase::reset, phase::teardown),
        "the device a pool notes with its first slab, and the current one a wait for the device "
        "would switch back to: the current one where the query fails"},
       {"cudaThreadExchangeStreamCaptureMode",
@@ -81,14 +76,19 @@ std::vector<gcsweep::absorption> absorptions() {
                      "slabs from cudaMalloc go back with cudaFree (which waits for the device); "
                      "a failed cudaFree leaks its slab (teardown never throws)"});
   }
-  if constexpr (std::is_same_v<pool, gc::pool::private_pool>) {
-    // pool(), and the reset after it, of a graph replayed without a completion marker wait for
-    // the device (detail::pool::slab_memory::wait_for_device) before another graph takes its
-    // blocks.
-    rules.push_back({"cudaMalloc", phases(phase::handover, phase::reset),
+  if constexpr (pool::has_handle && pool::can_allocate) {
+    // A give-back that hands blocks on or frees slabs by a free that does not wait, and pool()
+    // of a replayed graph, wait for the device (detail::pool::slab_memory::wait_for_device):
+    // no graph carries a completion marker (#48).
+    rules.push_back({"cudaMalloc", phases(phase::handover, phase::reset, phase::teardown),
                      "the wait for the device allocates a probe slab: if none can be made, "
-                     "there is nothing to wait for (a device in error)"});
-    rules.push_back({"cudaFree", phases(phase::handover), "that probe slab's free"});
+                     "cudaDeviceSynchronize waits instead"});
+    rules.push_back({"cudaFree", phases(phase::handover, phase::reset, phase::teardown),
+                     "that probe slab's free"});
+    rules.push_back({"cudaDeviceSynchronize",
+                     phases(phase::handover, phase::reset, phase::teardown),
+                     "the wait without a probe slab: a failure leaves a device in error or a "
+                     "capture elsewhere, nothing better to wait with"});
   }
   if constexpr (gc::detail::pool::nvtx_regions::enabled) {
     rules.push_back({"cudaStreamSynchronize", phases(phase::discard, phase::reset, phase::teardown),
@@ -104,10 +104,8 @@ std::vector<gcsweep::absorption> absorptions() {
 /// The error type a failure of `function` must give.
 template <class Graph>
 std::string_view expected_type(std::string_view function) {
-  // Beginning or ending the capture, and the slab pools' completion marker recorded as the
-  // capture's last node.
-  if (function == "cudaStreamBeginCapture" || function == "cudaStreamEndCapture" ||
-      function == "cudaEventRecordWithFlags") {
+  // Beginning or ending the capture.
+  if (function == "cudaStreamBeginCapture" || function == "cudaStreamEndCapture") {
     return "capture_error";
   }
   constexpr bool slab_pool = Graph::pool_type::has_handle && Graph::pool_type::can_allocate;

@@ -219,13 +219,16 @@ std::vector<gcsweep::absorption> absorptions() {
        "liveness::check: a buffer-id query before a replay that fails once is asked again"},
   };
   if constexpr (std::is_same_v<typename Graph::pool_type, gc::pool::shared>) {
-    rules.push_back({"cudaStreamWaitEvent", phases(phase::reset, phase::teardown),
-                     "slabs are freed after the pool's stream waits for the completion marker; "
-                     "if that wait cannot be enqueued, graphcap waits on the host"});
+    rules.push_back({"cudaMalloc", phases(phase::reset, phase::teardown),
+                     "a give-back to the shared pool waits for the device with a probe slab (no "
+                     "completion marker, #48): if none can be made, cudaDeviceSynchronize waits "
+                     "instead"});
+    rules.push_back({"cudaFree", phases(phase::reset, phase::teardown),
+                     "that probe slab's free, tried again if it fails"});
+    rules.push_back({"cudaGetDevice", phases(phase::reset, phase::teardown),
+                     "the current device that wait would switch back to: the current one"});
     rules.push_back({"cudaFreeAsync", phases(phase::teardown),
                      "a slab whose stream-ordered free fails is freed with cudaFree"});
-    rules.push_back({"cudaEventDestroy", phases(phase::teardown),
-                     "teardown never throws: the completion marker's event"});
   }
   if constexpr (std::is_same_v<typename Graph::pool_type, gc::pool::private_pool>) {
     rules.push_back({"cudaFree", phases(phase::reset, phase::teardown),

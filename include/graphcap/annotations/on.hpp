@@ -35,6 +35,7 @@
 #include <graphcap/annotations/values.hpp>
 #include <graphcap/core/detail/diagnosis_hook.hpp>
 #include <graphcap/core/policy.hpp>
+#include <graphcap/cuda/detail/capture_point.hpp>
 #include <graphcap/cuda/detail/creation_callbacks.hpp>
 #include <graphcap/cuda/detail/cupti.hpp>
 #include <graphcap/cuda/detail/driver.hpp>
@@ -48,6 +49,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -138,15 +140,12 @@ public:
 
   /// Remembers which capture is this graph's, so that scopes on other captures do nothing.
   void after_capture_begin(cudaStream_t stream) noexcept {
-    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-    unsigned long long id = 0;
-    cudaGraph_t graph = nullptr;
-    if (cudaStreamGetCaptureInfo(stream, &status, &id, &graph) != cudaSuccess ||
-        status != cudaStreamCaptureStatusActive || graph == nullptr) {
-      static_cast<void>(cudaGetLastError());
+    const std::optional<detail::capture_point> point = detail::active_capture_point(stream);
+    if (!point) {
       return; // no scope will record; the capture goes on, unannotated
     }
-    capture_id_ = id;
+    const cudaGraph_t graph = point->graph;
+    capture_id_ = point->capture;
     capture_stream_ = stream;
     graph_ = graph;
     capturing_ = true;

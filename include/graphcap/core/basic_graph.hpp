@@ -206,6 +206,11 @@ public:
   /// the first replay costs what later ones do. Instantiates first under keep_graph.
   void upload(stream_ref stream = {}) { lifecycle_.upload(stream.get()); }
 
+  /// Destroys the executable graph and keeps the template (keep_graph; state_error otherwise,
+  /// or during a capture): the next replay, upload() or instantiate() instantiates it again.
+  /// What the driver does with the executable's memory: docs/families.md (it keeps it).
+  void release_executable() { lifecycle_.release_executable(); }
+
   /// Drops the executable graph and the template (the graph's side stream is kept for the next
   /// capture). Not allowed while a capture scope is open.
   void reset() { lifecycle_.reset(); }
@@ -310,6 +315,12 @@ struct policy_access : core_extension {
   template <class Graph>
   static auto& liveness(Graph& graph) noexcept {
     return graph.lifecycle_.liveness(key());
+  }
+  /// graph.take_executable(from) where the caller made `from`'s executable match `graph`'s
+  /// template itself (graph_family's patch switch): no cudaGraphExecUpdate.
+  template <class Graph>
+  static void take_matched_executable(Graph& graph, Graph& from) {
+    graph.lifecycle_.take_matched_executable(key(), from.lifecycle_);
   }
   /// graph.replay(stream) without its Liveness check, which the caller made already.
   template <class Graph>

@@ -60,8 +60,6 @@
 //                                 back in order, keep the slabs
 //   pool_with_slabs               for_each_slab(f) const: f(base, bytes) no slabs (liveness::check
 //                                 for each slab                          excludes nothing)
-//   pool_with_own_nodes           own_nodes() const noexcept: nodes it   0
-//                                 added to the capture (a marker)
 //   pool_across_streams           hand_over_stream(from, to) noexcept,   nothing to hand over
 //                                 forget_stream(stream) noexcept
 //   pool_with_memory_nodes        static allocates_graph_nodes == true   false: may serve a body
@@ -229,13 +227,6 @@ template <class P>
 concept pool_with_slabs = requires(const P& pool, void (*visit)(const void*, std::size_t)) {
   pool.for_each_slab(visit);
 };
-/// Pool: own_nodes() counts the nodes it added to the capture for itself (a completion
-/// marker); node_count() leaves them out.
-template <class P>
-concept pool_with_own_nodes = requires(const P& pool) {
-  { pool.own_nodes() }
-  noexcept->std::convertible_to<std::size_t>;
-};
 /// Pool: blocks freed on one capture stream can be handed to another (a conditional body's
 /// stream and back), or forgotten with an abandoned body's stream.
 template <class P>
@@ -322,15 +313,6 @@ template <class P, class F>
 void for_each_slab(const P& pool, F&& visit) {
   if constexpr (pool_with_slabs<P>) {
     pool.for_each_slab(std::forward<F>(visit));
-  }
-}
-
-template <class P>
-[[nodiscard]] std::size_t own_nodes(const P& pool) noexcept {
-  if constexpr (pool_with_own_nodes<P>) {
-    return pool.own_nodes();
-  } else {
-    return 0;
   }
 }
 

@@ -24,6 +24,35 @@ public:
   using error::error;
 };
 
+/// One-executable mode with family_options::verify_first_switch: a key's first switch to its
+/// group's executable replayed other values than its work run eagerly. The message names the key
+/// and gives verify()'s report; the key has an executable of its own from then on.
+class family_verify_error : public error {
+public:
+  using error::error;
+};
+
+/// A byte budget for capture_all(keys, byte_budget{bytes}, stream, work): the family captures
+/// largest first and keeps the densest ladder of keys whose pool and executable bytes fit.
+struct byte_budget {
+  std::size_t bytes = 0; ///< device bytes the family may take (its pool and its executables)
+};
+
+/// capture_all() under a byte_budget that not even the smallest key fits: the message names the
+/// budget, the key and its bytes.
+class family_budget_error : public error {
+public:
+  using error::error;
+};
+
+/// Device memory a family_options::verify_first_switch check compares, byte for byte: what the
+/// key's work writes.
+struct family_output {
+  void* data = nullptr;  ///< device memory
+  std::size_t bytes = 0; ///< how many bytes of it
+  std::string name;      ///< how the report names it
+};
+
 /// When capture_all() runs the work eagerly before capturing (family_options::warmup_runs).
 enum class family_warmup : std::uint8_t {
   once,    ///< warmup_runs runs of the largest key, before the first capture
@@ -35,6 +64,7 @@ enum class family_stop : std::uint8_t {
   none,          ///< it did not stop: every key was tried
   time_budget,   ///< family_options::time_budget was reached
   memory_budget, ///< the pool reached family_options::memory_budget bytes
+  byte_budget,   ///< capture_all(keys, byte_budget, ...) left keys out (see left_out)
 };
 
 /// The clock of a graph_family: steady_clock's time points, from a function tests may replace.
@@ -65,9 +95,28 @@ struct family_options {
   /// another key's executable has takes it by cudaGraphExecUpdate when it is replayed (no
   /// recapture); keys of another topology get an executable of their own.
   bool one_executable = false;
+  /// One-executable mode: the first switch of each key to its group's executable (an executable
+  /// another key held, set or updated to this key's template) runs verify() on it before the key
+  /// is trusted: the work eagerly for the key (it must take (key, cudaStream_t)) on the replay's
+  /// stream, verify_outputs(key) copied, poisoned, the executable replayed and compared byte for
+  /// byte. A mismatch throws family_verify_error naming the key, and the key gets an executable
+  /// of its own (instantiated from its template). Costs one eager run and one replay more per key,
+  /// once; later switches and replays are unchanged.
+  bool verify_first_switch = false;
+  /// What verify_first_switch compares for a key (the outputs its work writes).
+  std::function<std::vector<family_output>(const Key&)> verify_outputs{};
   /// Smaller keys' temporaries reuse the blocks larger keys freed (pool_core::reuse_larger_blocks)
   bool reuse_larger_blocks = true;
   std::function<family_clock::time_point()> clock{}; ///< null: family_clock::now (tests replace it)
+};
+
+/// A key capture_all() under a byte_budget left out: requests for it go to the next larger key.
+template <class Key>
+struct family_left_out {
+  Key key;               ///< the key
+  std::size_t bytes = 0; ///< what it would have taken (its pool growth and executable)
+  std::size_t left = 0;  ///< of the budget, what was left when it came
+  std::string reason;    ///< the sentence the family's report shows
 };
 
 /// A key whose capture threw during capture_all(): the others stay usable.
@@ -83,7 +132,8 @@ struct family_failure {
 template <class Key>
 struct [[nodiscard]] family_capture_result {
   std::vector<Key> captured;                  ///< in capture order: largest first
-  std::vector<Key> not_captured;              ///< keys a budget kept from being tried
+  std::vector<Key> not_captured;              ///< keys a budget kept from being captured
+  std::vector<family_left_out<Key>> left_out; ///< of those, what a byte_budget left out, and why
   std::vector<family_failure<Key>> failures;  ///< keys whose capture threw
   family_stop stopped_by = family_stop::none; ///< which budget stopped it, if one did
   std::chrono::nanoseconds elapsed{};         ///< the whole capture_all()
@@ -103,15 +153,23 @@ struct family_key_statistics {
   std::chrono::nanoseconds capture_time{}; ///< its capture
   /// instantiation; one-executable mode: the join of its group (an update or an instantiation)
   std::chrono::nanoseconds instantiate_time{};
-  std::size_t nodes = 0;      ///< nodes of its graph
-  std::size_t pool_bytes = 0; ///< what the pool grew by for its capture
-  /// device bytes its instantiations took (cudaMemGetInfo's drop; 0 for updates)
+  std::size_t nodes = 0;                 ///< nodes of its graph
+  std::size_t pool_bytes = 0;            ///< what the pool grew by for its capture
+  std::size_t pool_in_use_bytes = 0;     ///< what its capture left in use in the pool (buffers)
+  std::size_t pool_high_water_bytes = 0; ///< the most the pool had in use during its capture
+  std::size_t executable_nodes = 0;      ///< its nodes that take executable memory (not memsets)
+  /// device bytes its instantiations took (cudaMemGetInfo's drop, lumpy: the driver takes 2 MiB
+  /// pieces; 0 for updates; family_ledger spreads the sum over the keys)
   std::size_t executable_bytes = 0;
   std::size_t replays = 0; ///< replays through the family
   /// One executable: times this key had to take its group's executable (at its join, or at a
   /// replay while another key held it); the first key of a topology founds its group, no switch.
   std::size_t switches = 0;
-  std::size_t updates = 0; ///< of those, updated in place (cudaGraphExecUpdate)
+  /// Of those, switched in place: the nodes that differ set (patches), or cudaGraphExecUpdate
+  std::size_t updates = 0;
+  /// Of the updates, those made by set-params on the nodes whose parameters differ from the key
+  /// the executable held (no cudaGraphExecUpdate; docs/families.md)
+  std::size_t patches = 0;
   /// Of those, instantiated instead: a group of its topology could not take it (CUDA refused the
   /// update, or its launches differ: own_executable says why; one more in executables()), or its
   /// group held none (the key that held it was evicted).

@@ -14,8 +14,11 @@
 // then holds about what the largest key alone needs. The graphs must be replayed one at a time
 // (the shared pool's rule, pool_handle.hpp). Lookup is a binary search over a sorted vector of
 // keys. With family_options::one_executable, the family keeps every key's template and one
-// executable graph per topology, switched from key to key by cudaGraphExecUpdate from the
-// template: no recapture, the memory of one executable per group of keys, an update per switch.
+// executable graph per topology, switched from key to key by setting the nodes whose parameters
+// differ (or cudaGraphExecUpdate from the template): no recapture, one executable per group.
+// Its device memory, per key: ledger() (families/ledger.hpp); capture_all(keys,
+// byte_budget{bytes}, ...) keeps the densest ladder that fits; release_executables() gives its
+// executables up while it sleeps (families/detail/family_memory.hpp, the base that has them).
 // docs/families.md has the details; a family is not synchronized: one thread at a time.
 #pragma once
 
@@ -29,7 +32,10 @@
 #include <graphcap/cuda/detail/unique_handle.hpp>
 #include <graphcap/error.hpp>
 #include <graphcap/families/detail/executable_groups.hpp>
+#include <graphcap/families/detail/family_memory.hpp>
 #include <graphcap/families/detail/family_support.hpp>
+#include <graphcap/families/detail/switch_verify.hpp>
+#include <graphcap/families/ledger.hpp>
 #include <graphcap/families/shared_pool_graph.hpp>
 #include <graphcap/fwd.hpp>
 #include <graphcap/pool/pool_handle.hpp>
@@ -61,7 +67,7 @@ using family_graph [[deprecated("graphcap: family_graph is spelled shared_pool_g
 /// to the smallest captured key. See the header comment and docs/families.md. Its parameters
 /// are ordered as graph_cache's: the key, then the graph.
 template <class Key = std::size_t, class Graph = shared_pool_graph>
-class graph_family {
+class graph_family : public detail::families::family_memory<Key, graph_family<Key, Graph>> {
   static_assert(
       requires { typename Graph::scope; } &&
           std::constructible_from<Graph, keep_graph_t, const pool_handle&>,
@@ -77,6 +83,7 @@ public:
   using key_type = Key;                     ///< what a graph is looked up by
   using scope = typename Graph::scope;      ///< what a work taking the capture scope gets
   using options_type = family_options<Key>; ///< how it captures
+  using detail::families::family_memory<Key, graph_family>::capture_all; // under a byte_budget
 
   /// An empty family with its own pool (made now) and capture stream (made at the first capture).
   /// graphcap::error for one_executable with a graph that cannot take another's executable (a
@@ -137,7 +144,7 @@ public:
   /// key, for the caller to pad its request to. Above the largest key: captures `n` itself with
   /// the kept work if options.capture_on_demand (what it throws propagates, nothing is added),
   /// else family_key_error. One-executable mode: a key takes its group's executable first if
-  /// it does not hold it (a cudaGraphExecUpdate from its template; see last_update()).
+  /// it does not hold it (its differing nodes set, or an update; last_update(), docs/families.md).
   Key replay_at_least(const Key& n, stream_ref stream) {
     std::size_t index = index_at_least(n);
     if (index == keys_.size()) [[unlikely]] {
@@ -145,7 +152,7 @@ public:
     }
     entry& found = *entries_[index];
     if (options_.one_executable) {
-      switch_to(found);
+      switch_to(index, stream);
       current_ = keys_[index];
     }
     found.graph->replay(stream);
@@ -193,6 +200,7 @@ public:
     current_.reset();
     work_ = {};
     capture_failures_.clear();
+    this->forget();
   }
 
   /// The captured keys, smallest first.
@@ -214,27 +222,12 @@ public:
   [[nodiscard]] std::size_t executables() const noexcept {
     return options_.one_executable ? groups_.executables() : entries_.size();
   }
-  /// The device memory its executables took, measured at each instantiation (the drop of
-  /// cudaMemGetInfo's free bytes: a measure, not a bound); the pool's is pool().statistics().
-  [[nodiscard]] std::size_t executable_bytes() const noexcept {
-    std::size_t bytes = options_.one_executable ? groups_.device_bytes() : 0;
-    for (const auto& each : entries_) {
-      bytes += options_.one_executable ? 0 : each->statistics.executable_bytes;
-    }
-    return bytes;
-  }
   /// The pool every graph of the family draws from.
   [[nodiscard]] const pool_handle& pool() const noexcept { return pool_; }
   /// The stream every capture of the family runs on (null before the first capture).
   [[nodiscard]] cudaStream_t capture_stream() const noexcept { return stream_.get(); }
   /// The options it was made with.
   [[nodiscard]] const options_type& options() const noexcept { return options_; }
-  /// A table of every key's statistics, and the pool's reserved bytes.
-  [[nodiscard]] std::string report() const {
-    std::ostringstream out;
-    out << *this;
-    return out.str();
-  }
   /// Writes report() to `out`.
   friend std::ostream& operator<<(std::ostream& out, const graph_family& family) {
     detail::families::write_family_report(out, family.keys_, family.options_.one_executable,
@@ -243,10 +236,11 @@ public:
                                           [&](std::size_t i) -> const family_key_statistics& {
                                             return family.entries_[i]->statistics;
                                           });
-    return out;
+    return out << family.make_ledger(false);
   }
 
 private:
+  friend class detail::families::family_memory<Key, graph_family>;
   struct entry {
     std::unique_ptr<Graph> graph; // one-executable mode: the template, and the group's
                                   // executable while this key holds it
@@ -268,7 +262,13 @@ private:
       if (options_.warmup == family_warmup::per_key) {
         work_.warm_up(key, stream.get(), options_.warmup_runs);
       }
-      insert(key, capture_entry(key));
+      std::unique_ptr<entry> fresh = capture_entry(key);
+      if (!fresh) { // a byte budget left it out
+        result.not_captured.push_back(key);
+        result.left_out.push_back(this->left_out().back());
+        return false;
+      }
+      insert(key, std::move(fresh));
       result.captured.push_back(key);
       return true;
     } catch (...) {
@@ -286,21 +286,23 @@ private:
     fresh->graph = std::make_unique<Graph>(keep_graph, pool_);
     Graph& graph = *fresh->graph;
     family_key_statistics& counts = fresh->statistics;
-    const std::size_t reserved = pool_.statistics().reserved_bytes;
+    auto& core = *detail::pool_handle_access::core(pool_);
+    this->before_capture(core);
+    const pool_statistics before = core.statistics();
     const family_clock::time_point begin = now();
     graph.capture(detail::families::ensure_stream(stream_),
                   [&](scope& cap) { work_.capture(key, cap); });
     const family_clock::time_point captured = now();
     counts.capture_time = captured - begin;
     counts.nodes = graph.node_count();
-    counts.pool_bytes = std::max(pool_.statistics().reserved_bytes, reserved) - reserved;
+    this->note_capture(graph, counts, before, core);
     if (options_.one_executable) {
       if constexpr (shares_executables) { // else refused by the constructor
         groups_.join(graph).record(counts, fresh->group, last_update_);
         current_ = key;
       }
-    } else {
-      counts.executable_bytes = detail::families::instantiate_measured(graph);
+    } else if (!this->admit(key, graph, counts, core, entries_.empty())) {
+      return nullptr; // a byte budget left it out
     }
     counts.instantiate_time = now() - captured;
     return fresh;
@@ -308,11 +310,11 @@ private:
 
   static constexpr bool shares_executables = detail::families::shares_executables<Graph>;
 
-  /// One-executable mode: `target`'s graph takes its group's executable, unless it holds it.
-  void switch_to([[maybe_unused]] entry& target) {
+  /// One-executable mode: key `index`'s graph takes its group's executable, unless it holds it.
+  void switch_to([[maybe_unused]] std::size_t index, [[maybe_unused]] stream_ref stream) {
     if constexpr (shares_executables) { // else refused by the constructor
-      groups_.switch_to(*target.graph, target.group)
-          .record(target.statistics, target.group, last_update_);
+      detail::families::switch_and_check(groups_, *entries_[index], keys_[index], options_,
+                                         work_.eager, stream.get(), last_update_);
     }
   }
 

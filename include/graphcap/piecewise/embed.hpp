@@ -19,6 +19,7 @@
 
 #include <graphcap/config.hpp>
 
+#include <graphcap/cuda/detail/capture_point.hpp>
 #include <graphcap/cuda/detail/cuda_check.hpp>
 #include <graphcap/error.hpp>
 
@@ -55,13 +56,6 @@ inline const char* child_graph_refusal(cudaGraph_t graph) {
   return nullptr;
 }
 
-/// Throws capture_error for a CUDA call that failed inside a capture.
-inline void check_in_capture(cudaError_t status, const char* call) {
-  if (status != cudaSuccess) [[unlikely]] {
-    detail::throw_cuda<capture_error>(status, call);
-  }
-}
-
 } // namespace detail::piecewise
 
 /// Adds `graph`'s template to the capture of `cap` as one child-graph node, after the work
@@ -78,27 +72,14 @@ void embed(Scope& cap, const Graph& graph) {
   if (const char* refusal = detail::piecewise::child_graph_refusal(child)) {
     detail::throw_error<capture_error>(cudaErrorNotSupported, "graphcap::embed()", refusal);
   }
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  cudaGraph_t captured = nullptr;
-  const cudaGraphNode_t* dependencies = nullptr;
-  std::size_t count = 0;
-  detail::piecewise::check_in_capture(cudaStreamGetCaptureInfo(cap.stream(), &status, nullptr,
-                                                               &captured, &dependencies, nullptr,
-                                                               &count),
-                                      "cudaStreamGetCaptureInfo");
-  if (status != cudaStreamCaptureStatusActive) {
-    detail::throw_error<capture_error>(cudaErrorIllegalState, "graphcap::embed()",
-                                       "the scope's stream is not capturing (has the scope "
-                                       "ended, or was the capture invalidated?)");
-  }
+  const detail::capture_point point = detail::capture_point_of(cap.stream(), "embed()");
   cudaGraphNode_t node = nullptr;
-  detail::piecewise::check_in_capture(
-      cudaGraphAddChildGraphNode(&node, captured, dependencies, count, child),
+  detail::check_in_capture(
+      cudaGraphAddChildGraphNode(&node, point.graph, point.dependencies, point.count, child),
       "cudaGraphAddChildGraphNode");
-  detail::piecewise::check_in_capture(
-      cudaStreamUpdateCaptureDependencies(cap.stream(), &node, nullptr, 1,
-                                          cudaStreamSetCaptureDependencies),
-      "cudaStreamUpdateCaptureDependencies");
+  detail::check_in_capture(cudaStreamUpdateCaptureDependencies(cap.stream(), &node, nullptr, 1,
+                                                               cudaStreamSetCaptureDependencies),
+                           "cudaStreamUpdateCaptureDependencies");
 }
 
 } // namespace graphcap

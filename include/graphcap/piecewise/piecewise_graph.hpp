@@ -309,8 +309,8 @@ private:
   }
 
   // The first segment's pool, shared from the first break on. Taken while segment 0 still
-  // captures, so that its end (which adds the pool's completion marker once the pool is
-  // shared) is the same at the capture and at every recapture: a recapture can update it.
+  // captures, so that the pool is shared (its give-backs wait for the device) from the first
+  // capture on, the same at the capture and at every recapture.
   void share_pool() {
     if constexpr (Graph::pool_type::can_allocate) {
       if (!shared_pool_) {

@@ -19,6 +19,9 @@ struct pool_statistics {
   std::size_t in_use_bytes = 0;   ///< bytes of the blocks in use (see above)
   std::size_t slabs = 0;          ///< slabs held
   std::size_t blocks_in_use = 0;  ///< blocks in use (see above)
+  /// The most bytes in use at once since the pool was made (or since a graph_family's capture of
+  /// one key began: it starts the figure again for its ledger)
+  std::size_t high_water_bytes = 0;
 
   /// One line: "pool: R bytes reserved in S slabs, U bytes in use in B blocks". A template of
   /// the stream, so that this header needs only <iosfwd>: include <ostream> to use it.

@@ -18,7 +18,6 @@
 #include <graphcap/error.hpp>
 #include <graphcap/pool/buffer.hpp>
 #include <graphcap/pool/detail/bridge_blocks.hpp>
-#include <graphcap/pool/detail/completion_marker.hpp>
 #include <graphcap/pool/detail/held_blocks.hpp>
 #include <graphcap/pool/detail/pool_core.hpp>
 #include <graphcap/pool/pool_handle.hpp>
@@ -67,7 +66,6 @@ public:
       core_ = std::move(other.core_);
       held_ = std::move(other.held_);
       freed_ = std::move(other.freed_);
-      marker_ = std::exchange(other.marker_, pool::completion_marker{});
       unordered_replays_ = std::exchange(other.unordered_replays_, false);
     }
     return *this;
@@ -154,10 +152,10 @@ public:
   /// The capture succeeded: a shared pool's blocks freed during it go back to the pool.
   void after_capture_end(cudaGraph_t /*graph*/) noexcept {
     freed_.clear();
-    // Replays of a graph without a marker are not ordered before anything: the first give-back
-    // that needs them finished waits for the device instead (give_back_all).
-    unordered_replays_ = unordered_replays_ || (!marker_.recorded() && !held_.empty());
-    marker_.capture_ended(/*next_capture_anew=*/Shared);
+    // The graph's replays are ordered before nothing (no marker, no stream remembered): the
+    // first give-back that hands its blocks on, or frees slabs with a free that does not wait,
+    // waits for the device first (give_back_all).
+    unordered_replays_ = unordered_replays_ || !held_.empty();
     if constexpr (Shared) {
       // A later capture into the shared pool may reuse what this one freed: the pool's rule
       // (replay in capture order, never concurrently) makes that safe.
@@ -168,36 +166,13 @@ public:
     }
   }
 
-  /// Nodes this policy added to the graph just captured (its completion marker, if it has one),
-  /// which node_count() does not count.
-  [[nodiscard]] std::size_t own_nodes() const noexcept { return marker_.recorded() ? 1 : 0; }
-
-  /// The completion marker's event, made before the capture begins where a marker will be
-  /// needed (see before_capture_end).
-  void before_capture(cudaStream_t /*stream*/) {
-    if (needs_marker()) {
-      marker_.prepare();
-    }
-  }
-
-  /// The completion marker: an event-record node after all the captured work, so that every
-  /// replay records its event on the device when it finishes, and blocks can change hands
-  /// ordered after it with no stream to remember. Only where blocks may change hands while this
-  /// graph may still be replaying (a shared pool, or a pool another graph or a handle holds): a
-  /// graph whose pool is its own pays no node on replay, and its reset waits for the device.
-  void before_capture_end(cudaStream_t stream) {
-    if (needs_marker()) {
-      marker_.record(stream); // once, also when a wrong-thread end is retried
-    }
-  }
-
   /// The capture failed: every block goes back, as on reset.
   void on_capture_abort() noexcept { on_reset(); }
 
   /// Gives every block back, after this graph's last replay: a pool no other graph or handle
-  /// shares is released (its slabs freed on the pool's own stream, ordered after the marker, or
-  /// after a wait for the device where the graph has none); otherwise the blocks go back with
-  /// the marker's event, which the next taker waits for.
+  /// shares is released (its slabs freed with cudaFree, which waits for the device; a user's
+  /// pool or VMM chunks after a wait for the device); otherwise the blocks go back to the pool
+  /// after a wait for the device, so that no later capture gets memory a replay still uses.
   void on_reset() noexcept { give_back_all(/*may_release=*/true); }
 
   /// Before a recapture of the same graph: every block goes back, in allocation order and with
@@ -206,16 +181,12 @@ public:
 
   // -- introspection ---------------------------------------------------------------------------
 
-  /// True when the graph last captured ends with a completion marker (an event-record node that
-  /// every replay runs): with pool::shared, and with a pool whose handle exists.
-  [[nodiscard]] bool has_completion_marker() const noexcept { return marker_.in_graph(); }
-
-  /// A handle to this graph's pool, for other graphs to share it. From then on its captures end
-  /// with a completion marker; replays of a graph captured before without one are waited for
-  /// (once) before another graph can take a block.
+  /// A handle to this graph's pool, for other graphs to share it. If the graph was captured
+  /// already, its replays may still run while another graph takes a block it gave back to the
+  /// pool (a recapture's): wait for the device first (as its reset will).
   [[nodiscard]] pool_handle handle() {
     ensure_core();
-    if (unordered_replays_) {
+    if (unordered_replays_ && !Shared && !shared_with_others()) { // else give-backs wait already
       core_->wait_for_device();
     }
     return pool_handle_access::make(core_);
@@ -236,18 +207,15 @@ public:
 protected:
   /// The pool's core (null until the first allocation or handle()).
   [[nodiscard]] const std::shared_ptr<pool::pool_core>& core() const noexcept { return core_; }
-  /// The completion marker of the graph's captures.
-  [[nodiscard]] const pool::completion_marker& marker() const noexcept { return marker_; }
 
   void ensure_core() {
     if (core_) {
       return;
     }
     if constexpr (std::is_void_v<Source>) {
-      // A pool of its own: slabs that wait for the device when freed (no marker).
-      core_ =
-          std::make_shared<pool::pool_core>(nullptr, Shared ? pool::slab_release::after_markers
-                                                            : pool::slab_release::waits_for_device);
+      // A pool of its own: slabs that wait for the device when freed.
+      core_ = std::make_shared<pool::pool_core>(
+          nullptr, Shared ? pool::slab_release::after_wait : pool::slab_release::waits_for_device);
     } else {
       core_ = std::make_shared<pool::pool_core>(std::make_shared<Source>());
     }
@@ -256,31 +224,30 @@ protected:
 private:
   friend struct pool::bridge_access; // a piecewise graph's blocks freed in a later segment
 
+  // The handover rule without a per-replay marker (docs/pools.md, "When blocks change hands"):
+  // the replays of a graph are ordered before nothing, so before its blocks can go to another
+  // graph (a shared pool, or one that a handle or another graph holds), or its slabs be freed
+  // by a free that does not wait (a user's pool, VMM chunks), wait for the device, once, here.
+  // A private pool's own cudaFree waits by itself; a recapture of a pool no one shares gives the
+  // blocks back to the same graph (a later handle() waits for it).
   void give_back_all(bool may_release) noexcept {
     freed_.clear();
-    // The replays of a graph without a marker are ordered by nothing. Its slabs' cudaFree waits
-    // for the device, and a recapture gives the blocks back to the same graph; but before they
-    // can go to another graph, wait for the device as that cudaFree would.
-    if (unordered_replays_ && shared_with_others()) {
+    if (!core_) {
+      unordered_replays_ = false;
+      return;
+    }
+    const bool releasing =
+        may_release && !Shared && core_.use_count() == 1 + static_cast<long>(core_->buffers());
+    const bool hands_on = Shared || shared_with_others();
+    if (unordered_replays_ && (hands_on || (releasing && !core_->frees_wait_for_device()))) {
       core_->wait_for_device();
       unordered_replays_ = false;
     }
     if (may_release) {
       unordered_replays_ = false; // released: cudaFree waits; or kept by buffers: see handle()
     }
-    // After a reset the next capture gets a new marker; a recapture keeps it, so that an
-    // update in place finds the same event in the new graph.
-    const pool::ready_event marker = marker_.release(/*drop_event=*/may_release);
-    if (!core_) {
-      return;
-    }
-    if (marker) {
-      core_->order_after(*marker); // slabs this core frees from now on wait for our replays
-    }
-    const bool releasing =
-        may_release && !Shared && core_.use_count() == 1 + static_cast<long>(core_->buffers());
     for (const pool::held_block& entry : held_) {
-      core_->give_back(entry.address, entry.size, releasing ? nullptr : marker);
+      core_->give_back(entry.address, entry.size);
     }
     if (may_release) {
       held_.release(); // a reset graph holds nothing
@@ -295,11 +262,6 @@ private:
   /// Another graph or a pool_handle holds this pool: its blocks may change hands.
   [[nodiscard]] bool shared_with_others() const noexcept {
     return core_ && core_.use_count() > 1 + static_cast<long>(core_->buffers());
-  }
-  /// A marker where blocks may change hands while this graph may still be replaying, or where
-  /// freeing a slab does not wait for the device (a user's memory pool).
-  [[nodiscard]] bool needs_marker() const noexcept {
-    return Shared || shared_with_others() || (core_ && !core_->frees_wait_for_device());
   }
 
   /// The position in held_ of a block for `bytes` on `stream`: the block this capture freed
@@ -333,8 +295,7 @@ private:
   pool::held_blocks held_; // blocks this graph holds until reset, in allocation order, by address
   // This capture's freed blocks (positions in held_) by stream and size class, last freed last.
   std::map<std::pair<cudaStream_t, std::size_t>, std::vector<std::size_t>> freed_;
-  pool::completion_marker marker_; // where blocks may change hands while the graph replays
-  bool unordered_replays_ = false; // a graph without a marker held blocks: wait before handing on
+  bool unordered_replays_ = false; // captured with blocks: wait for the device before handing on
 };
 
 } // namespace detail
@@ -343,9 +304,9 @@ namespace pool {
 
 /// The graph's own pool (torch.cuda.graph's default). Blocks keep their address for every replay
 /// and stay valid while the graph lives; reset() and destruction release the pool after the last
-/// replay (waiting for the device, as cudaFree does: the graph carries no completion marker, so
+/// replay (waiting for the device, as cudaFree does: the graph carries no node of the pool's, so
 /// replays cost what they cost on preallocated memory). pool() hands out a handle for other graphs
-/// to share it; from then on its captures end with a completion marker, and resets do not wait.
+/// to share it; from then on its reset waits for the device before its blocks change hands.
 struct private_pool : detail::slab_pool<false> {
   using slab_pool::slab_pool;
 };
@@ -366,13 +327,11 @@ struct user : detail::slab_pool<false> {
 
 // The optional hooks the slab pools offer (core/policy.hpp): a misspelt one fails here.
 static_assert(pool_that_recaptures<private_pool> && pool_with_slabs<private_pool> &&
-              pool_with_own_nodes<private_pool> && pool_across_streams<private_pool> &&
-              policy_that_checks_captures<private_pool>);
+              pool_across_streams<private_pool> && policy_that_checks_captures<private_pool>);
 static_assert(pool_that_recaptures<shared> && pool_with_slabs<shared> &&
-              pool_with_own_nodes<shared> && pool_across_streams<shared> &&
-              policy_that_checks_captures<shared>);
-static_assert(pool_that_recaptures<user> && pool_with_slabs<user> && pool_with_own_nodes<user> &&
-              pool_across_streams<user> && policy_that_checks_captures<user>);
+              pool_across_streams<shared> && policy_that_checks_captures<shared>);
+static_assert(pool_that_recaptures<user> && pool_with_slabs<user> && pool_across_streams<user> &&
+              policy_that_checks_captures<user>);
 
 } // namespace pool
 } // namespace graphcap

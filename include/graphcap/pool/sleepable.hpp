@@ -68,10 +68,11 @@ public:
   /// the blocks in use (not the free ones) to host memory first: pageable memory taken for the
   /// backup, through two pinned staging buffers of up to 32 MiB kept for the next sleep (or,
   /// with keep_backup_memory(true), pinned memory of the backup's size, kept). First waits for the
-  /// last replay of every graph captured into the pool (their completion markers), so that none
-  /// still uses the memory. state_error while a capture into the pool is open, or if it sleeps
-  /// already; cuda_error if a call fails: before any page went, the pool is as it was; after, it is
-  /// asleep and sleep() again releases the rest.
+  /// device (the last replay of every graph captured into the pool: no replay stream is
+  /// remembered and the graphs carry no marker), so that none still uses the memory. state_error
+  /// while a capture into the pool is open, or if it sleeps already; cuda_error if a call fails:
+  /// before any page went, the pool is as it was; after, it is asleep and sleep() again releases
+  /// the rest.
   void sleep(graphcap::pool::backup how = graphcap::pool::backup::none) {
     detail::pool::vmm_chunks& memory = chunks();
     if (memory.open_captures() > 0) {
@@ -83,9 +84,7 @@ public:
                         "it first");
     }
     const detail::relaxed_capture_mode_guard relaxed; // another thread may capture (global)
-    if (!memory.markers().wait()) { // every replay of the pool's graphs has finished
-      core().wait_for_device();     // or, where a marker is missing, as cudaFree waits
-    }
+    core().wait_for_device(); // every replay of the pool's graphs has finished
     detail::pool::device_ranges in_use;
     if (how == graphcap::pool::backup::host) {
       core().for_each_range_in_use([&](const void* block, std::size_t bytes) {
@@ -194,20 +193,16 @@ struct sleepable : detail::slab_pool<false, detail::pool::vmm_chunks> {
   // state_errors of the slab pools' own, as for every graph drawing from a sleeping pool.
 
   /// The capture counts as open (sleep refuses); check_capture refused it while asleep.
-  void before_capture(cudaStream_t stream) {
+  void before_capture(cudaStream_t /*stream*/) {
     ensure_core();
     memory_ = &static_cast<detail::pool::vmm_chunks&>(*core()->custom_source());
-    slab_pool::before_capture(stream);
     memory_->capture_opened();
     capturing_ = true;
   }
-  /// The capture ended: sleep may come, and will wait for this graph's replays.
+  /// The capture ended: sleep may come, and will wait for the device (this graph's replays).
   void after_capture_end(cudaGraph_t graph) noexcept {
     close_capture();
     slab_pool::after_capture_end(graph);
-    if (marker().in_graph()) {
-      memory_->markers().watch(marker().event());
-    }
   }
   /// The capture failed: sleep may come; every block goes back.
   void on_capture_abort() noexcept {
@@ -254,8 +249,7 @@ private:
 };
 
 static_assert(pool_that_recaptures<sleepable> && pool_with_slabs<sleepable> &&
-              pool_with_own_nodes<sleepable> && pool_across_streams<sleepable> &&
-              policy_that_checks_captures<sleepable>);
+              pool_across_streams<sleepable> && policy_that_checks_captures<sleepable>);
 
 } // namespace pool
 } // namespace graphcap

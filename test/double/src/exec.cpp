@@ -133,6 +133,7 @@ CUgraphNode_st* exec_counterpart(CUgraphExec_st& exec, const CUgraphNode_st& nod
 void destroy_exec(cudaGraphExec_t exec) {
   if (exec->alloc_slot)
     --*exec->alloc_slot;
+  state().exec_caches[exec->cache_device].used -= exec->cache_bytes; // the pieces stay
   release_graph_contents(*exec->graph);
   state().execs.erase(exec);
   delete exec;
@@ -148,6 +149,31 @@ constexpr unsigned long long kInstantiateFlags =
 
 bool live_exec(cudaGraphExec_t e) {
   return is_live_exec(e);
+}
+
+// An executable's bytes of its device's cache (per node: kernels, and every node but memsets and
+// empty nodes), the cache grown in 2 MiB pieces while device memory lasts.
+cudaError_t take_exec_cache(CUgraphExec_st& exec) {
+  constexpr std::size_t piece = std::size_t{2} << 20;
+  State& st = state();
+  std::size_t bytes = 0;
+  for (const auto& node : exec.graph->nodes) {
+    if (node->type == cudaGraphNodeTypeKernel)
+      bytes += st.exec_bytes_per_kernel_node;
+    else if (node->type != cudaGraphNodeTypeMemset && node->type != cudaGraphNodeTypeEmpty)
+      bytes += st.exec_bytes_per_other_node;
+  }
+  exec.cache_device = thread_state().device;
+  State::ExecCache& cache = st.exec_caches[exec.cache_device];
+  const std::size_t need = (cache.used + bytes + piece - 1) / piece * piece;
+  if (need > cache.reserved) {
+    if (device_bytes_in_use() + (need - cache.reserved) > st.total_memory)
+      return cudaErrorMemoryAllocation;
+    cache.reserved = need;
+  }
+  cache.used += bytes;
+  exec.cache_bytes = bytes;
+  return cudaSuccess;
 }
 
 cudaError_t instantiate(cudaGraphExec_t* out, cudaGraph_t graph, unsigned long long flags,
@@ -178,6 +204,10 @@ cudaError_t instantiate(cudaGraphExec_t* out, cudaGraph_t graph, unsigned long l
   if (!topological_order(*exec->graph, exec->order)) {
     release_graph_contents(*exec->graph);
     return cudaErrorInvalidValue;
+  }
+  if (cudaError_t e = take_exec_cache(*exec)) {
+    release_graph_contents(*exec->graph);
+    return e;
   }
   exec->id = state().next_exec_id++;
   exec->flags = flags;
@@ -649,6 +679,33 @@ cudaError_t cudaGraphExecHostNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraph
     }
     return cudaErrorInvalidValue;
   });
+}
+
+// An event record or wait node of an executable made to record or wait for another event.
+static cudaError_t set_exec_event(cudaGraphExec_t exec, cudaGraphNode_t node, cudaEvent_t event,
+                                  cudaGraphNodeType type) {
+  if (!live_exec(exec) || !state().nodes.count(node) || node->type != type ||
+      !state().events.count(event)) {
+    return cudaErrorInvalidValue;
+  }
+  CUgraphNode_st* copy = exec_counterpart(*exec, *node);
+  if (!copy || copy->type != type)
+    return cudaErrorInvalidValue;
+  copy->event = event;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphExecEventRecordNodeSetEvent(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode,
+                                                 cudaEvent_t event) {
+  return api(__func__, [&] {
+    return set_exec_event(hGraphExec, hNode, event, cudaGraphNodeTypeEventRecord);
+  });
+}
+
+cudaError_t cudaGraphExecEventWaitNodeSetEvent(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode,
+                                               cudaEvent_t event) {
+  return api(__func__,
+             [&] { return set_exec_event(hGraphExec, hNode, event, cudaGraphNodeTypeWaitEvent); });
 }
 
 cudaError_t cudaGraphDebugDotPrint(cudaGraph_t graph, const char* path, unsigned int flags) {

@@ -3,6 +3,7 @@
 // kernel runs the host model a test gave it (cuda_double/kernels.hpp).
 #include "state.hpp"
 
+#include <cuda_double/control.hpp>
 #include <cuda_double/kernels.hpp>
 
 #include <cxxabi.h>
@@ -13,6 +14,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <stdexcept>
+#include <string>
 
 using namespace cuda_double::detail;
 
@@ -434,6 +437,117 @@ std::string kernel_name(const void* kernel) {
 
 std::size_t live_kernel_arguments() {
   return live_arguments.load();
+}
+
+namespace {
+
+bool same_memset(const cudaMemsetParams& a, const cudaMemsetParams& b) {
+  return a.dst == b.dst && a.pitch == b.pitch && a.value == b.value &&
+         a.elementSize == b.elementSize && a.width == b.width && a.height == b.height;
+}
+
+bool same_pos(const cudaPos& a, const cudaPos& b) {
+  return a.x == b.x && a.y == b.y && a.z == b.z;
+}
+
+bool same_pitched(const cudaPitchedPtr& a, const cudaPitchedPtr& b) {
+  return a.ptr == b.ptr && a.pitch == b.pitch && a.xsize == b.xsize && a.ysize == b.ysize;
+}
+
+bool same_memcpy(const cudaMemcpy3DParms& a, const cudaMemcpy3DParms& b) {
+  return a.srcArray == b.srcArray && same_pos(a.srcPos, b.srcPos) &&
+         same_pitched(a.srcPtr, b.srcPtr) && a.dstArray == b.dstArray &&
+         same_pos(a.dstPos, b.dstPos) && same_pitched(a.dstPtr, b.dstPtr) &&
+         a.extent.width == b.extent.width && a.extent.height == b.extent.height &&
+         a.extent.depth == b.extent.depth && a.kind == b.kind;
+}
+
+bool same_dim(const dim3& a, const dim3& b) {
+  return a.x == b.x && a.y == b.y && a.z == b.z;
+}
+
+// The first field of one node in which `a` and `b` differ, or nullptr.
+const char* node_difference(const exec_node_fields& a, const exec_node_fields& b) {
+  if (a.type != b.type)
+    return "type";
+  if (a.enabled != b.enabled)
+    return "enable state";
+  if (a.function != b.function)
+    return "kernel function";
+  if (!same_dim(a.grid, b.grid))
+    return "kernel grid";
+  if (!same_dim(a.block, b.block))
+    return "kernel block";
+  if (a.shared_bytes != b.shared_bytes)
+    return "kernel dynamic shared memory";
+  if (a.arguments != b.arguments)
+    return "kernel arguments";
+  if (a.attributes != b.attributes)
+    return "kernel launch attributes";
+  if (!same_memset(a.memset, b.memset))
+    return "memset parameters";
+  if (!same_memcpy(a.memcpy, b.memcpy))
+    return "memcpy parameters";
+  if (a.event != b.event)
+    return "event";
+  return nullptr;
+}
+
+} // namespace
+
+bool operator==(const exec_node_fields& a, const exec_node_fields& b) {
+  return node_difference(a, b) == nullptr;
+}
+
+std::vector<exec_node_fields> exec_nodes(cudaGraphExec_t exec) {
+  std::lock_guard<std::recursive_mutex> lock(state().mu);
+  if (!is_live_exec(exec))
+    throw std::invalid_argument("cuda_double::exec_nodes: not a live executable graph");
+  std::vector<const CUgraphNode_st*> nodes;
+  for (const auto& n : exec->graph->nodes)
+    nodes.push_back(n.get());
+  std::sort(nodes.begin(), nodes.end(),
+            [](const CUgraphNode_st* a, const CUgraphNode_st* b) { return a->index < b->index; });
+  std::vector<exec_node_fields> fields;
+  for (const CUgraphNode_st* n : nodes) {
+    exec_node_fields f;
+    f.type = n->type;
+    f.enabled = !n->disabled;
+    if (n->type == cudaGraphNodeTypeKernel && n->kernel) {
+      const KernelCall& call = *n->kernel;
+      f.function = call.kernel->stub;
+      f.grid = call.grid;
+      f.block = call.block;
+      f.shared_bytes = call.shared_bytes;
+      const auto* bytes = reinterpret_cast<const unsigned char*>(call.storage.data());
+      f.arguments.assign(bytes, bytes + call.kernel->bytes);
+      for (const cudaLaunchAttribute& a : call.attributes) {
+        const auto* id = reinterpret_cast<const unsigned char*>(&a.id);
+        f.attributes.insert(f.attributes.end(), id, id + sizeof a.id);
+        const auto* value = reinterpret_cast<const unsigned char*>(&a.val);
+        f.attributes.insert(f.attributes.end(), value, value + sizeof a.val);
+      }
+    } else if (n->type == cudaGraphNodeTypeMemset) {
+      f.memset = n->memset;
+    } else if (n->type == cudaGraphNodeTypeMemcpy) {
+      f.memcpy = n->memcpy;
+    } else if (n->type == cudaGraphNodeTypeEventRecord || n->type == cudaGraphNodeTypeWaitEvent) {
+      f.event = n->event;
+    }
+    fields.push_back(std::move(f));
+  }
+  return fields;
+}
+
+std::string exec_difference(const std::vector<exec_node_fields>& a,
+                            const std::vector<exec_node_fields>& b) {
+  if (a.size() != b.size())
+    return "node count (" + std::to_string(a.size()) + " and " + std::to_string(b.size()) + ")";
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (const char* field = node_difference(a[i], b[i]))
+      return "node " + std::to_string(i) + " " + field;
+  }
+  return {};
 }
 
 } // namespace cuda_double

@@ -219,6 +219,8 @@ std::size_t device_bytes_in_use() {
     n += cached(*p);
   for (cudaMemPool_t p : state().pools)
     n += cached(*p);
+  for (const auto& [d, cache] : state().exec_caches)
+    n += cache.reserved;
   return n + vmm_physical_bytes();
 }
 

@@ -125,6 +125,9 @@ void reset() {
   st.device_count = 1;
   st.no_driver = false;
   st.total_memory = kDefaultTotalMemory;
+  st.exec_bytes_per_kernel_node = 0;
+  st.exec_bytes_per_other_node = 0;
+  st.exec_caches.clear();
   st.vmm_out_of_memory_call = kDefaultVmmOutOfMemoryCall;
   ++st.generation;
 }
@@ -151,6 +154,24 @@ void set_device_count(int count) {
 void set_device_memory(std::size_t bytes) {
   std::lock_guard<std::recursive_mutex> lock(state().mu);
   state().total_memory = bytes;
+}
+
+void set_executable_memory(std::size_t per_kernel_node, std::size_t per_other_node) {
+  std::lock_guard<std::recursive_mutex> lock(state().mu);
+  state().exec_bytes_per_kernel_node = per_kernel_node;
+  state().exec_bytes_per_other_node = per_other_node;
+}
+
+std::size_t executable_cache_bytes(int device) {
+  std::lock_guard<std::recursive_mutex> lock(state().mu);
+  const auto found = state().exec_caches.find(device);
+  return found == state().exec_caches.end() ? 0 : found->second.reserved;
+}
+
+std::size_t executable_cache_used(int device) {
+  std::lock_guard<std::recursive_mutex> lock(state().mu);
+  const auto found = state().exec_caches.find(device);
+  return found == state().exec_caches.end() ? 0 : found->second.used;
 }
 
 void set_vmm_out_of_memory_call(const char* function_name) {

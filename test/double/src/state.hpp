@@ -154,6 +154,8 @@ struct CUgraphExec_st {
   std::unique_ptr<CUgraph_st> graph;  // snapshot taken at instantiation
   std::vector<CUgraphNode_st*> order; // topological launch order
   std::shared_ptr<int> alloc_slot;    // set when holding the one-exec slot
+  std::size_t cache_bytes = 0;        // what it takes of its device's executable cache
+  int cache_device = 0;               // the device current at its instantiation
 };
 
 struct CUmemPoolHandle_st {
@@ -291,6 +293,16 @@ struct State {
   std::map<std::uintptr_t, VmmMapping> vmm_mappings;         // by address
   unsigned long long next_vmm_handle = 1;
   std::map<int, std::unique_ptr<CUmemPoolHandle_st>> default_pools;
+  // Executables' device memory, as the H200 showed it (benchmark/probes/executable_memory.cu):
+  // a per-device cache grown in 2 MiB pieces, bytes per node by type (set_executable_memory;
+  // 0 until then), never given back to cudaMemGetInfo when executables are destroyed.
+  std::size_t exec_bytes_per_kernel_node = 0;
+  std::size_t exec_bytes_per_other_node = 0;
+  struct ExecCache {
+    std::size_t used = 0;     // live executables' bytes
+    std::size_t reserved = 0; // 2 MiB pieces taken, counted by cudaMemGetInfo
+  };
+  std::map<int, ExecCache> exec_caches;
   std::map<int, cudaMemPool_t> current_pools;
   std::unordered_set<cudaMemPool_t> pools;                      // user-created, not yet freed
   std::map<unsigned long long, ConditionalHandle> cond_handles; // by HandleRef::key

@@ -304,3 +304,40 @@ TEST_CASE("cudaGraphGetEdges with edge data: what write_dot asks", "[graph]") {
   CHECK(type == cudaGraphNodeTypeHost);
   CUDA_OK(cudaGraphDestroy(g));
 }
+
+TEST_CASE("cudaGraphExec*NodeSetEvent and exec_nodes: an executable's event nodes", "[graph]") {
+  Clean clean;
+  cudaEvent_t first = nullptr;
+  cudaEvent_t second = nullptr;
+  CUDA_OK(cudaEventCreate(&first));
+  CUDA_OK(cudaEventCreate(&second));
+  cudaGraph_t graph = nullptr;
+  CUDA_OK(cudaGraphCreate(&graph, 0));
+  cudaGraphNode_t record = nullptr;
+  cudaGraphNode_t wait = nullptr;
+  CUDA_OK(cudaGraphAddEventRecordNode(&record, graph, nullptr, 0, first));
+  CUDA_OK(cudaGraphAddEventWaitNode(&wait, graph, &record, 1, first));
+  cudaGraphExec_t exec = nullptr;
+  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  const std::vector<cuda_double::exec_node_fields> before = cuda_double::exec_nodes(exec);
+  REQUIRE(before.size() == 2);
+  CHECK(before[0].type == cudaGraphNodeTypeEventRecord);
+  CHECK(before[0].event == first);
+  CHECK(before[1].event == first);
+  CUDA_OK(cudaGraphExecEventRecordNodeSetEvent(exec, record, second));
+  CUDA_OK(cudaGraphExecEventWaitNodeSetEvent(exec, wait, second));
+  const std::vector<cuda_double::exec_node_fields> after = cuda_double::exec_nodes(exec);
+  CHECK(after[0].event == second);
+  CHECK(after[1].event == second);
+  CHECK(cuda_double::exec_difference(before, after) == "node 0 event");
+  CHECK(cuda_double::exec_difference(after, cuda_double::exec_nodes(exec)).empty());
+  // The wrong kind of node, or an event that is not live: refused, nothing changed.
+  CHECK(cudaGraphExecEventRecordNodeSetEvent(exec, wait, first) == cudaErrorInvalidValue);
+  CHECK(cudaGraphExecEventWaitNodeSetEvent(exec, wait, nullptr) == cudaErrorInvalidValue);
+  static_cast<void>(cudaGetLastError());
+  CHECK(cuda_double::exec_difference(after, cuda_double::exec_nodes(exec)).empty());
+  CUDA_OK(cudaGraphExecDestroy(exec));
+  CUDA_OK(cudaGraphDestroy(graph));
+  CUDA_OK(cudaEventDestroy(first));
+  CUDA_OK(cudaEventDestroy(second));
+}

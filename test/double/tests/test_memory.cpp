@@ -237,3 +237,63 @@ TEST_CASE("a captured free only takes graph memory", "[memory][capture]") {
   CUDA_OK(cudaStreamEndCapture(s, &g));
   CHECK(graph_nodes(g).empty());
 }
+
+TEST_CASE("executables take memory from a per-device cache of 2 MiB pieces, kept at destruction",
+          "[memory][graph]") {
+  Clean clean;
+  constexpr std::size_t piece = std::size_t{2} << 20;
+  auto free_bytes = [] {
+    std::size_t free = 0, total = 0;
+    CUDA_OK(cudaMemGetInfo(&free, &total));
+    return free;
+  };
+  cudaGraph_t graph = nullptr;
+  CUDA_OK(cudaGraphCreate(&graph, 0));
+  cudaGraphNode_t node = nullptr;
+  for (int i = 0; i < 1000; ++i) {
+    CUDA_OK(cudaGraphAddEmptyNode(&node, graph, nullptr, 0)); // empty nodes take none
+  }
+  cudaGraphExec_t exec = nullptr;
+  const std::size_t start = free_bytes();
+  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  CHECK(free_bytes() == start); // off by default
+  CUDA_OK(cudaGraphExecDestroy(exec));
+  cuda_double::set_executable_memory(0, 4096); // per node of another type than kernel/memset
+  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  CHECK(free_bytes() == start); // empty nodes: none
+  CUDA_OK(cudaGraphExecDestroy(exec));
+  cudaGraph_t events = nullptr;
+  CUDA_OK(cudaGraphCreate(&events, 0));
+  cudaEvent_t event = nullptr;
+  CUDA_OK(cudaEventCreate(&event));
+  for (int i = 0; i < 600; ++i) { // 600 x 4 KiB = 2.34 MiB: two pieces
+    CUDA_OK(cudaGraphAddEventRecordNode(&node, events, nullptr, 0, event));
+  }
+  std::vector<cudaGraphExec_t> execs(3);
+  CUDA_OK(cudaGraphInstantiate(&execs[0], events, 0));
+  CHECK(start - free_bytes() == 2 * piece);
+  CHECK(cuda_double::executable_cache_bytes() == 2 * piece);
+  CHECK(cuda_double::executable_cache_used() == 600 * 4096);
+  CUDA_OK(cudaGraphInstantiate(&execs[1], events, 0)); // 4.69 MiB: three pieces
+  CHECK(start - free_bytes() == 3 * piece);
+  CUDA_OK(cudaGraphExecDestroy(execs[0]));
+  CUDA_OK(cudaGraphExecDestroy(execs[1]));
+  CHECK(start - free_bytes() == 3 * piece); // kept, as the H200 keeps them
+  CHECK(cuda_double::executable_cache_used() == 0);
+  CUDA_OK(cudaGraphInstantiate(&execs[2], events, 0)); // from the kept pieces
+  CHECK(start - free_bytes() == 3 * piece);
+  CUDA_OK(cudaGraphExecDestroy(execs[2]));
+  std::size_t free = 0, total = 0;
+  CUDA_OK(cudaMemGetInfo(&free, &total));
+  cuda_double::set_device_memory(total - free + piece);            // room for one piece more
+  cuda_double::set_executable_memory(0, piece);                    // 600 pieces: more than that
+  CHECK(cudaGraphInstantiate(&execs[0], graph, 0) == cudaSuccess); // empty nodes still fit
+  CUDA_OK(cudaGraphExecDestroy(execs[0]));
+  CHECK(cudaGraphInstantiate(&execs[0], events, 0) == cudaErrorMemoryAllocation);
+  cudaGetLastError();
+  CUDA_OK(cudaEventDestroy(event));
+  CUDA_OK(cudaGraphDestroy(events));
+  CUDA_OK(cudaGraphDestroy(graph));
+  cuda_double::reset();
+  CHECK(cuda_double::executable_cache_bytes() == 0);
+}

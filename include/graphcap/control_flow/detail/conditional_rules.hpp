@@ -1,11 +1,11 @@
-// graphcap/control_flow/detail/conditional_rules.hpp - what control_flow.hpp asks of a capture in
-// progress (where the capture stands: its graph and current dependencies), the errors of a body
+// graphcap/control_flow/detail/conditional_rules.hpp - the errors of a body
 // that failed, and CUDA's rule for what a body may hold (node types, host memory of copies). How a
 // body's capture ends: body_capture_end.hpp.
 #pragma once
 
 #include <graphcap/config.hpp>
 #include <graphcap/core/detail/capture.hpp>
+#include <graphcap/cuda/detail/capture_point.hpp>
 #include <graphcap/cuda/detail/cuda_check.hpp>
 #include <graphcap/cuda/node_type.hpp>
 #include <graphcap/error.hpp>
@@ -21,42 +21,9 @@
 
 namespace graphcap::detail::control_flow {
 
-/// Where a capture stands: the graph it captures into and what the next node depends on.
-struct capture_point {
-  unsigned long long capture = 0; ///< the capture sequence's id (unique in the process)
-  cudaGraph_t graph = nullptr;
-  const cudaGraphNode_t* dependencies = nullptr;
-  const cudaGraphEdgeData* edges = nullptr;
-  std::size_t count = 0;
-};
-
-/// Throws capture_error for a CUDA call that failed inside a capture (the capture is then
-/// discarded by the scopes as the exception leaves them).
-inline void check_in_capture(cudaError_t status, std::string_view call) {
-  if (status != cudaSuccess) [[unlikely]] {
-    throw_cuda<capture_error>(status, call);
-  }
-}
-
-/// The capture point of `stream`; capture_error if it is not capturing (the scope has ended, or
-/// the capture was invalidated).
-inline capture_point capture_point_of(cudaStream_t stream, std::string_view construct) {
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  capture_point point;
-  check_in_capture(cudaStreamGetCaptureInfo(stream, &status, &point.capture, &point.graph,
-                                            &point.dependencies, &point.edges, &point.count),
-                   "cudaStreamGetCaptureInfo");
-  if (status != cudaStreamCaptureStatusActive) [[unlikely]] {
-    throw_error<capture_error>(status == cudaStreamCaptureStatusInvalidated
-                                   ? cudaErrorStreamCaptureInvalidated
-                                   : cudaErrorIllegalState,
-                               std::string{"graphcap::"}.append(construct),
-                               status == cudaStreamCaptureStatusInvalidated
-                                   ? "the capture was invalidated before this call"
-                                   : "the scope's stream is not capturing (has the scope ended?)");
-  }
-  return point;
-}
+using detail::capture_point;    // cuda/detail/capture_point.hpp
+using detail::capture_point_of; // likewise
+using detail::check_in_capture; // likewise
 
 /// "body 0 of while_()" for messages.
 inline std::string describe_body(const char* construct, unsigned index) {

@@ -5,7 +5,6 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
-#include <limits>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -28,8 +27,7 @@ template <class T>
 
 /// The most bytes one allocation may ask for: PTRDIFF_MAX. Larger counts are what a negative
 /// count converted to std::size_t becomes, and would overflow the pools' size rounding.
-inline constexpr std::size_t max_allocation_bytes =
-    static_cast<std::size_t>(std::numeric_limits<std::ptrdiff_t>::max());
+inline constexpr std::size_t max_allocation_bytes = static_cast<std::size_t>(PTRDIFF_MAX);
 
 /// Throws the std::invalid_argument for a count that allocate() or make_buffer() refuses.
 template <class T>

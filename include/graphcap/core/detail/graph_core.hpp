@@ -83,21 +83,19 @@ struct graph_core {
     return side_stream.get();
   }
 
-  /// node_count while the template's nodes are not counted yet: this bit, with the number of
-  /// nodes the policies added for themselves (to be left out) in the bits below it.
+  /// node_count while the template's nodes are not counted yet.
   static constexpr std::uint32_t uncounted = 0x8000'0000U;
 
   /// A capture ended into `graph`: its nodes are counted when someone asks (nodes()), not
-  /// now (cudaGraphGetNodes walks every node). `own_nodes` (the pool's completion marker) will
-  /// be left out of the count.
-  void note_captured(std::size_t own_nodes) noexcept {
-    node_count = uncounted | static_cast<std::uint32_t>(own_nodes & (uncounted - 1U));
+  /// now (cudaGraphGetNodes walks every node).
+  void note_captured() noexcept {
+    node_count = uncounted;
     ++generation;
   }
 
-  /// The template's nodes, less the policies' own: counted once per capture, at the first call
-  /// (the template stays until reset, recapture or destruction, with keep_graph or without, so
-  /// that it can be counted). Throws cuda_error if CUDA cannot count them.
+  /// The template's nodes (every node is the user's: no policy adds one): counted once per capture,
+  /// at the first call (the template stays until reset, recapture or destruction, with keep_graph
+  /// or without, so that it can be counted). Throws cuda_error if CUDA cannot count them.
   [[nodiscard]] std::size_t nodes() const {
     if ((node_count & uncounted) != 0U) [[unlikely]] {
       if (!graph) { // cannot happen: only drop() destroys the template, and it sets 0
@@ -106,8 +104,7 @@ struct graph_core {
       }
       std::size_t count = 0;
       check(cudaGraphGetNodes(graph.get(), nullptr, &count), "cudaGraphGetNodes");
-      const std::size_t own = node_count & (uncounted - 1U);
-      node_count = static_cast<std::uint32_t>(count >= own ? count - own : 0);
+      node_count = static_cast<std::uint32_t>(count);
     }
     return node_count;
   }
@@ -328,6 +325,35 @@ inline void refuse_while_capturing(const graph_core& core, std::string_view oper
                                    std::string_view what_to_do) {
   if (core.state == graph_state::capturing) [[unlikely]] {
     throw state_error(core.message(operation, what_to_do));
+  }
+}
+
+/// Takes `from`'s executable graph as it is, the caller having made it match `to`'s template
+/// itself (graph_family's patch switch: set-params on the nodes that differ), as
+/// take_updated_executable() does after a successful update.
+inline void take_matched_executable_of(graph_core& to, graph_core& from) noexcept {
+  to.exec = std::move(from.exec);
+  to.state = graph_state::instantiated;
+  from.state = graph_state::captured;
+  ++to.generation;
+  ++from.generation;
+}
+
+/// Destroys `core`'s executable graph and keeps the template (keep_graph): a replay or
+/// instantiate() makes it again. Caches of its executable nodes are stale (the generation).
+/// state_error during a capture, or without keep_graph.
+inline void release_executable_of(graph_core& core) {
+  refuse_while_capturing(core, "release_executable()", "end the capture in progress first");
+  if (!core.keep_graph) {
+    throw state_error(core.message("release_executable()",
+                                   "construct the graph with graphcap::keep_graph: the template "
+                                   "is what a replay instantiates again"));
+  }
+  if (core.exec) {
+    const relaxed_capture_mode_guard relaxed;
+    ignore(cudaGraphExecDestroy(core.exec.release()));
+    core.state = graph_state::captured;
+    ++core.generation;
   }
 }
 

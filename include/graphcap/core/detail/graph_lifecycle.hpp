@@ -7,9 +7,10 @@
 // A closed engine: its data and steps are private, and it has three doors. The graph and its
 // scopes are friends (they are the lifecycle's two faces); each capture kind ends and abandons
 // itself through the steps (capture_kind::fresh instantiates, capture_kind::update updates);
-// and the wings that hook into a graph get the policies, and one step (a replay whose liveness
-// check the caller made: replay_checked), with a policy_key that only a core_extension (the
-// base such a wing derives from) makes. Nothing else reaches inside.
+// and the wings that hook into a graph get the policies, and two steps (a replay whose liveness
+// check the caller made: replay_checked; an executable handed on as graph_family's patch switch
+// set it: take_matched_executable), with a policy_key that only a core_extension (the base such
+// a wing derives from) makes. Nothing else reaches inside.
 //
 // Hooks run as core/policy.hpp says: Pool, Annot, Liveness, each step in that order
 // (before_replay: Liveness first); a failure at any step leaves no stream capturing and every
@@ -94,6 +95,12 @@ public:
   Liveness& liveness(policy_key /*key*/) noexcept { return liveness_; }
   /// The one step behind the key: replay() less the Liveness check a piecewise step made.
   void replay_checked(policy_key /*key*/, cudaStream_t stream) { replay<false>(stream); }
+  /// take_executable() less the update (graph_family set `from`'s nodes to match); the hooks run.
+  void take_matched_executable(policy_key /*key*/, graph_lifecycle& from) {
+    core_.require_takeable(from.core_);
+    take_matched_executable_of(core_, from.core_);
+    dropping_on_failure([&] { after_instantiate_hooks(); });
+  }
 
 private:
   friend class basic_graph<Mode, Pool, Annot, Liveness>;
@@ -164,7 +171,7 @@ private:
   /// Ends the capture into the template (a scope's end()), the policies' hooks around it. On
   /// failure the graph is empty again (unless the capture goes on: ended on the wrong thread).
   void end_capture(cudaStream_t stream) {
-    try { // a policy's last captured work (the pool's completion marker) may fail
+    try { // a policy's last captured work may fail
       each_policy([&](auto& policy) { policy.before_capture_end(stream); });
     } catch (...) {
       abandon_capture(stream);
@@ -180,8 +187,7 @@ private:
     }
     core_.state = graph_state::captured;
     dropping_on_failure([&] {
-      // Counted when node_count() is read; the pool's completion marker will not be counted.
-      core_.note_captured(contract::own_nodes(pool_));
+      core_.note_captured(); // counted when node_count() is read
       after_capture_end_hooks();
     });
   }
@@ -253,9 +259,8 @@ private:
     each_policy([exec = core_.exec.get()](auto& policy) { policy.after_instantiate(exec); });
   }
 
-  /// take_executable(): `from`'s executable graph, updated in place from this graph's template
-  /// (graph_core::take_updated_executable), then this graph's after-instantiate hooks. Needs
-  /// this graph's template (keep_graph) and `from`'s executable; a refusal changes nothing.
+  /// take_executable(): `from`'s executable, updated from this template (keep_graph), then the
+  /// after-instantiate hooks (graph_core::take_updated_executable); a refusal changes nothing.
   update_result take_executable(graph_lifecycle& from) {
     core_.require_takeable(from.core_);
     update_result result;
@@ -310,6 +315,9 @@ private:
     }
     core_.throw_launch_failure(status);
   }
+
+  /// release_executable(): the executable goes, the template stays (keep_graph only).
+  void release_executable() { release_executable_of(core_); }
 
   /// reset(): drops the capture; a state_error while a capture scope is open.
   void reset() {

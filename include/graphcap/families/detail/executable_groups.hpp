@@ -1,16 +1,23 @@
 // graphcap/families/detail/executable_groups.hpp - graph_family's one-executable mode: the keys'
 // kept templates grouped by topology, one executable graph per group, handed from key to key by
-// cudaGraphExecUpdate (basic_graph::take_executable) instead of a recapture.
+// setting the nodes whose parameters differ (families/detail/node_patch.hpp), or by
+// cudaGraphExecUpdate (basic_graph::take_executable) where set-params cannot, instead of a
+// recapture.
 //
 // A key joins the first group of its topology signature (families/detail/topology.hpp) whose
 // executable CUDA updates to its template; the join is that update, so a switch later is an
 // update CUDA already accepted once. A key no group takes (another topology, or an update CUDA
 // refused) starts a group: its own instantiation. The executable lives in the graph of the key
-// that was switched to last (the group's holder); the others keep their templates only.
+// that was switched to last (the group's holder); the others keep their templates only. Each
+// member's node parameters are read once, at its join; the handles of the template the
+// executable was instantiated from are kept for the set-params (if that key is evicted while
+// another holds the executable, the group switches by update until it instantiates again).
 #pragma once
 
+#include <graphcap/core/basic_graph.hpp>
 #include <graphcap/core/update.hpp>
 #include <graphcap/cuda/detail/cuda_check.hpp>
+#include <graphcap/families/detail/node_patch.hpp>
 #include <graphcap/families/detail/topology.hpp>
 #include <graphcap/families/family_types.hpp>
 
@@ -48,6 +55,7 @@ struct group_switch {
   /// The first key of its topology founded its group: the group's own instantiation, which is
   /// neither a switch nor a fallback.
   bool founded = false;
+  bool patched = false; ///< switched by set-params on the nodes that differ (no update)
 
   /// Enters the switch in a key's statistics, its group and the family's last update: a switch
   /// is an update or, where none could be made (CUDA refused it, the launches differ, the group
@@ -63,9 +71,16 @@ struct group_switch {
       if (!founded) {
         ++counts.switches;
         ++(result.updated() ? counts.updates : counts.fallbacks);
+        counts.patches += patched ? 1 : 0;
       }
     }
   }
+};
+
+/// Whether a switch may hand `Graph`'s executable on as it is, having set its nodes itself.
+template <class Graph>
+concept takes_matched_executable = requires(Graph& graph) {
+  graphcap::detail::policy_access::take_matched_executable(graph, graph);
 };
 
 /// The groups of one family in one-executable mode.
@@ -74,9 +89,11 @@ class executable_groups {
 public:
   /// Enters `graph` (captured with keep_graph, not instantiated): it joins the first group of
   /// its signature whose executable CUDA updates to it (and holds that executable now), or
-  /// starts a group of its own (instantiated).
+  /// starts a group of its own (instantiated). Its node parameters are read first: a failed
+  /// read changes nothing.
   group_switch join(Graph& graph) {
     const topology_signature signature = signature_of(graph.raw_graph());
+    key_params params = read_params(graph);
     update_result refused{};
     std::string apart; // why a group of its topology whose launches differ cannot take it
     for (std::size_t g = 0; g < groups_.size(); ++g) {
@@ -92,14 +109,16 @@ public:
         }
         continue;
       }
+      candidate.members.reserve(candidate.members.size() + 1); // no throw after the update
       update_result result = graph.take_executable(*candidate.holder);
       if (result.updated()) {
         candidate.holder = &graph;
+        candidate.members.push_back({&graph, std::move(params)});
         return {true, result, g, 0, {}};
       }
       refused = result;
     }
-    group_switch own = start_group(graph, signature);
+    group_switch own = start_group(graph, signature, std::move(params));
     if (refused.outcome == update_outcome::refused) { // a group of its topology refused it
       own.result = {update_outcome::reinstantiated, refused.cuda_result, refused.reason,
                     refused.error};
@@ -112,7 +131,8 @@ public:
     return own;
   }
 
-  /// Makes `graph`, a member of group `g`, hold its group's executable: an update from its
+  /// Makes `graph`, a member of group `g`, hold its group's executable: set-params on the nodes
+  /// whose parameters differ from the holder's (node_patch.hpp), else an update from its
   /// template; an instantiation where the group holds none (its holder was evicted) or where
   /// CUDA refuses (then `graph` starts a group of its own).
   group_switch switch_to(Graph& graph, std::size_t g) {
@@ -122,8 +142,11 @@ public:
           false, {update_outcome::updated, cudaGraphExecUpdateSuccess, {}, cudaSuccess}, g, 0, {}};
     }
     if (current.holder == nullptr) {
+      std::vector<cudaGraphNode_t> nodes = nodes_of(graph.raw_graph());
       current.device_bytes = instantiate_measured(graph);
       current.holder = &graph;
+      current.instantiated_from = &graph;
+      current.nodes = std::move(nodes);
       return {true,
               {update_outcome::instantiated, cudaGraphExecUpdateSuccess,
                "its group held no executable graph (the key that held it was evicted)",
@@ -132,12 +155,25 @@ public:
               current.device_bytes,
               {}};
     }
+    const patch_outcome patch = try_patch(current, graph);
+    if (patch.patched) {
+      return {true, {update_outcome::updated, cudaGraphExecUpdateSuccess, {}, cudaSuccess},
+              g,    0,
+              {},   false,
+              true};
+    }
     update_result result = graph.take_executable(*current.holder);
     if (result.updated()) {
       current.holder = &graph;
       return {true, result, g, 0, {}};
     }
-    group_switch own = start_group(graph, current.signature);
+    if (patch.nodes_set > 0) { // the holder's executable was set in part: back to its template
+      cudaGraphExecUpdateResultInfo info{};
+      check(cudaGraphExecUpdate(current.holder->raw_exec(), current.holder->raw_graph(), &info),
+            "cudaGraphExecUpdate (graph_family: undoing a patch before a fallback)");
+    }
+    key_params params = take_params(current, graph);
+    group_switch own = start_group(graph, current.signature, std::move(params));
     own.result = {update_outcome::reinstantiated, result.cuda_result, result.reason, result.error};
     own.apart = std::string{"CUDA refused the update from its topology's executable: "} +
                 std::string{result.reason};
@@ -145,11 +181,45 @@ public:
     return own;
   }
 
-  /// `graph` (of group `g`) goes: if it held the group's executable, the group holds none now.
+  /// `graph`, which holds group `g`'s executable, gets an executable of its own (instantiated
+  /// from its template; the group's is destroyed with it, and the group holds none): its replay
+  /// of the shared one could not be trusted (`why`).
+  group_switch separate(Graph& graph, std::size_t g, std::string why) {
+    const topology_signature signature = groups_[g].signature;
+    key_params params = take_params(groups_[g], graph);
+    leave(graph, g);
+    group_switch own = start_group(graph, signature, std::move(params));
+    own.result.outcome = update_outcome::reinstantiated;
+    own.apart = std::move(why);
+    own.founded = false;
+    return own;
+  }
+
+  /// `graph` (of group `g`) goes: if it held the group's executable, the group holds none now;
+  /// if the executable was instantiated from its template, no set-params can reach the
+  /// executable's nodes any more (updates only, until the group instantiates again).
   void leave(const Graph& graph, std::size_t g) noexcept {
-    if (groups_[g].holder == &graph) {
-      groups_[g].holder = nullptr;
-      groups_[g].device_bytes = 0;
+    group& from = groups_[g];
+    if (from.holder == &graph) {
+      from.holder = nullptr;
+      from.device_bytes = 0;
+    }
+    if (from.instantiated_from == &graph) {
+      from.instantiated_from = nullptr;
+      from.nodes.clear();
+    }
+    std::erase_if(from.members, [&](const member& each) { return each.graph == &graph; });
+  }
+
+  /// Whether `graph`'s first switch in group `g` was verified (verify_first_switch).
+  [[nodiscard]] bool verified(const Graph& graph, std::size_t g) noexcept {
+    const member* found = find(groups_[g], &graph);
+    return found != nullptr && found->verified;
+  }
+  /// Notes that `graph`'s first switch in group `g` was verified.
+  void mark_verified(const Graph& graph, std::size_t g) noexcept {
+    if (member* found = find(groups_[g], &graph)) {
+      found->verified = true;
     }
   }
 
@@ -173,16 +243,78 @@ public:
   void clear() noexcept { groups_.clear(); }
 
 private:
+  static constexpr bool patches = takes_matched_executable<Graph>;
+
+  struct member {
+    const Graph* graph = nullptr;
+    key_params params;     // its template's node parameters (none if it cannot be patched)
+    bool verified = false; // verify_first_switch checked its first switch
+  };
   struct group {
     topology_signature signature;
-    Graph* holder = nullptr;      // the graph that holds the executable; null: none
-    std::size_t device_bytes = 0; // measured at its instantiation
+    Graph* holder = nullptr;                  // the graph that holds the executable; null: none
+    std::size_t device_bytes = 0;             // measured at its instantiation
+    const Graph* instantiated_from = nullptr; // whose template the executable was made from
+    std::vector<cudaGraphNode_t> nodes;       // that template's nodes, for the set-params
+    std::vector<member> members;
   };
 
-  group_switch start_group(Graph& graph, const topology_signature& signature) {
+  static key_params read_params(Graph& graph) {
+    if constexpr (patches) {
+      return read_key_params(nodes_of(graph.raw_graph()));
+    } else {
+      return {};
+    }
+  }
+
+  static member* find(group& in, const Graph* graph) noexcept {
+    for (member& each : in.members) {
+      if (each.graph == graph) {
+        return &each;
+      }
+    }
+    return nullptr;
+  }
+
+  /// Sets the nodes of the group's executable that differ between its holder and `graph`, and
+  /// hands it to `graph` (patched), or leaves the update to the caller (not patched).
+  patch_outcome try_patch(group& current, Graph& graph) {
+    if constexpr (patches) {
+      const member* held = find(current, current.holder);
+      const member* target = find(current, &graph);
+      if (current.instantiated_from == nullptr || held == nullptr || target == nullptr) {
+        return {};
+      }
+      const patch_outcome patch =
+          patch_nodes(current.holder->raw_exec(), current.nodes, held->params, target->params);
+      if (patch.patched) {
+        graphcap::detail::policy_access::take_matched_executable(graph, *current.holder);
+        current.holder = &graph;
+      }
+      return patch;
+    } else {
+      return {};
+    }
+  }
+
+  /// `graph`'s parameters, out of its group (it is to start one of its own).
+  static key_params take_params(group& from, const Graph& graph) {
+    key_params params;
+    if (member* found = find(from, &graph)) {
+      params = std::move(found->params);
+      std::erase_if(from.members, [&](const member& each) { return each.graph == &graph; });
+    }
+    return params;
+  }
+
+  group_switch start_group(Graph& graph, const topology_signature& signature, key_params params) {
     groups_.reserve(groups_.size() + 1); // the push below cannot throw after instantiating
+    std::vector<member> members;
+    members.reserve(1);
+    std::vector<cudaGraphNode_t> nodes = nodes_of(graph.raw_graph());
     const std::size_t bytes = instantiate_measured(graph);
-    groups_.push_back({signature, &graph, bytes});
+    members.push_back({&graph, std::move(params)});
+    groups_.push_back({signature, &graph, bytes, &graph, std::move(nodes), std::move(members)});
     return {true,
             {update_outcome::instantiated, cudaGraphExecUpdateSuccess,
              "no group of its topology took it: an executable graph of its own", cudaSuccess},

@@ -244,7 +244,8 @@ void write_family_report(std::ostream& out, const std::vector<Key>& keys, bool o
       << "instantiate ms" << std::setw(8) << "nodes" << std::setw(12) << "pool bytes"
       << std::setw(10) << "replays";
   if (one_executable) {
-    out << std::setw(10) << "switches" << std::setw(9) << "updated" << std::setw(11) << "fallbacks";
+    out << std::setw(10) << "switches" << std::setw(9) << "updated" << std::setw(9) << "patched"
+        << std::setw(11) << "fallbacks";
   }
   out << '\n';
   for (std::size_t i = 0; i < keys.size(); ++i) {
@@ -253,8 +254,8 @@ void write_family_report(std::ostream& out, const std::vector<Key>& keys, bool o
         << std::setw(16) << milliseconds(counts.instantiate_time) << std::setw(8) << counts.nodes
         << std::setw(12) << counts.pool_bytes << std::setw(10) << counts.replays;
     if (one_executable) {
-      out << std::setw(10) << counts.switches << std::setw(9) << counts.updates << std::setw(11)
-          << counts.fallbacks;
+      out << std::setw(10) << counts.switches << std::setw(9) << counts.updates << std::setw(9)
+          << counts.patches << std::setw(11) << counts.fallbacks;
     }
     out << '\n';
   }

@@ -9,12 +9,12 @@
 //    and growing takes a slab with cudaMallocAsync on the core's own (never capturing) stream,
 //    under the relaxed capture-mode guard, synchronized on that stream;
 //  - slabs go back after the last replay of the graphs that used them, with no replay stream to
-//    remember (it may be destroyed first): a private pool's slabs with cudaFree, which waits for
-//    the device (its graphs carry nothing); otherwise with cudaFreeAsync on the core's own
-//    stream, made to wait for the completion markers (event-record nodes, see slab_pool) of the
-//    graphs that gave their blocks back (pool/detail/slab_memory.hpp);
-//  - a block a graph gives back while others may take it (a shared pool) carries that graph's
-//    marker event; the next taker waits for it, at capture time;
+//    remember (it may be destroyed first) and no node in the graphs: a private pool's slabs with
+//    cudaFree, which waits for the device; otherwise with cudaFreeAsync on the core's own
+//    stream, after the graph that gave its blocks back waited for the device (slab_pool,
+//    wait_for_device; pool/detail/slab_memory.hpp);
+//  - a block a graph gives back while others may take it (a shared pool) goes back after that
+//    graph waited for the device, at its reset or recapture (never at replay);
 //  - a block held by an owning buffer (graphcap::buffer) is pinned: it outlives its graph, and
 //    its slab is freed when the last pin goes (pins per slab, as PyTorch frees a segment of a
 //    released private pool once its last block is free);
@@ -78,10 +78,10 @@ public:
   /// A core drawing slabs from `source` (nullptr: the current device's current memory pool),
   /// released `how` (pool/detail/slab_memory.hpp).
   explicit pool_core(cudaMemPool_t source = nullptr,
-                     slab_release how = slab_release::after_markers) noexcept
+                     slab_release how = slab_release::after_wait) noexcept
       : memory_(source, how) {}
-  /// A core whose slabs come from `custom` (pool::sleepable's VMM chunks), freed after the
-  /// completion markers.
+  /// A core whose slabs come from `custom` (pool::sleepable's VMM chunks), freed once the device
+  /// is done with them (after the give-back's wait).
   explicit pool_core(std::shared_ptr<slab_source> custom) noexcept : memory_(std::move(custom)) {}
   /// Not copyable, not movable: shared through std::shared_ptr.
   pool_core(const pool_core&) = delete;
@@ -190,9 +190,9 @@ public:
     }
   }
 
-  /// Frees every slab that no buffer pins, ordered after the last replay (see
-  /// order_after); pinned slabs stay until their last pin goes. Blocks still handed out
-  /// become invalid: call only when no graph uses the core any more.
+  /// Frees every slab that no buffer pins (after the last replay: the graphs waited for the device
+  /// when they gave their blocks back, or cudaFree waits); pinned slabs stay until their last pin
+  /// goes. Blocks still handed out become invalid: call only when no graph uses the core any more.
   void release_slabs() noexcept {
     const relaxed_capture_mode_guard relaxed;
     for (auto slab = slabs_.begin(); slab != slabs_.end();) {
@@ -218,18 +218,13 @@ public:
     }
   }
 
-  /// Orders every slab this core frees from now on after `done`: a graph's completion marker,
-  /// recorded by its replays (see slab_pool). Called when the graph gives its blocks back, so its
-  /// last replay is the last record; no replay stream is remembered, so streams may be destroyed
-  /// before the graphs and pools that ran on them.
-  void order_after(const event_handle& done) noexcept { memory_.order_after(done); }
-
-  /// True when freeing a slab waits for the device: graphs need no completion marker.
+  /// True when freeing a slab waits for the device: a release needs no wait before it.
   [[nodiscard]] bool frees_wait_for_device() const noexcept {
     return memory_.frees_wait_for_device();
   }
 
-  /// Waits until the core's device has finished its work, as a slab's cudaFree would.
+  /// Waits until the core's device has finished its work, as a slab's cudaFree would: what a
+  /// graph does before its blocks change hands or its slabs go (the handover rule, slab_pool).
   void wait_for_device() const noexcept { memory_.wait_for_device(slab_size); }
 
   /// Owning buffers alive on this core (each holds a reference to it).
@@ -256,8 +251,9 @@ public:
 
   /// state_error while the core's memory sleeps (a sleepable pool's): nothing may be taken.
   void require_awake() const { memory_.require_awake(); }
-  /// What the core holds now.
+  /// What the core holds now; reset_high_water() starts its high-water again (a family, per key).
   [[nodiscard]] const pool_statistics& statistics() const noexcept { return stats_; }
+  void reset_high_water() noexcept { stats_.high_water_bytes = stats_.in_use_bytes; }
   /// Takes with no free block of their class may get one of a larger class (graph_family).
   void reuse_larger_blocks(bool on) noexcept { free_.reuse_larger(on); }
   /// Whether takes may get larger blocks (reuse_larger_blocks()).
@@ -297,7 +293,7 @@ private:
 
   void note_taken(void* block, std::size_t size, nvtx_regions::heap heap,
                   bool registered) noexcept {
-    stats_.in_use_bytes += size;
+    stats_.high_water_bytes = std::max(stats_.high_water_bytes, stats_.in_use_bytes += size);
     ++stats_.blocks_in_use;
     if (!registered) {
       nvtx_regions::mark_allocated(heap, block, size);

@@ -1,17 +1,17 @@
 // graphcap/pool/detail/slab_memory.hpp - where a pool's slabs come from, and how they go back.
 //
 // Three sources, and what orders a slab's release after the last replay of the graphs that used
-// it (pool/detail/pool_core.hpp keeps the blocks; this keeps the slabs' memory):
+// it (pool/detail/pool_core.hpp keeps the blocks; this keeps the slabs' memory). No graph carries
+// a node of the pool's and no replay stream is remembered: the device-wide wait is the order.
 //  - a private pool no one else holds: cudaMalloc, and cudaFree, which waits for the device
 //    before it frees (measured on the H200; and legal, under the relaxed capture-mode guard,
-//    while another thread captures: cudaDeviceSynchronize is not), so graphs need no marker;
+//    while another thread captures: cudaDeviceSynchronize is not);
 //  - otherwise the device's current memory pool (cudaMallocAsync) or the user's cudaMemPool_t
-//    (cudaMallocFromPoolAsync), freed with cudaFreeAsync on the slabs' own stream, which first
-//    waits for the graphs' completion markers (order_after);
-//  - with GRAPHCAP_NVTX_REGIONS, cudaMalloc for memory checkers, freed once the own stream has
-//    passed the markers;
-//  - a slab_source of the policy's own (pool::sleepable's VMM chunks), freed once the own stream
-//    has passed the markers.
+//    (cudaMallocFromPoolAsync), freed with cudaFreeAsync on the slabs' own stream, after the
+//    graph that gave the blocks back waited for the device (wait_for_device, slab_pool);
+//  - with GRAPHCAP_NVTX_REGIONS, cudaMalloc for memory checkers, freed with cudaFree;
+//  - a slab_source of the policy's own (pool::sleepable's VMM chunks), freed after that wait
+//    and once the own stream is done.
 #pragma once
 
 #include <graphcap/cuda/detail/capture_mode_guard.hpp>
@@ -57,9 +57,9 @@ protected:
 
 /// How slabs go back, which decides what must order them after the last replay.
 enum class slab_release : unsigned char {
-  /// cudaFreeAsync on the slabs' stream, ordered after the graphs' completion markers.
-  after_markers,
-  /// cudaFree of cudaMalloc'ed slabs, which waits for the device: graphs need no marker.
+  /// cudaFreeAsync on the slabs' stream, after the giving graph's wait for the device.
+  after_wait,
+  /// cudaFree of cudaMalloc'ed slabs, which waits for the device by itself.
   waits_for_device,
 };
 
@@ -67,10 +67,10 @@ enum class slab_release : unsigned char {
 class slab_memory {
 public:
   /// Slabs from `source` (nullptr: the current device's current memory pool), released `how`
-  /// (a user's pool is always after_markers: its frees do not wait).
+  /// (a user's pool is always after_wait: its frees do not wait).
   explicit slab_memory(cudaMemPool_t source, slab_release how) noexcept
       : source_(source), waits_(how == slab_release::waits_for_device && source == nullptr) {}
-  /// Slabs from `custom`, freed after the markers.
+  /// Slabs from `custom`, freed after the giving graph's wait.
   explicit slab_memory(std::shared_ptr<slab_source> custom) noexcept : custom_(std::move(custom)) {}
 
   /// The policy's own source (null: the runtime's allocators).
@@ -132,45 +132,35 @@ public:
   /// Frees a slab after the last replay of the graphs that used it (see the top of this file).
   void free(void* slab) const noexcept {
     const relaxed_capture_mode_guard relaxed;
-    if (custom_) { // once our stream has passed the markers
+    if (custom_) { // once our stream is done (the graphs waited for the device)
       if (stream_) {
         ignore(cudaStreamSynchronize(stream_.get()));
       }
       custom_->free(slab);
       return;
     }
-    if (waits_) { // no marker to wait for: cudaFree waits for the device itself
+    if (waits_) { // cudaFree waits for the device itself
       ignore(cudaFree(slab));
       return;
     }
-    if (registers_slabs()) { // cudaMalloc'ed: free once our stream has passed the markers
+    if (registers_slabs()) { // cudaMalloc'ed: free once our stream is done
       ignore(cudaStreamSynchronize(stream_.get()));
       ignore(cudaFree(slab));
       return;
     }
-    // On our own stream, which waits for the completion markers (order_after); if that fails,
-    // cudaFree, which waits for the device.
+    // On our own stream (the graphs' replays were waited for when they gave their blocks back);
+    // if that fails, cudaFree, which waits for the device.
     if (cudaFreeAsync(slab, stream_.get()) != cudaSuccess) {
       static_cast<void>(cudaGetLastError());
       ignore(cudaFree(slab));
     }
   }
 
-  /// Orders every slab freed from now on after `done` (a graph's completion marker).
-  void order_after(const event_handle& done) const noexcept {
-    if (stream_) { // no stream: no slab was ever taken, nothing to order
-      const relaxed_capture_mode_guard relaxed;
-      if (cudaStreamWaitEvent(stream_.get(), done.get(), 0) != cudaSuccess) [[unlikely]] {
-        static_cast<void>(cudaGetLastError());
-        ignore(cudaEventSynchronize(done.get())); // wait here instead: never free a slab early
-      }
-    }
-  }
-
   /// Waits until the slabs' device has finished its work, as a slab's cudaFree would (a probe
-  /// slab allocated and freed): for the rare give-back of a graph without a completion marker
-  /// to a pool that others share. On failure there is nothing left to wait for (a device in
-  /// error).
+  /// slab allocated and freed; legal while another thread captures): what a graph does before
+  /// its blocks change hands or its slabs go by a free that does not wait, and what sleep does.
+  /// With no memory for the probe, cudaDeviceSynchronize (which fails while another thread
+  /// captures in global mode: then a device in error or a capture elsewhere, nothing better).
   void wait_for_device(std::size_t probe_bytes) const noexcept {
     if (!stream_) { // no slab was ever taken: nothing to order
       return;
@@ -183,9 +173,13 @@ public:
     }
     void* probe = nullptr;
     if (cudaMalloc(&probe, probe_bytes) == cudaSuccess) {
-      ignore(cudaFree(probe)); // waits for the device
+      if (cudaFree(probe) != cudaSuccess) {    // waits for the device; once more if it failed
+        static_cast<void>(cudaGetLastError()); // (neither the wait nor the free may be skipped)
+        ignore(cudaFree(probe));
+      }
     } else {
       static_cast<void>(cudaGetLastError());
+      ignore(cudaDeviceSynchronize()); // no memory for the probe: a full device waits so
     }
     if (current != device_) {
       ignore(cudaSetDevice(current));

@@ -103,8 +103,6 @@ public:
   [[nodiscard]] std::size_t open_captures() const noexcept { return captures_; }
   void capture_opened() noexcept { ++captures_; }
   void capture_closed() noexcept { --captures_; }
-  /// The replays sleep waits for (the graphs' completion markers).
-  [[nodiscard]] replay_markers& markers() noexcept { return markers_; }
 
 private:
   struct slab_record {
@@ -191,7 +189,6 @@ private:
   std::map<CUdeviceptr, slab_record> slabs_;
   std::map<CUdeviceptr, vmm_segment> segments_;
   host_backup backup_;
-  replay_markers markers_;
   std::size_t resident_ = 0;
   std::size_t captures_ = 0;
   bool unmap_runs_ = true; // the driver unmaps a range over several mappings (until refused)

@@ -9,7 +9,6 @@
 #include <graphcap/cuda/detail/driver.hpp>
 #include <graphcap/cuda/detail/unique_handle.hpp>
 #include <graphcap/error.hpp>
-#include <graphcap/pool/detail/free_blocks.hpp>
 
 #include <cuda.h>
 #include <cudaTypedefs.h>
@@ -75,51 +74,6 @@ inline void vmm_check_wake(CUresult status, const char* call) {
 
 /// Ranges of device memory: address and bytes, ascending.
 using device_ranges = std::vector<std::pair<CUdeviceptr, std::size_t>>;
-
-/// The completion markers of the graphs that use a sleepable pool: sleep waits for each (their
-/// last replays), with no stream remembered. A reset graph's marker is kept until a wait or a
-/// query saw it done: its last replay may still run.
-class replay_markers {
-public:
-  /// Keeps `marker` (once); where that cannot be (no memory), wait() will say so.
-  void watch(const ready_event& marker) noexcept {
-    if (!marker) {
-      return;
-    }
-    const relaxed_capture_mode_guard relaxed; // another thread may capture (global mode)
-    std::erase_if(markers_, [&](const ready_event& kept) {
-      return kept.use_count() == 1 && cudaEventQuery(kept->get()) == cudaSuccess;
-    });
-    for (const ready_event& kept : markers_) {
-      if (kept == marker) {
-        return;
-      }
-    }
-    try {
-      markers_.push_back(marker);
-    } catch (...) {
-      complete_ = false;
-    }
-  }
-  /// Waits for every marker; false if one could not be watched or waited for (the caller then
-  /// waits for the device).
-  [[nodiscard]] bool wait() noexcept {
-    bool waited = complete_;
-    for (const ready_event& marker : markers_) {
-      if (cudaEventSynchronize(marker->get()) != cudaSuccess) {
-        static_cast<void>(cudaGetLastError());
-        waited = false;
-      }
-    }
-    std::erase_if(markers_, [](const ready_event& kept) { return kept.use_count() == 1; });
-    complete_ = true;
-    return waited;
-  }
-
-private:
-  std::vector<ready_event> markers_;
-  bool complete_ = true; // every marker watched was kept
-};
 
 /// One physical allocation mapped at one address range of a sleepable pool.
 struct vmm_segment {

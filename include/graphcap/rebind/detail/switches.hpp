@@ -3,6 +3,7 @@
 // and undone on a failure midway.
 #pragma once
 
+#include <graphcap/cuda/detail/capture_point.hpp>
 #include <graphcap/cuda/detail/cuda_check.hpp>
 #include <graphcap/cuda/detail/graph_layout.hpp>
 #include <graphcap/cuda/node_type.hpp>
@@ -15,6 +16,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <iterator>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -32,14 +34,12 @@ namespace graphcap::detail::rebind {
 /// The capture's graph that `stream` is capturing into (a body's graph for a body stream), and
 /// its nodes now, sorted. Throws state_error when the stream is not capturing.
 inline std::pair<cudaGraph_t, std::vector<cudaGraphNode_t>> capture_nodes(cudaStream_t stream) {
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  cudaGraph_t graph = nullptr;
-  check(cudaStreamGetCaptureInfo(stream, &status, nullptr, &graph, nullptr, nullptr, nullptr),
-        "cudaStreamGetCaptureInfo");
-  if (status != cudaStreamCaptureStatusActive || graph == nullptr) [[unlikely]] {
+  const std::optional<capture_point> point = active_capture_point(stream);
+  if (!point) [[unlikely]] {
     throw state_error("graphcap::tag_nodes: the stream is not capturing; tag nodes inside a "
                       "capture, on its stream (cap.stream()) or a conditional body's");
   }
+  const cudaGraph_t graph = point->graph;
   std::size_t count = 0;
   check(cudaGraphGetNodes(graph, nullptr, &count), "cudaGraphGetNodes");
   std::vector<cudaGraphNode_t> nodes(count);

@@ -27,6 +27,19 @@ void set_device_count(int count);
 // pool memory and VMM physical allocations may take together. Until reset().
 void set_device_memory(std::size_t bytes);
 
+// Executables' device memory, modelled on the H200 (driver 580, benchmark/probes/
+// executable_memory.cu): each instantiation takes `per_kernel_node` bytes per kernel node and
+// `per_other_node` per node of another type (memset and empty nodes: 0) from a per-device cache
+// that grows in 2 MiB pieces, each counted by cudaMemGetInfo from then on; destroying an
+// executable gives its bytes back to the cache, not to cudaMemGetInfo (only reset() does). An
+// instantiation the device's memory cannot hold fails with cudaErrorMemoryAllocation. Both 0
+// (the default) until reset(): executables take no memory.
+void set_executable_memory(std::size_t per_kernel_node, std::size_t per_other_node = 0);
+// The bytes of `device`'s executable cache: taken in 2 MiB pieces (what cudaMemGetInfo counts),
+// and used by live executables.
+std::size_t executable_cache_bytes(int device = 0);
+std::size_t executable_cache_used(int device = 0);
+
 // The VMM call that finds the device out of memory for a new physical allocation, failing with
 // CUDA_ERROR_OUT_OF_MEMORY and no side effect: "cuMemCreate" (the default, where CUDA documents
 // it), "cuMemMap" or "cuMemSetAccess" (a driver that commits the memory later: which one a
@@ -130,5 +143,31 @@ std::size_t live_conditional_bodies();
 std::vector<std::string> violations();
 void clear_violations();
 void expect_violations();
+
+// What an executable's node does now, for tests comparing two executables field by field (an
+// executable switched by set-params against one updated by cudaGraphExecUpdate): one entry per
+// node of the executable's own graph, in creation order. Kernel: the host stub (`function`), the
+// shape, the dynamic shared memory, the argument bytes as laid out by the kernel's parameters and
+// the launch attributes (id, then the value's bytes). Memset and memcpy: their parameters. Event
+// record and wait: the event. Every
+// node: its type and enable state (cudaGraphNodeSetEnabled). Nodes of child graphs and bodies are
+// not listed. std::invalid_argument for an executable that is not live.
+struct exec_node_fields {
+  cudaGraphNodeType type = cudaGraphNodeTypeEmpty;
+  bool enabled = true;
+  const void* function = nullptr;
+  dim3 grid{0, 0, 0}, block{0, 0, 0};
+  unsigned shared_bytes = 0;
+  std::vector<unsigned char> arguments;
+  std::vector<unsigned char> attributes;
+  cudaMemsetParams memset{};
+  cudaMemcpy3DParms memcpy{};
+  cudaEvent_t event = nullptr;
+};
+bool operator==(const exec_node_fields& a, const exec_node_fields& b);
+std::vector<exec_node_fields> exec_nodes(cudaGraphExec_t exec);
+// The first field in which `a` and `b` differ ("node 3 kernel arguments"), "" if none.
+std::string exec_difference(const std::vector<exec_node_fields>& a,
+                            const std::vector<exec_node_fields>& b);
 
 } // namespace cuda_double

@@ -1,0 +1,81 @@
+// graphcap/families/detail/byte_ladder.hpp - capture_all() under a byte_budget: which keys the
+// family keeps. Keys come largest first; each is captured (its template: the pool's growth is
+// then known, and its nodes), and instantiated only if its pool growth and its predicted
+// executable bytes fit what is left. The prediction is its weighted nodes times the measured
+// bytes per node, less the slack of the driver's last 2 MiB piece, rounded up to whole pieces
+// (families/detail/executable_memory.hpp); the charge is what was measured. A key that does not
+// fit is left out (its template dropped; while no key is kept, the pool's slabs go back too) and
+// the next smaller key is tried: smaller keys cost no more, so the ladder kept is the largest key
+// that fits and every smaller one that still fits, the densest within about a key.
+#pragma once
+
+#include <graphcap/families/detail/executable_memory.hpp>
+#include <graphcap/families/detail/family_support.hpp>
+#include <graphcap/families/family_types.hpp>
+
+#include <cmath>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace graphcap::detail::families {
+
+/// The budget's account during one capture_all().
+class byte_ladder {
+public:
+  explicit byte_ladder(std::size_t budget) noexcept : budget_(budget) {}
+
+  /// What a key of `pool_bytes` pool growth and `weight` weighted nodes is predicted to take.
+  [[nodiscard]] std::size_t predict(std::size_t pool_bytes, std::size_t weight) const noexcept {
+    const auto model = static_cast<std::size_t>(
+        std::ceil(static_cast<double>(weight) * process_rate().per_node()));
+    const std::size_t fresh = model > slack_ ? model - slack_ : 0;
+    return pool_bytes + (fresh + executable_piece - 1) / executable_piece * executable_piece;
+  }
+  /// What is left of the budget.
+  [[nodiscard]] std::size_t left() const noexcept {
+    return spent_ < budget_ ? budget_ - spent_ : 0;
+  }
+  /// Whether `bytes` fit what is left.
+  [[nodiscard]] bool fits(std::size_t bytes) const noexcept { return bytes <= left(); }
+
+  /// Charges a kept key: its pool growth, and the executable bytes measured (`weight` nodes).
+  void charge(std::size_t pool_bytes, std::size_t measured, std::size_t weight) noexcept {
+    spent_ += pool_bytes + measured;
+    const auto model = static_cast<std::size_t>(
+        std::ceil(static_cast<double>(weight) * process_rate().per_node()));
+    slack_ = slack_ + measured > model ? slack_ + measured - model : 0;
+  }
+  /// Charges pool growth alone (a key left out whose slabs stay with the pool).
+  void charge_pool(std::size_t pool_bytes) noexcept { spent_ += pool_bytes; }
+
+  /// The budget.
+  [[nodiscard]] std::size_t budget() const noexcept { return budget_; }
+
+private:
+  std::size_t budget_;
+  std::size_t spent_ = 0;
+  std::size_t slack_ = 0; // of the driver's pieces measured, what the model says is unused
+};
+
+/// The sentence of a key left out.
+template <class Key>
+family_left_out<Key> left_out_entry(const Key& key, std::size_t bytes, std::size_t left) {
+  return {key, bytes, left,
+          "key " + key_text(key) + " would take " + std::to_string(bytes) +
+              " bytes (pool and executable), and " + std::to_string(left) +
+              " bytes of the budget were left: requests for it go to the next larger key"};
+}
+
+/// The error of a budget that not even the smallest key fits.
+template <class Key>
+[[noreturn]] void throw_budget_too_small(std::size_t budget, const family_left_out<Key>& smallest) {
+  throw family_budget_error("graphcap: graph_family::capture_all() was given a byte_budget of " +
+                            std::to_string(budget) + " bytes, less than its smallest key " +
+                            key_text(smallest.key) + " takes (" + std::to_string(smallest.bytes) +
+                            " bytes: its pool and its executable): raise the budget to at least "
+                            "that, or pass smaller keys");
+}
+
+} // namespace graphcap::detail::families

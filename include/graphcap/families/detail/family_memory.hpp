@@ -1,0 +1,233 @@
+// graphcap/families/detail/family_memory.hpp - what graph_family knows of its device memory: the
+// per-key pool and executable figures its ledger shows (families/ledger.hpp), capture_all()'s
+// byte budget (families/detail/byte_ladder.hpp), and releasing and restoring its executables.
+// graph_family derives from it (CRTP: `Family` is the graph_family, which befriends it); its
+// hooks are one call each, and the public members below are graph_family's.
+#pragma once
+
+#include <graphcap/families/detail/byte_ladder.hpp>
+#include <graphcap/families/detail/executable_memory.hpp>
+#include <graphcap/families/family_types.hpp>
+#include <graphcap/families/ledger.hpp>
+
+#include <graphcap/core/stream_ref.hpp>
+#include <graphcap/error.hpp>
+#include <graphcap/fwd.hpp>
+#include <graphcap/pool/pool_statistics.hpp>
+
+#include <cstddef>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace graphcap::detail::families {
+
+/// The memory side of a graph_family of `Key`s (`Family`).
+template <class Key, class Family>
+class family_memory {
+public:
+  /// capture_all(keys, stream, work) under a byte budget: keys largest first, each captured and
+  /// then instantiated only if its pool growth and its predicted executable bytes fit what is
+  /// left (docs/families.md); the others go into the result's left_out (and left_out()), their
+  /// requests to the next larger key. family_budget_error if not even the smallest key fits.
+  template <class Work>
+  family_capture_result<Key> capture_all(std::vector<Key> keys, byte_budget budget,
+                                         stream_ref stream, Work work) {
+    if (family().options_.one_executable) {
+      throw error("graphcap: graph_family::capture_all() under a byte_budget in one_executable "
+                  "mode: its keys share executables by group, which the budget does not count; "
+                  "use the default mode, one executable per key");
+    }
+    ladder_.emplace(budget.bytes);
+    left_out_.clear();
+    const budget_guard guard{*this};
+    family_capture_result<Key> result =
+        family().capture_all(std::move(keys), stream, std::move(work));
+    end_budget(result, budget.bytes);
+    return result;
+  }
+  /// The device memory its executables took, measured at each instantiation (the drop of
+  /// cudaMemGetInfo's free bytes under graphcap's lock; ledger() spreads it over the keys); the
+  /// pool's is pool().statistics().
+  [[nodiscard]] std::size_t executable_bytes() const noexcept {
+    const Family& self = static_cast<const Family&>(*this);
+    std::size_t bytes = self.options_.one_executable ? self.groups_.device_bytes() : 0;
+    for (const auto& each : self.entries_) {
+      bytes += self.options_.one_executable ? 0 : each->statistics.executable_bytes;
+    }
+    return bytes;
+  }
+  /// A table of every key's statistics, then the ledger (`std::cout << family` prints it).
+  [[nodiscard]] std::string report() const {
+    std::ostringstream out;
+    out << static_cast<const Family&>(*this);
+    return out.str();
+  }
+  /// What the last capture_all() under a byte_budget left out, and why.
+  [[nodiscard]] const std::vector<family_left_out<Key>>& left_out() const noexcept {
+    return left_out_;
+  }
+  /// The family's device memory per key and in all (families/ledger.hpp says how each figure is
+  /// measured). state_error when the current device is not the one its keys were captured on.
+  [[nodiscard]] family_ledger<Key> ledger() const { return make_ledger(true); }
+  /// Destroys every key's executable graph and keeps its template, for a family that sleeps;
+  /// restore_executables() (or each key's next replay, lazily) makes them again. The driver
+  /// keeps their memory (docs/families.md): the ledger counts it as held. state_error in
+  /// one_executable mode, whose groups hand one executable from key to key.
+  void release_executables() {
+    if (family().options_.one_executable) {
+      throw state_error("graphcap: graph_family::release_executables() in one_executable mode: "
+                        "its groups hand one executable from key to key; release is for the "
+                        "default mode, one executable per key");
+    }
+    for (auto& each : family().entries_) {
+      if constexpr (requires { each->graph->release_executable(); }) {
+        each->graph->release_executable();
+      } else {
+        throw error("graphcap: graph_family::release_executables() of piecewise graphs: a "
+                    "piecewise graph has one executable per segment and does not release them; "
+                    "use a family of basic graphs (shared_pool_graph)");
+      }
+    }
+    released_ = true;
+  }
+  /// Instantiates every released executable again, now (each measured, as at its capture).
+  void restore_executables() {
+    if (!released_) {
+      return;
+    }
+    for (auto& each : family().entries_) {
+      if (each->graph->state() != graph_state::instantiated) {
+        each->statistics.executable_bytes +=
+            instantiate_locked(*each->graph, each->statistics.executable_nodes);
+      }
+    }
+    released_ = false;
+  }
+
+protected:
+  /// Before a key's capture: the family's device (at its first), and the pool's high-water from
+  /// now on. `core`: the pool's core.
+  template <class Core>
+  void before_capture(Core& core) {
+    if (device_ < 0) {
+      device_ = current_device();
+    }
+    core.reset_high_water();
+  }
+
+  /// After a capture into `graph` (`before`: the pool before it; `core`: the pool's core): its
+  /// pool and node figures into `counts`.
+  template <class Graph, class Core>
+  static void note_capture(const Graph& graph, family_key_statistics& counts,
+                           const pool_statistics& before, const Core& core) {
+    const pool_statistics& after = core.statistics();
+    counts.pool_bytes = after.reserved_bytes > before.reserved_bytes
+                            ? after.reserved_bytes - before.reserved_bytes
+                            : 0;
+    counts.pool_in_use_bytes =
+        after.in_use_bytes > before.in_use_bytes ? after.in_use_bytes - before.in_use_bytes : 0;
+    counts.pool_high_water_bytes = after.high_water_bytes;
+    counts.executable_nodes = graph_weight(graph);
+  }
+
+  /// The nodes of `graph` that take executable memory (a piecewise graph: its segments').
+  template <class Graph>
+  static std::size_t graph_weight(const Graph& graph) {
+    if constexpr (requires { graph.raw_graph(); }) {
+      return weighted_nodes(graph.raw_graph());
+    } else {
+      std::size_t weight = 0;
+      for (std::size_t k = 0; k < graph.segment_count(); ++k) {
+        weight += weighted_nodes(graph.segment(k).raw_graph());
+      }
+      return weight;
+    }
+  }
+
+  /// Then, unless the budget leaves `key` out (false: the caller drops it, and while
+  /// `nothing_kept` the pool's slabs go back), its measured instantiation.
+  template <class Graph, class Core>
+  bool admit(const Key& key, Graph& graph, family_key_statistics& counts, Core& core,
+             bool nothing_kept) {
+    if (ladder_) {
+      const std::size_t bytes = ladder_->predict(counts.pool_bytes, counts.executable_nodes);
+      if (!ladder_->fits(bytes)) {
+        left_out_.push_back(left_out_entry(key, bytes, ladder_->left()));
+        ladder_->charge_pool(nothing_kept ? 0 : counts.pool_bytes);
+        if (nothing_kept) {
+          graph.reset(); // its blocks back to the pool, then the pool's slabs to the device
+          core.release_slabs();
+        }
+        return false;
+      }
+    }
+    counts.executable_bytes += instantiate_locked(graph, counts.executable_nodes);
+    if (ladder_) {
+      ladder_->charge(counts.pool_bytes, counts.executable_bytes, counts.executable_nodes);
+    }
+    return true;
+  }
+
+  /// The ledger; `checked`: state_error on another device than the keys'.
+  family_ledger<Key> make_ledger(bool checked) const {
+    const Family& self = static_cast<const Family&>(*this);
+    const std::vector<Key>& keys = self.keys_;
+    const auto& entries = self.entries_;
+    const pool_statistics& pool = self.pool_.statistics();
+    if (checked) {
+      require_device(device_, "graph_family::ledger()");
+    }
+    family_ledger<Key> ledger;
+    ledger.pool_reserved_bytes = pool.reserved_bytes;
+    ledger.pool_in_use_bytes = pool.in_use_bytes;
+    ledger.pool_high_water_bytes = pool.high_water_bytes;
+    ledger.bytes_per_node = process_rate().per_node();
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      const family_key_statistics& counts = entries[i]->statistics;
+      ledger.rows.push_back({keys[i], counts.nodes, counts.executable_nodes, counts.pool_bytes,
+                             counts.pool_in_use_bytes, counts.pool_high_water_bytes, 0,
+                             counts.executable_bytes,
+                             entries[i]->graph->state() == graph_state::instantiated, 0});
+    }
+    spread_executable_bytes(ledger, self.executable_bytes());
+    if (!released_) { // one-executable mode: a key without its group's executable holds none
+      ledger.executable_held_bytes = 0;
+    }
+    return ledger;
+  }
+
+  /// Forgets the device, the release and what was left out (the family was cleared).
+  void forget() noexcept {
+    device_ = -1;
+    released_ = false;
+    left_out_.clear();
+  }
+
+private:
+  struct budget_guard { // the budget holds for one capture_all(), thrown out of or not
+    family_memory& self;
+    ~budget_guard() { self.ladder_.reset(); }
+  };
+  Family& family() noexcept { return static_cast<Family&>(*this); }
+
+  /// capture_all() ended: family_budget_error if the budget left every key out.
+  void end_budget(family_capture_result<Key>& result, std::size_t budget) {
+    left_out_ = result.left_out;
+    if (!result.left_out.empty()) {
+      result.stopped_by = family_stop::byte_budget;
+      if (result.captured.empty() && result.failures.empty()) {
+        throw_budget_too_small(budget, result.left_out.back());
+      }
+    }
+  }
+
+  std::optional<byte_ladder> ladder_; // during a capture_all() under a byte_budget
+  std::vector<family_left_out<Key>> left_out_;
+  int device_ = -1; // where the first key was captured
+  bool released_ = false;
+};
+
+} // namespace graphcap::detail::families

@@ -1,0 +1,269 @@
+// A family's ledger, byte budget and released executables on the CUDA test double, whose
+// executables take device memory as the H200 showed (cuda_double::set_executable_memory: a
+// per-device cache grown in 2 MiB pieces, kept when executables are destroyed): the ledger's
+// figures add up to what cudaMemGetInfo saw, a budget is never exceeded, a budget no key fits is
+// a family_budget_error naming both, release gives the executables up (and the ledger counts
+// their memory as held), restore brings them back without new memory, and a ledger asked on
+// another device is a state_error.
+#include <graphcap/family.hpp>
+#include <graphcap/graphcap.hpp>
+
+#include "catch.hpp"
+#include "cuda_helpers.hpp"
+#include "double_helpers.hpp"
+
+#include <cuda_double/control.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace gc = graphcap;
+
+namespace {
+
+constexpr std::size_t bytes = 4096;
+constexpr std::size_t mib = std::size_t{1} << 20;
+constexpr std::size_t per_node = 2176; // the H200's figure (probes/executable_memory.cu)
+
+std::size_t free_now() {
+  std::size_t free = 0;
+  std::size_t total = 0;
+  REQUIRE(cudaMemGetInfo(&free, &total) == cudaSuccess);
+  return free;
+}
+
+/// Key k: a pool temporary of k * 4 KiB, set to k, and 400 * k copies of it to the host (the
+/// copies are the nodes that take executable memory; 400 nodes: about 0.83 MiB).
+struct ladder_fixture {
+  std::unique_ptr<gctest::stream> owned;
+  cudaStream_t stream = nullptr;
+  std::vector<unsigned char> host = std::vector<unsigned char>(bytes, 0);
+
+  ladder_fixture() { fresh_device(); }
+  ~ladder_fixture() {
+    owned.reset();
+    cuda_double::reset();
+  }
+  ladder_fixture(const ladder_fixture&) = delete;
+  ladder_fixture& operator=(const ladder_fixture&) = delete;
+
+  /// A fresh double (an empty executable cache), and a stream on it.
+  void fresh_device() {
+    owned.reset();
+    cuda_double::reset();
+    cuda_double::set_executable_memory(per_node, per_node);
+    owned = std::make_unique<gctest::stream>();
+    stream = *owned;
+  }
+
+  auto work() {
+    return [this](std::size_t key, gc::shared_pool_graph::scope& cap) {
+      auto* temporary = cap.allocate<unsigned char>(bytes * key);
+      CUDA_REQUIRE(cudaMemsetAsync(temporary, static_cast<int>(key), bytes * key, cap.stream()));
+      for (std::size_t i = 0; i < 400 * key; ++i) {
+        CUDA_REQUIRE(
+            cudaMemcpyAsync(host.data(), temporary, bytes, cudaMemcpyDeviceToHost, cap.stream()));
+      }
+      cap.deallocate(temporary);
+    };
+  }
+  void check_replay(gc::graph_family<>& family, std::size_t n, std::size_t expected) {
+    CHECK(family.replay_at_least(n, stream) == expected);
+    CUDA_REQUIRE(cudaStreamSynchronize(stream));
+    CHECK(host == std::vector<unsigned char>(bytes, static_cast<unsigned char>(expected)));
+  }
+};
+
+} // namespace
+
+TEST_CASE_METHOD(ladder_fixture, "family ledger: per-key figures add up to cudaMemGetInfo's drop") {
+  const std::size_t before = free_now();
+  gc::graph_family<> family;
+  REQUIRE(family.capture_all({1, 2, 4, 8}, stream, work()).complete());
+  const std::size_t drop = before - free_now();
+  const gc::family_ledger<std::size_t> ledger = family.ledger();
+  REQUIRE(ledger.rows.size() == 4);
+  std::size_t pool = 0;
+  std::size_t executable = 0;
+  std::size_t measured = 0;
+  for (const auto& row : ledger.rows) {
+    pool += row.pool_reserved_bytes;
+    executable += row.executable_bytes;
+    measured += row.measured_bytes;
+    CHECK(row.executable);
+    // Memsets take none; the copies do, and the family's completion marker (an event record).
+    CHECK(row.executable_nodes == 400 * row.key + 1);
+    CHECK(row.would_add_bytes == row.pool_reserved_bytes + row.executable_bytes);
+    CHECK(row.pool_high_water_bytes >= bytes * row.key);
+  }
+  CHECK(pool == ledger.pool_reserved_bytes);
+  CHECK(executable == ledger.executable_bytes);
+  CHECK(measured == ledger.executable_bytes);
+  CHECK(ledger.executable_bytes == cuda_double::executable_cache_bytes()); // whole pieces
+  CHECK(ledger.total_bytes() == drop); // nothing else ran: exact
+  CHECK(ledger.predicted_bytes() == drop);
+  // Larger keys carry more of the executables' bytes (by their nodes, not by their pieces).
+  CHECK(ledger.rows[3].executable_bytes > ledger.rows[0].executable_bytes);
+  CHECK(family.report().find("ledger: " + std::to_string(drop) + " device bytes") !=
+        std::string::npos);
+}
+
+TEST_CASE_METHOD(ladder_fixture, "family ledger predicts a second family of the same keys") {
+  gc::graph_family<> first;
+  REQUIRE(first.capture_all({1, 2, 4, 8}, stream, work()).complete());
+  const std::size_t predicted = first.ledger().predicted_bytes();
+  const std::size_t before = free_now();
+  gc::graph_family<> second;
+  REQUIRE(second.capture_all({1, 2, 4, 8}, stream, work()).complete());
+  const std::size_t drop = before - free_now();
+  // The driver's last piece of the first family has slack the second draws on: within a piece.
+  CHECK(drop <= predicted);
+  CHECK(predicted - drop <= 2 * mib);
+}
+
+TEST_CASE_METHOD(ladder_fixture, "family release_executables keeps templates, restore needs no "
+                                 "new memory, and the ledger counts what the driver keeps") {
+  gc::graph_family<> family;
+  REQUIRE(family.capture_all({1, 2, 4}, stream, work()).complete());
+  const std::size_t awake = free_now();
+  const std::size_t executables = family.ledger().executable_bytes;
+  REQUIRE(cuda_double::live_execs() == 3);
+  family.release_executables();
+  CHECK(cuda_double::live_execs() == 0);
+  CHECK(free_now() == awake); // the driver keeps the memory (the H200 does too)
+  const auto asleep = family.ledger();
+  CHECK(asleep.executable_held_bytes == executables);
+  for (const auto& row : asleep.rows) {
+    CHECK_FALSE(row.executable);
+  }
+  cuda_double::clear_call_counts();
+  family.restore_executables();
+  CHECK(cuda_double::live_execs() == 3);
+  CHECK(cuda_double::calls("cudaStreamBeginCapture") == 0); // from the kept templates
+  CHECK(free_now() == awake);                               // the kept pieces, no new one
+  CHECK(family.ledger().executable_held_bytes == 0);
+  check_replay(family, 3, 4);
+  check_replay(family, 1, 1);
+  // Released again, a replay instantiates its key lazily.
+  family.release_executables();
+  check_replay(family, 2, 2);
+  CHECK(cuda_double::live_execs() == 1);
+}
+
+TEST_CASE_METHOD(ladder_fixture, "family release_executables and a byte budget in "
+                                 "one_executable mode are refused") {
+  gc::graph_family<> family{{.one_executable = true}};
+  CHECK_THROWS_WITH(
+      static_cast<void>(family.capture_all({1, 2}, gc::byte_budget{1U << 30}, stream, work())),
+      gctest::contains("byte_budget in one_executable mode"));
+  CHECK(family.size() == 0);
+  REQUIRE(family.capture_all({1, 2}, stream, work()).complete());
+  CHECK_THROWS_AS(family.release_executables(), gc::state_error);
+}
+
+TEST_CASE_METHOD(ladder_fixture, "capture_all under a byte budget keeps the densest ladder that "
+                                 "fits, and says what it left out") {
+  // What key 8 alone takes, in a family of its own.
+  std::size_t largest = 0;
+  {
+    gc::graph_family<> alone;
+    REQUIRE(alone.capture_all({8}, stream, work()).complete());
+    largest = alone.ledger().total_bytes();
+  }
+  fresh_device(); // an empty cache: the budgeted family's pieces are all new
+  const std::size_t budget = largest + 3 * mib;
+  const std::size_t before = free_now();
+  gc::graph_family<> family;
+  const auto result = family.capture_all({1, 2, 4, 8, 16}, gc::byte_budget{budget}, stream, work());
+  const std::size_t drop = before - free_now();
+  CHECK(drop <= budget); // measured, never over
+  CHECK(result.stopped_by == gc::family_stop::byte_budget);
+  REQUIRE_FALSE(result.left_out.empty());
+  CHECK(result.left_out.front().key == 16); // the largest does not fit: the next one is the top
+  CHECK(result.left_out.front().reason.find("key 16 would take") != std::string::npos);
+  CHECK(family.left_out().size() == result.left_out.size());
+  REQUIRE(family.keys().back() == 8);
+  // 8 (10 MiB: its pool's 2 MiB and four pieces), then 4 in the 3 MiB left (a piece: the
+  // slack of the fourth covers the rest); 2 and 1 would each need a piece more than the 1 MiB
+  // left. ({8, 2, 1} would fit too: within a key of the densest, as docs/families.md says.)
+  CHECK(family.keys() == std::vector<std::size_t>{4, 8});
+  // A key left out falls back to the next larger one kept.
+  for (const auto& out : result.left_out) {
+    if (out.key < 8) {
+      const auto bucket = family.find_at_least(out.key);
+      REQUIRE(bucket);
+      CHECK(*bucket > out.key);
+    }
+  }
+  check_replay(family, 1, family.keys().front());
+  CHECK(family.ledger().total_bytes() == drop);
+}
+
+TEST_CASE_METHOD(ladder_fixture, "capture_all under a budget no key fits: family_budget_error "
+                                 "naming the budget and the smallest key") {
+  gc::graph_family<> family;
+  try {
+    static_cast<void>(family.capture_all({2, 4}, gc::byte_budget{1000}, stream, work()));
+    FAIL("no family_budget_error");
+  } catch (const gc::family_budget_error& error) {
+    const std::string message = error.what();
+    CHECK(message.find("byte_budget of 1000 bytes") != std::string::npos);
+    CHECK(message.find("smallest key 2") != std::string::npos);
+  }
+  CHECK(family.size() == 0);
+  CHECK(cuda_double::live_execs() == 0);
+  CHECK(family.pool().statistics().reserved_bytes == 0); // nothing kept: the slabs went back
+  CHECK(family.left_out().size() == 2);
+  // The budget held for that call only.
+  REQUIRE(family.capture_all({2, 4}, stream, work()).complete());
+  CHECK(family.size() == 2);
+}
+
+TEST_CASE_METHOD(ladder_fixture, "family ledger asked on another device: a state_error naming "
+                                 "both") {
+  cuda_double::set_device_count(2);
+  gc::graph_family<> family;
+  REQUIRE(family.capture_all({1}, stream, work()).complete());
+  REQUIRE(cudaSetDevice(1) == cudaSuccess);
+  try {
+    static_cast<void>(family.ledger());
+    FAIL("no state_error");
+  } catch (const gc::state_error& error) {
+    const std::string message = error.what();
+    CHECK(message.find("asked on device 1") != std::string::npos);
+    CHECK(message.find("captured on device 0") != std::string::npos);
+  }
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+  CHECK(family.ledger().rows.size() == 1);
+}
+
+TEST_CASE("basic_graph release_executable: keep_graph only, and a replay instantiates again") {
+  cuda_double::reset();
+  {
+    gctest::stream stream;
+    std::vector<unsigned char> host(bytes, 0);
+    gctest::device_buffer<unsigned char> device{bytes};
+    gc::graph without;
+    without.capture(stream, [&](gc::graph::scope& cap) {
+      gctest::fill_and_copy(cap.stream(), device, host, 3);
+    });
+    CHECK_THROWS_AS(without.release_executable(), gc::state_error);
+    gc::graph kept{gc::keep_graph};
+    kept.capture(stream, [&](gc::graph::scope& cap) {
+      gctest::fill_and_copy(cap.stream(), device, host, 5);
+    });
+    kept.instantiate();
+    const std::uint16_t generation = kept.generation();
+    kept.release_executable();
+    CHECK(kept.state() == gc::graph_state::captured);
+    CHECK_THROWS_AS(kept.raw_exec(), gc::state_error); // no executable
+    CHECK(kept.generation() != generation);            // caches of its executable's nodes are stale
+    kept.replay(stream);
+    CUDA_REQUIRE(cudaStreamSynchronize(stream));
+    CHECK(host == std::vector<unsigned char>(bytes, 5));
+  }
+  cuda_double::reset();
+}

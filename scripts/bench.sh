@@ -22,7 +22,7 @@ scripts/run-info.sh "$out" scripts/bench.sh "$@" # run.txt: commit, command, dat
 export PATH="/usr/local/cuda/bin:$PATH"
 # bench_annotations and bench_liveness exist where CUPTI was found (graphcap::annotations,
 # graphcap::free_watch); they are run when built.
-cases="${CASES:-bench_replay bench_build bench_device bench_features bench_liveness bench_annotations bench_update bench_step bench_pools bench_loops bench_verify bench_families bench_family_memory bench_piecewise bench_rebind bench_sleep}"
+cases="${CASES:-bench_replay bench_build bench_device bench_features bench_liveness bench_annotations bench_update bench_step bench_pools bench_loops bench_verify bench_families bench_family_memory bench_piecewise bench_rebind bench_sleep bench_decode_step}"
 status=0
 started=$SECONDS
 

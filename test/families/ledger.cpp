@@ -56,10 +56,7 @@ struct ledger_fixture {
 
 } // namespace
 
-// KNOWN FAILURE on the double since the marker and ledger branches met (session 18): marked
-// [!mayfail] so main stays buildable, to be fixed first next session (closing note).
-TEST_CASE_METHOD(ledger_fixture, "family ledger adds up, and matches cudaMemGetInfo's drop",
-                 "[!mayfail]") {
+TEST_CASE_METHOD(ledger_fixture, "family ledger adds up, and matches cudaMemGetInfo's drop") {
   const std::size_t before = free_now();
   gc::graph_family<> family;
   REQUIRE(family.capture_all({1, 2, 4, 8}, stream, work()).complete());

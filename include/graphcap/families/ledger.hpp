@@ -46,7 +46,7 @@ struct family_ledger {
   std::vector<ledger_row<Key>> rows;     ///< smallest key first
   std::size_t pool_reserved_bytes = 0;   ///< the pool's slabs now (pool_statistics)
   std::size_t pool_in_use_bytes = 0;     ///< the pool's blocks in use now
-  std::size_t pool_high_water_bytes = 0; ///< the most in use since the last key's capture began
+  std::size_t pool_high_water_bytes = 0; ///< the most in use during any key's capture, or since
   /// The executables' measured bytes: what the driver took for this family's instantiations
   std::size_t executable_bytes = 0;
   /// Of those, the bytes of keys whose executable was released (release_executables()): the

@@ -15,6 +15,7 @@
 #include <graphcap/fwd.hpp>
 #include <graphcap/pool/pool_statistics.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <optional>
 #include <sstream>
@@ -191,6 +192,10 @@ protected:
                              counts.pool_in_use_bytes, counts.pool_high_water_bytes, 0,
                              counts.executable_bytes,
                              entries[i]->graph->state() == graph_state::instantiated, 0});
+    }
+    for (const auto& row : ledger.rows) { // each key's capture restarts the pool's high-water
+      ledger.pool_high_water_bytes =
+          std::max(ledger.pool_high_water_bytes, row.pool_high_water_bytes);
     }
     spread_executable_bytes(ledger, self.executable_bytes());
     if (!released_) { // one-executable mode: a key without its group's executable holds none

@@ -12,8 +12,7 @@ struct other_context {
   int length = 0;
 };
 
-void capture(graphcap::piecewise_graph<graphcap::graph, step_context>& graph,
-             cudaStream_t stream) {
+void capture(graphcap::piecewise_graph<graphcap::graph, step_context>& graph, cudaStream_t stream) {
   graph.capture(stream, [](auto& cap) {
 #ifdef GRAPHCAP_CONTROL
     cap.eager([](cudaStream_t /*s*/, step_context& ctx) { ctx.length = 1; });

@@ -34,6 +34,7 @@
 #include <graphcap/families/detail/executable_groups.hpp>
 #include <graphcap/families/detail/family_memory.hpp>
 #include <graphcap/families/detail/family_support.hpp>
+#include <graphcap/families/detail/segment_groups.hpp>
 #include <graphcap/families/detail/switch_verify.hpp>
 #include <graphcap/families/ledger.hpp>
 #include <graphcap/families/shared_pool_graph.hpp>
@@ -86,8 +87,8 @@ public:
   using detail::families::family_memory<Key, graph_family>::capture_all; // under a byte_budget
 
   /// An empty family with its own pool (made now) and capture stream (made at the first capture).
-  /// graphcap::error for one_executable with a graph that cannot take another's executable (a
-  /// piecewise_graph: one executable per segment).
+  /// graphcap::error for one_executable with a graph that cannot take another's executable
+  /// (one_executable with piecewise graphs shares each segment position's executables).
   explicit graph_family(options_type options = {}) : options_(std::move(options)) {
     if (!shares_executables && options_.one_executable) {
       detail::families::throw_no_switch_in_place();
@@ -145,7 +146,9 @@ public:
   /// the kept work if options.capture_on_demand (what it throws propagates, nothing is added),
   /// else family_key_error. One-executable mode: a key takes its group's executable first if
   /// it does not hold it (its differing nodes set, or an update; last_update(), docs/families.md).
-  Key replay_at_least(const Key& n, stream_ref stream) {
+  /// A family of piecewise_graph<Segment, Context> hands `ctx` to the islands (one Context).
+  template <class... Context>
+  Key replay_at_least(const Key& n, stream_ref stream, Context&&... ctx) {
     std::size_t index = index_at_least(n);
     if (index == keys_.size()) [[unlikely]] {
       index = capture_on_demand(n, stream);
@@ -155,7 +158,7 @@ public:
       switch_to(index, stream);
       current_ = keys_[index];
     }
-    found.graph->replay(stream);
+    found.graph->replay(stream, std::forward<Context>(ctx)...);
     ++found.statistics.replays;
     return keys_[index];
   }
@@ -168,7 +171,7 @@ public:
       return nullptr;
     }
     Graph* const graph = entries_[index]->graph.get();
-    if (options_.one_executable && graph->state() != graph_state::instantiated) {
+    if (options_.one_executable && !groups_.holds(*graph)) {
       return nullptr;
     }
     return graph;
@@ -228,16 +231,6 @@ public:
   [[nodiscard]] cudaStream_t capture_stream() const noexcept { return stream_.get(); }
   /// The options it was made with.
   [[nodiscard]] const options_type& options() const noexcept { return options_; }
-  /// Writes report() to `out`.
-  friend std::ostream& operator<<(std::ostream& out, const graph_family& family) {
-    detail::families::write_family_report(out, family.keys_, family.options_.one_executable,
-                                          family.pool_.statistics().reserved_bytes,
-                                          family.executables(), family.executable_bytes(),
-                                          [&](std::size_t i) -> const family_key_statistics& {
-                                            return family.entries_[i]->statistics;
-                                          });
-    return out << family.make_ledger(false);
-  }
 
 private:
   friend class detail::families::family_memory<Key, graph_family>;
@@ -298,7 +291,7 @@ private:
     this->note_capture(graph, counts, before, core);
     if (options_.one_executable) {
       if constexpr (shares_executables) { // else refused by the constructor
-        groups_.join(graph).record(counts, fresh->group, last_update_);
+        join(graph).record(counts, fresh->group, last_update_);
         current_ = key;
       }
     } else if (!this->admit(key, graph, counts, core, entries_.empty())) {
@@ -308,7 +301,19 @@ private:
     return fresh;
   }
 
-  static constexpr bool shares_executables = detail::families::shares_executables<Graph>;
+  static constexpr bool shares_executables =
+      detail::families::shares_executables<Graph> || detail::families::segmented_graph<Graph>;
+
+  /// One-executable mode: `graph` (captured, keeping its template) joins its group; a
+  /// segmented graph's segments join their positions' groups (the piecewise graph befriends
+  /// the family for its segments).
+  detail::families::group_switch join(Graph& graph) {
+    if constexpr (detail::families::segmented_graph<Graph>) {
+      return groups_.join(graph, graph.segments_);
+    } else {
+      return groups_.join(graph);
+    }
+  }
 
   /// One-executable mode: key `index`'s graph takes its group's executable, unless it holds it.
   void switch_to([[maybe_unused]] std::size_t index, [[maybe_unused]] stream_ref stream) {
@@ -355,11 +360,11 @@ private:
   options_type options_;
   detail::stream_handle stream_; // the capture stream; destroyed after every graph
   pool_handle pool_ = detail::new_pool_handle_for<Graph>();
-  std::vector<Key> keys_;                             // smallest first, for the binary search
-  std::vector<std::unique_ptr<entry>> entries_;       // in the order of keys_
-  detail::families::executable_groups<Graph> groups_; // one-executable mode
-  std::optional<Key> current_;                        // the key replayed last
-  std::string capture_failures_; // what capture_all() could not capture, and why
+  std::vector<Key> keys_;                       // smallest first, for the binary search
+  std::vector<std::unique_ptr<entry>> entries_; // in the order of keys_
+  detail::families::groups_for<Graph> groups_;  // one-executable mode
+  std::optional<Key> current_;                  // the key replayed last
+  std::string capture_failures_;                // what capture_all() could not capture, and why
   update_result last_update_{};
   detail::families::family_work<Key, scope> work_; // what capture_all() was given
 };

@@ -58,6 +58,8 @@ namespace graphcap {
 
 template <class Graph>
 class rebinder;
+template <class Key, class Graph>
+class graph_family;
 
 /// A step captured as segments of `Graph` with eager islands between them, replayed as one
 /// object: segment 0, island 0, segment 1, ... on one stream. In the capture, cap.eager(island)
@@ -295,6 +297,8 @@ private:
   friend class piecewise_scope;
   template <class>
   friend class rebinder; // the segments' nodes, patched (<graphcap/rebind/piecewise_rebinder.hpp>)
+  template <class, class>
+  friend class graph_family; // one_executable: the segments join groups by position
 
   // The scope of segment `k`: a fresh capture of a new segment, or a recapture of segment k
   // (of a new segment where the capture it updates had fewer).
@@ -344,9 +348,8 @@ private:
       throw state_error("graphcap: replay() of a piecewise graph that holds no capture: "
                         "capture() first");
     }
-    // One liveness check per step, every segment's inputs (an empty segment's too: it is not
-    // launched, but what cap.input() declared there is the step's), before anything launches;
-    // the launches below do not check again.
+    // One liveness check per step, every segment's inputs (an empty segment's too: what
+    // cap.input() declared there is the step's), before any launch; the launches do not check.
     for (const std::unique_ptr<Graph>& segment : segments_) {
       detail::policy_access::liveness(*segment).before_replay(raw);
     }

@@ -77,10 +77,13 @@ struct pool_handle_access {
 };
 
 /// A handle to a new pool of the kind `Graph`'s pool policy draws from: its handle_type where it
-/// names one (pool::sleepable: a pool that can sleep), else a plain pool.
+/// names one (pool::sleepable: a pool that can sleep), else a plain pool. A graph made of
+/// segments (a piecewise graph) draws from its segment_type's kind.
 template <class Graph>
 [[nodiscard]] pool_handle new_pool_handle_for() {
-  if constexpr (requires { typename Graph::pool_type::handle_type; }) {
+  if constexpr (requires { typename Graph::segment_type; }) {
+    return new_pool_handle_for<typename Graph::segment_type>();
+  } else if constexpr (requires { typename Graph::pool_type::handle_type; }) {
     return typename Graph::pool_type::handle_type{};
   } else {
     return pool_handle{};

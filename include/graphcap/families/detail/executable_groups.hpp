@@ -211,6 +211,11 @@ public:
     std::erase_if(from.members, [&](const member& each) { return each.graph == &graph; });
   }
 
+  /// Whether `graph` holds an executable now (its group's, or one of its own).
+  [[nodiscard]] bool holds(const Graph& graph) const noexcept {
+    return graph.state() == graph_state::instantiated;
+  }
+
   /// Whether `graph`'s first switch in group `g` was verified (verify_first_switch).
   [[nodiscard]] bool verified(const Graph& graph, std::size_t g) noexcept {
     const member* found = find(groups_[g], &graph);

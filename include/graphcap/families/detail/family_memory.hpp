@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <optional>
+#include <ostream>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -65,6 +66,10 @@ public:
     std::ostringstream out;
     out << static_cast<const Family&>(*this);
     return out.str();
+  }
+  /// Writes report() to `out`.
+  friend std::ostream& operator<<(std::ostream& out, const Family& family) {
+    return family_memory::write_report(out, family);
   }
   /// What the last capture_all() under a byte_budget left out, and why.
   [[nodiscard]] const std::vector<family_left_out<Key>>& left_out() const noexcept {
@@ -217,6 +222,17 @@ private:
     ~budget_guard() { self.ladder_.reset(); }
   };
   Family& family() noexcept { return static_cast<Family&>(*this); }
+
+  /// The report: a table of the keys' statistics (family_support.hpp), then the ledger.
+  static std::ostream& write_report(std::ostream& out, const Family& self) {
+    write_family_report(out, self.keys_, self.options_.one_executable,
+                        self.pool_.statistics().reserved_bytes, self.executables(),
+                        self.executable_bytes(),
+                        [&](std::size_t i) -> const family_key_statistics& {
+                          return self.entries_[i]->statistics;
+                        });
+    return out << self.make_ledger(false);
+  }
 
   /// capture_all() ended: family_budget_error if the budget left every key out.
   void end_budget(family_capture_result<Key>& result, std::size_t budget) {

@@ -118,7 +118,8 @@ family_stop budget_reached(const Options& options, std::chrono::nanoseconds elap
 }
 
 /// Whether one `Graph` can take another's executable graph (basic_graph::take_executable), as
-/// one-executable mode needs; a piecewise graph has one executable per segment, and cannot.
+/// one-executable mode needs; a piecewise graph has one executable per segment, and shares them
+/// segment by segment instead (families/detail/segment_groups.hpp).
 template <class Graph>
 concept shares_executables = requires(Graph& graph) {
   { graph.take_executable(graph) } -> std::same_as<update_result>;
@@ -127,8 +128,9 @@ concept shares_executables = requires(Graph& graph) {
 /// The error of one_executable mode with a graph that cannot share an executable.
 [[noreturn]] inline void throw_no_switch_in_place() {
   throw error("graphcap: graph_family one_executable mode hands one executable graph from key "
-              "to key (basic_graph::take_executable), which this Graph (a piecewise_graph, one "
-              "executable per segment) does not offer: use the default mode, one graph per key");
+              "to key (basic_graph::take_executable), which this Graph does not offer (a "
+              "basic_graph does, and a piecewise_graph of basic_graphs, segment by segment): use "
+              "the default mode, one graph per key");
 }
 
 /// The report's line of milliseconds.

@@ -17,9 +17,21 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace graphcap::detail::families {
+
+/// Whether `Graph` replays with a stream alone (a piecewise_graph<Graph, Context> needs its
+/// context too).
+template <class Graph>
+constexpr bool replays_without_context() {
+  if constexpr (requires { typename Graph::context_type; }) {
+    return std::is_void_v<typename Graph::context_type>;
+  } else {
+    return true;
+  }
+}
 
 /// Runs verify() on `graph` (the key's graph, holding its group's executable) against `eager`
 /// for `key` on `stream`, comparing `options.verify_outputs(key)`. Returns the empty string when
@@ -43,11 +55,17 @@ std::string verify_switch(Graph& graph, const Key& key, const family_options<Key
     slots.push_back(graphcap::detail::make_slot(
         graphcap::output(static_cast<unsigned char*>(each.data), each.bytes, each.name)));
   }
-  verify_options settings;
-  settings.stream = stream;
-  const verify_report report = graphcap::detail::verify_slots(
-      graph, [&](cudaStream_t on) { eager(key, on); }, settings, slots);
-  return report.ok() ? std::string{} : report.text();
+  if constexpr (replays_without_context<Graph>()) {
+    verify_options settings;
+    settings.stream = stream;
+    const verify_report report = graphcap::detail::verify_slots(
+        graph, [&](cudaStream_t on) { eager(key, on); }, settings, slots);
+    return report.ok() ? std::string{} : report.text();
+  } else {
+    throw error("graphcap: graph_family verify_first_switch replays the key's graph as verify() "
+                "does, without a context, which a piecewise_graph<Graph, Context> cannot: leave "
+                "verify_first_switch off, or verify() each key yourself");
+  }
 }
 
 /// The first switch of `key` (its `graph`, of group `group`, holding the group's executable now):

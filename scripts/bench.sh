@@ -68,11 +68,15 @@ for name in $cases; do
   [ "$code" -eq 0 ] || status=1
 done
 
-case_started=$SECONDS
-OUT="$out" timeout "${CASE_TIMEOUT:-120}" python3 benchmark/pytorch_bench.py 2>&1 | tee -a "$out/bench.log"
-code=${PIPESTATUS[0]}
-echo "bench.sh: pytorch_bench.py exit $code after $((SECONDS - case_started)) s" | tee -a "$out/bench.log"
-[ "$code" -eq 0 ] || status=1
+# PYTORCH=0 leaves PyTorch's arms out (about 36 s a run; they judge no goal since session 17's
+# retirements, only listed ratios): for runs that must fit a short device lease.
+if [ "${PYTORCH:-1}" != 0 ]; then
+  case_started=$SECONDS
+  OUT="$out" timeout "${CASE_TIMEOUT:-120}" python3 benchmark/pytorch_bench.py 2>&1 | tee -a "$out/bench.log"
+  code=${PIPESTATUS[0]}
+  echo "bench.sh: pytorch_bench.py exit $code after $((SECONDS - case_started)) s" | tee -a "$out/bench.log"
+  [ "$code" -eq 0 ] || status=1
+fi
 
 python3 benchmark/plot.py "$out" "$out" 2>&1 | tee -a "$out/bench.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1

@@ -186,8 +186,8 @@ TEST_CASE_METHOD(piecewise_fixture,
 }
 
 TEST_CASE_METHOD(piecewise_fixture,
-                 "a family of piecewise graphs of sleepable segments sleeps, wakes and replays "
-                 "what it replayed before") {
+                 "a family of piecewise graphs of sleepable segments sleeps with its executables "
+                 "released, wakes and replays what it replayed before") {
   gc::graph_family<std::size_t, sleepy_step> family;
   REQUIRE(family
               .capture_all({1, 2, 3}, stream,
@@ -207,10 +207,18 @@ TEST_CASE_METHOD(piecewise_fixture,
   replay_checked(3, [&](std::size_t k) { return family.replay_at_least(k, stream); });
   stream.synchronize();
   pool.sleep();
+  family.release_executables(); // every key's segments keep their templates only
   CHECK(pool.asleep());
+  CHECK(family.find(3)->segment(0).state() == gc::graph_state::captured);
+  CHECK(family.find(3)->segment(1).state() == gc::graph_state::captured);
   pool.wake();
-  for (const std::size_t n : {1, 3, 2}) {
+  for (const std::size_t n : {1, 3, 2}) { // each key's segments instantiated at its replay
     INFO("key " << n);
     replay_checked(n, [&](std::size_t k) { return family.replay_at_least(k, stream); });
+    CHECK(family.find(n)->segment(1).state() == gc::graph_state::instantiated);
   }
+  family.release_executables();
+  family.restore_executables(); // or all at once
+  CHECK(family.find(1)->segment(0).state() == gc::graph_state::instantiated);
+  replay_checked(1, [&](std::size_t k) { return family.replay_at_least(k, stream); });
 }

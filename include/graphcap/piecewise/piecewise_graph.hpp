@@ -95,9 +95,8 @@ public:
 
   /// An empty piecewise graph. Makes no CUDA call: the first capture does.
   piecewise_graph() = default;
-  /// An empty piecewise graph whose segments keep their templates (keep_graph): for write_dot()
-  /// (<graphcap/dot.hpp>) and instantiate(). The segments are instantiated at their first
-  /// replay, or by instantiate().
+  /// An empty piecewise graph whose segments keep their templates (keep_graph): for write_dot(),
+  /// rebinders, families; segments are instantiated at their first replay, or by instantiate().
   explicit piecewise_graph(keep_graph_t /*keep*/) noexcept : keep_graph_(true) {}
   /// An empty piecewise graph whose segments all draw from the pool behind `pool` (another
   /// graph's pool(), a family's): what a graph_family of piecewise graphs makes per key.
@@ -116,11 +115,10 @@ public:
   piecewise_graph& operator=(const piecewise_graph&) = delete;
   ~piecewise_graph() = default;
 
-  /// Captures what `work` issues on `stream`; `work` takes the scope (`auto&` or
-  /// `piecewise_graph::scope&`), the stream, or nothing, and may call cap.eager(island) any
-  /// number of times. Returns what `work` returns. If `work` throws or a segment cannot be
-  /// captured, every segment is dropped (the graph is empty again, nothing is left capturing)
-  /// and the exception propagates. state_error if the graph holds a capture (reset() first).
+  /// Captures what `work` issues on `stream`; `work` takes the scope, the stream, or nothing,
+  /// and may call cap.eager(island) any number of times. Returns what `work` returns. If `work`
+  /// throws or a segment fails, every segment is dropped (nothing is left capturing) and the
+  /// exception propagates. state_error if the graph holds a capture (reset() first).
   template <class Work>
   decltype(auto) capture(stream_ref stream, Work&& work) {
     if (!empty()) {
@@ -145,16 +143,12 @@ public:
     }
   }
 
-  /// Captures `work` again and makes every segment's executable match its new capture:
-  /// segment k is updated in place (cudaGraphExecUpdate) where CUDA allows it and instantiated
-  /// anew otherwise, as basic_graph::recapture() does, and the islands are the new ones.
-  /// Returns one update_result per segment, in order (each says what happened and why). A
-  /// recapture with more breaks than before captures the extra segments fresh (their result:
-  /// instantiated); one with fewer drops the segments left over. The pool hands each segment
-  /// the blocks of its previous capture in the same order. A recapture refused before it begins
-  /// (segment 0's refusals: its stream, a sleeping pool, a policy) changes nothing: the graph
-  /// replays as before. If `work` throws or a segment cannot be captured, the graph is left
-  /// empty, as after a failed capture.
+  /// Captures `work` again; segment k's executable is updated in place where CUDA allows it and
+  /// instantiated anew otherwise (basic_graph::recapture()); the islands are the new ones.
+  /// Returns one update_result per segment. More breaks than before: the extra segments are
+  /// captured fresh; fewer: the rest are dropped. Each segment gets its previous blocks in the
+  /// same order. Refused before it begins (segment 0's stream, a sleeping pool, a policy):
+  /// nothing changes. If `work` throws or a segment fails, the graph is left empty.
   template <class Work>
   std::vector<update_result> recapture(stream_ref stream, Work&& work) {
     bool begun = false;
@@ -202,9 +196,8 @@ public:
     replay_steps(stream.get(), ctx);
   }
 
-  /// Instantiates every segment that is captured and not yet instantiated (keep_graph: a
-  /// replay does it on its own, this moves the cost ahead; a graph_family calls it to time
-  /// instantiation apart from capture). state_error before a capture.
+  /// Instantiates every segment captured and not yet instantiated (keep_graph: a replay does it
+  /// on its own; this moves the cost ahead). state_error before a capture.
   void instantiate() {
     if (empty()) {
       throw state_error("graphcap: instantiate() of a piecewise graph that holds no capture: "
@@ -214,6 +207,15 @@ public:
       if (segment->state() == graph_state::captured) {
         segment->instantiate();
       }
+    }
+  }
+
+  /// Destroys every segment's executable and keeps the templates (keep_graph; state_error
+  /// otherwise), as basic_graph::release_executable(): the next replay or instantiate() makes
+  /// them again. What a graph_family's release_executables() calls for a sleep.
+  void release_executable() {
+    for (const std::unique_ptr<Graph>& segment : segments_) {
+      segment->release_executable();
     }
   }
 
@@ -230,8 +232,7 @@ public:
   /// True before the first capture and after reset().
   [[nodiscard]] bool empty() const noexcept { return segments_.empty(); }
   /// empty, capturing (during capture()), or instantiated: every segment is instantiated at its
-  /// end. What verify() asks (<graphcap/verify.hpp> compares a piecewise step with its work run
-  /// eagerly, as it does a graph).
+  /// end (the last segment's state). What verify() asks.
   [[nodiscard]] graph_state state() const noexcept {
     return segments_.empty() ? graph_state::empty : segments_.back()->state();
   }
@@ -260,10 +261,8 @@ public:
     return nodes;
   }
 
-  /// A handle to the pool every segment draws from, as basic_graph::pool() (pool_handle;
-  /// sleepable_pool_handle for pool::sleepable segments), for other graphs to share it. Before
-  /// a capture it makes the pool, which the captures then use; it stays the graph's across
-  /// reset(). Needs segments with a slab pool.
+  /// A handle to the pool every segment draws from, as basic_graph::pool(), for other graphs to
+  /// share it; before a capture it makes the pool, which stays the graph's across reset().
   template <class P = typename Graph::pool_type>
   [[nodiscard]] auto pool() {
     static_assert(P::has_handle, "graphcap: pool() needs a piecewise graph whose segments have "

@@ -130,7 +130,9 @@ public:
   /// (unless it is up to date), then replays it through the family (family.replay_at_least) and
   /// returns the key. state_error for a key the rebinder did not scan (above the keys it knows:
   /// capture it through the family, then rescan()); what a patch throws, before the replay.
-  Key replay_at_least(const Key& n, stream_ref stream) {
+  /// A family of piecewise_graph<Segment, Context> takes the islands' context after the stream.
+  template <class... Context>
+  Key replay_at_least(const Key& n, stream_ref stream, Context&&... ctx) {
     require_ready("replay_at_least");
     const auto key = family_->find_at_least(n);
     if (!key) [[unlikely]] {
@@ -138,7 +140,7 @@ public:
                                          ">= " + detail::rebind::family_key_text(n));
     }
     bring_up_to_date(entry_of(*key, "replay_at_least"));
-    return family_->replay_at_least(n, stream);
+    return family_->replay_at_least(n, stream, std::forward<Context>(ctx)...);
   }
   /// Patches the graph of `key` to the inputs' current addresses (for a replay that does not
   /// go through the rebinder: family.find(key)->replay(...)).

@@ -89,13 +89,7 @@ public:
                         "default mode, one executable per key");
     }
     for (auto& each : family().entries_) {
-      if constexpr (requires { each->graph->release_executable(); }) {
-        each->graph->release_executable();
-      } else {
-        throw error("graphcap: graph_family::release_executables() of piecewise graphs: a "
-                    "piecewise graph has one executable per segment and does not release them; "
-                    "use a family of basic graphs (shared_pool_graph)");
-      }
+      each->graph->release_executable(); // a piecewise graph: every segment's
     }
     released_ = true;
   }

@@ -38,6 +38,7 @@ using step = gc::piecewise_graph<gc::shared_pool_graph>;
 using context_step = gc::piecewise_graph<gc::shared_pool_graph, step_values>;
 using sleepy_segment = gc::graph_with<gc::pool::sleepable>;
 using sleepy_step = gc::piecewise_graph<sleepy_segment>;
+using shared_sleepy_step = gc::piecewise_graph<gc::graph_with<gc::pool::sleepable_shared>>;
 
 /// The buffers a step writes, and its stream.
 struct piecewise_fixture {
@@ -220,5 +221,60 @@ TEST_CASE_METHOD(piecewise_fixture,
   family.release_executables();
   family.restore_executables(); // or all at once
   CHECK(family.find(1)->segment(0).state() == gc::graph_state::instantiated);
+  replay_checked(1, [&](std::size_t k) { return family.replay_at_least(k, stream); });
+}
+
+namespace {
+
+/// A family of piecewise graphs of `Step` over keys 1..4, each key's capture allocating a block of
+/// its width in segment 0, freeing it after the island (a bridge); returns the pool's reserve.
+template <class Step>
+std::size_t bridged_family_reserve(piecewise_fixture& f, std::size_t& largest_alone) {
+  const auto work = [&](std::size_t key, typename Step::scope& cap) {
+    const std::size_t count = (std::size_t{1} << 20) * key; // 4 MiB a key: several slabs
+    int* bridge = cap.template allocate<int>(count);
+    gctest::launch_fill(cap.stream(), bridge, static_cast<int>(count), static_cast<int>(key));
+    cap.eager([](cudaStream_t /*s*/) {});
+    CUDA_REQUIRE(cudaMemcpyAsync(f.copy.get(), bridge, per_key * sizeof(int),
+                                 cudaMemcpyDeviceToDevice, cap.stream()));
+    cap.deallocate(bridge);
+  };
+  gc::graph_family<std::size_t, Step> alone;
+  REQUIRE(alone.capture_all({4}, f.stream, work).complete());
+  largest_alone = alone.pool().statistics().reserved_bytes;
+  gc::graph_family<std::size_t, Step> family;
+  REQUIRE(family.capture_all({1, 2, 3, 4}, f.stream, work).complete());
+  for (const std::size_t n : {1, 4, 2, 3}) {
+    REQUIRE(family.replay_at_least(n, f.stream) == n);
+    CHECK(f.read(f.copy.get(), per_key) == std::vector<int>(per_key, static_cast<int>(n)));
+  }
+  return family.pool().statistics().reserved_bytes;
+}
+
+} // namespace
+
+TEST_CASE_METHOD(piecewise_fixture,
+                 "pool::sleepable_shared: a family's keys reuse what the larger keys freed, and "
+                 "the pool sleeps") {
+  std::size_t alone = 0;
+  const std::size_t shared = bridged_family_reserve<shared_sleepy_step>(*this, alone);
+  INFO("the largest key alone reserves " << alone << " bytes, the family " << shared);
+  CHECK(shared <= alone + alone / 5); // <= 1.2x the largest key alone
+  std::size_t own_alone = 0;
+  const std::size_t own = bridged_family_reserve<sleepy_step>(*this, own_alone);
+  INFO("pool::sleepable: the largest alone " << own_alone << ", the family " << own);
+  CHECK(own > shared); // each key keeps the blocks its capture freed
+
+  gc::graph_family<std::size_t, shared_sleepy_step> family;
+  REQUIRE(family
+              .capture_all(
+                  {1, 2}, stream,
+                  [&](std::size_t key, shared_sleepy_step::scope& cap) { step_work(key, cap); })
+              .complete());
+  gc::sleepable_pool_handle pool{family.pool()};
+  replay_checked(2, [&](std::size_t k) { return family.replay_at_least(k, stream); });
+  pool.sleep();
+  CHECK_THROWS_AS(family.replay_at_least(1, stream), gc::state_error); // nothing launched asleep
+  pool.wake();
   replay_checked(1, [&](std::size_t k) { return family.replay_at_least(k, stream); });
 }

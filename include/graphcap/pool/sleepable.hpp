@@ -171,22 +171,25 @@ struct sleepable_access {
 
 } // namespace detail::pool
 
-namespace pool {
+namespace detail::pool {
 
-/// A slab pool on CUDA virtual memory that can sleep: the graph's own pool (as private_pool), or
-/// one shared by the graphs given a sleepable_pool_handle (another sleepable graph's pool()).
-/// Replays, captures and allocations while the pool sleeps throw state_error with nothing
-/// launched; after wake() the graphs replay as they are.
-struct sleepable : detail::slab_pool<false, detail::pool::vmm_chunks> {
+/// The sleepable slab pools: pool::sleepable (`Shared` false: the blocks a capture freed stay
+/// the graph's until reset, as private_pool's) and pool::sleepable_shared (true: they go back to
+/// the pool at the capture's end, as pool::shared's).
+template <bool Shared>
+class sleepable_slab : public slab_pool<Shared, vmm_chunks> {
+  using base = slab_pool<Shared, vmm_chunks>;
+
+public:
   /// What handle() gives, and what a graph_family or graph_cache of these graphs makes its pool
   /// with.
   using handle_type = sleepable_pool_handle;
 
   /// A pool of its own, made at the first allocation or pool().
-  sleepable() noexcept = default;
+  sleepable_slab() noexcept = default;
   /// The pool behind `handle`, which must be a sleepable one (graphcap::error otherwise).
-  explicit sleepable(const pool_handle& handle) : slab_pool(checked(handle)) {
-    memory_ = detail::pool::sleepable_access::chunks(handle);
+  explicit sleepable_slab(const pool_handle& handle) : base(checked(handle)) {
+    memory_ = sleepable_access::chunks(handle);
   }
 
   // A capture (check_capture) and an allocation (the pool core's take) while the pool sleeps are
@@ -194,20 +197,20 @@ struct sleepable : detail::slab_pool<false, detail::pool::vmm_chunks> {
 
   /// The capture counts as open (sleep refuses); check_capture refused it while asleep.
   void before_capture(cudaStream_t /*stream*/) {
-    ensure_core();
-    memory_ = &static_cast<detail::pool::vmm_chunks&>(*core()->custom_source());
+    this->ensure_core();
+    memory_ = &static_cast<vmm_chunks&>(*this->core()->custom_source());
     memory_->capture_opened();
     capturing_ = true;
   }
   /// The capture ended: sleep may come, and will wait for the device (this graph's replays).
   void after_capture_end(cudaGraph_t graph) noexcept {
     close_capture();
-    slab_pool::after_capture_end(graph);
+    base::after_capture_end(graph);
   }
   /// The capture failed: sleep may come; every block goes back.
   void on_capture_abort() noexcept {
     close_capture();
-    slab_pool::on_capture_abort();
+    base::on_capture_abort();
   }
   /// state_error while the pool sleeps: nothing is launched.
   void before_replay(cudaStream_t /*stream*/) const {
@@ -218,14 +221,14 @@ struct sleepable : detail::slab_pool<false, detail::pool::vmm_chunks> {
 
   /// A handle to this graph's pool, to share it and to put it to sleep.
   [[nodiscard]] sleepable_pool_handle handle() {
-    sleepable_pool_handle shared = detail::pool::sleepable_access::make(slab_pool::handle());
-    memory_ = &static_cast<detail::pool::vmm_chunks&>(*core()->custom_source());
+    sleepable_pool_handle shared = sleepable_access::make(base::handle());
+    memory_ = &static_cast<vmm_chunks&>(*this->core()->custom_source());
     return shared;
   }
 
 private:
   static const pool_handle& checked(const pool_handle& handle) {
-    if (detail::pool::sleepable_access::chunks(handle) == nullptr) {
+    if (sleepable_access::chunks(handle) == nullptr) {
       throw error("graphcap: pool::sleepable was given the handle of a pool that cannot sleep: "
                   "give it a sleepable_pool_handle (sleepable_pool_handle{}, or another "
                   "pool::sleepable graph's pool())");
@@ -244,12 +247,36 @@ private:
     }
   }
 
-  detail::pool::vmm_chunks* memory_ = nullptr; // the pool's chunks, once it has a core
-  bool capturing_ = false;                     // a capture counted in memory_ is open
+  vmm_chunks* memory_ = nullptr; // the pool's chunks, once it has a core
+  bool capturing_ = false;       // a capture counted in memory_ is open
+};
+
+} // namespace detail::pool
+
+namespace pool {
+
+/// A slab pool on CUDA virtual memory that can sleep: the graph's own pool (as private_pool), or
+/// one shared by the graphs given a sleepable_pool_handle (another sleepable graph's pool()).
+/// Replays, captures and allocations while the pool sleeps throw state_error with nothing
+/// launched; after wake() the graphs replay as they are. The blocks a capture freed stay the
+/// graph's until its reset, as private_pool's.
+struct sleepable : detail::pool::sleepable_slab<false> {
+  using sleepable_slab::sleepable_slab;
+};
+
+/// pool::sleepable whose captures give the blocks they freed back to the pool at their end, as
+/// pool::shared's do: what graphs replayed one at a time in capture order share (a graph_family,
+/// piecewise segments), so that the pool holds about the largest capture's working set. The
+/// shared pool's rule holds (pool_handle.hpp): never two of its graphs' replays at once.
+struct sleepable_shared : detail::pool::sleepable_slab<true> {
+  using sleepable_slab::sleepable_slab;
 };
 
 static_assert(pool_that_recaptures<sleepable> && pool_with_slabs<sleepable> &&
               pool_across_streams<sleepable> && policy_that_checks_captures<sleepable>);
+static_assert(pool_that_recaptures<sleepable_shared> && pool_with_slabs<sleepable_shared> &&
+              pool_across_streams<sleepable_shared> &&
+              policy_that_checks_captures<sleepable_shared>);
 
 } // namespace pool
 } // namespace graphcap

@@ -1,19 +1,19 @@
 // decode_step: a small model's decode loop written the way a serving engine writes it, with
 // graphcap's features on together (docs/piecewise.md, "A decode step with every feature on"):
 // - one piecewise graph per batch-size bucket (19 buckets, 1 to 128) in a graph_family, all in
-//   the family's one pool, each step padded up to the smallest bucket that fits;
+//   the family's one sleepable pool (pool::sleepable_shared), each step padded up to the
+//   smallest bucket that fits;
 // - per step 9 captured segments and 8 attention islands, the islands reading this step's
-//   sequence length from the replay's context (replay(stream, ctx)) and a paged KV cache;
+//   sequence length from the replay's context (replay_at_least(n, stream, ctx)) and a paged KV
+//   cache;
 // - the residual, QKV and attention output allocated before an island and freed after it
 //   (bridges), so that smaller buckets run in the blocks the larger ones freed;
 // - the token ids of every step in a new buffer, the graphs rebound to it (no copy);
 // - liveness::check on every segment (one check of every input per step);
-// - two bursts of steps with a gap between them.
-// A family of piecewise graphs cannot sleep its pool yet, so the loop runs twice: through the
-// family (its gap idles), then through the same buckets as piecewise graphs sharing one
-// sleepable pool by hand (its gap sleeps the pool and wakes it). Every step is checked against
-// the same step run eagerly on static buffers and a KV cache of its own: the logits must be
-// bit-identical. It exits 1 on a mismatch.
+// - two bursts of steps with a sleep between them: the pool's pages and the executables go,
+//   the templates stay, and the first step after the wake instantiates its bucket again.
+// Every step is checked against the same step run eagerly on static buffers and a KV cache of
+// its own: the logits must be bit-identical. It exits 1 on a mismatch.
 #include <graphcap/family.hpp>
 #include <graphcap/graphcap.hpp>
 #include <graphcap/liveness.hpp>
@@ -31,18 +31,15 @@
 #include <vector>
 
 // [types]
-// A segment: thread-local capture (the server's other threads go on), the family's shared pool,
-// liveness checked; the step: segments with attention islands that take the step's values.
-using segment_graph = graphcap::basic_graph<graphcap::mode::thread_local_, graphcap::pool::shared,
-                                            graphcap::annot::off, graphcap::liveness::check>;
+// A segment: thread-local capture (the server's other threads go on), the family's sleepable
+// pool shared by the buckets, liveness checked; the step: segments with attention islands that
+// take the step's values.
+using segment_graph =
+    graphcap::basic_graph<graphcap::mode::thread_local_, graphcap::pool::sleepable_shared,
+                          graphcap::annot::off, graphcap::liveness::check>;
 using step_graph = graphcap::piecewise_graph<segment_graph, decode::step_values>;
 using decode_family = graphcap::graph_family<std::size_t, step_graph>;
 // [/types]
-// The same step in segments whose pool can sleep (shared by the buckets through one handle).
-using sleepy_segment =
-    graphcap::basic_graph<graphcap::mode::thread_local_, graphcap::pool::sleepable,
-                          graphcap::annot::off, graphcap::liveness::check>;
-using sleepy_step = graphcap::piecewise_graph<sleepy_segment, decode::step_values>;
 
 namespace {
 
@@ -94,8 +91,7 @@ int main() {
     int* const input = tokens[static_cast<std::size_t>(step) % ring];
     decode::upload_tokens(input, step, stream);
     decode::step_values now{decode::prompt + step};
-    const std::size_t bucket = *family.find_at_least(decode::batch_of(step)); // padded
-    replay_step(bucket, input, now);
+    const std::size_t bucket = replay_step(decode::batch_of(step), input, now); // padded up
     const std::vector<float> replayed = decode::read_logits(logits, bucket, stream);
     decode::static_step by_hand{buffers, stream, now};
     decode::forward(by_hand, bucket, eager, input, eager_logits);
@@ -104,7 +100,7 @@ int main() {
     return std::memcmp(replayed.data(), expected.data(), replayed.size() * sizeof(float)) == 0;
   };
   // Two bursts from the prompt's state, `gap` between them; returns the steps that differ.
-  const auto run_bursts = [&](const char* design, auto&& replay_step, auto&& gap) {
+  const auto run_bursts = [&](auto&& replay_step, auto&& gap) {
     decode::refill_cache(graphed, stream);
     decode::refill_cache(eager, stream);
     int mismatches = 0;
@@ -118,82 +114,44 @@ int main() {
       first_after_gap = step == steps_per_burst ? same : first_after_gap;
       mismatches += same ? 0 : 1;
     }
-    std::printf("decode_step: %s: 2 bursts of %d steps (batches 1..128 in %zu buckets): %d "
-                "differ from eager; the first step after the gap %s\n",
-                design, steps_per_burst, buckets.size(), mismatches,
+    std::printf("decode_step: 2 bursts of %d steps (batches 1..128 in %zu buckets): %d differ "
+                "from eager; the first step after the sleep %s\n",
+                steps_per_burst, buckets.size(), mismatches,
                 first_after_gap ? "bit-identical" : "DIFFERS");
     return mismatches;
   };
 
+  graphcap::sleepable_pool_handle pool{family.pool()}; // the family's pool, which can sleep
   const int* current = tokens[0]; // where the family's graphs read the token ids now
-  int mismatches = run_bursts(
-      "family",
-      [&](std::size_t bucket, const int* input, decode::step_values& now) {
+  std::size_t awake = 0;
+  std::size_t asleep = 0;
+  std::size_t total = 0;
+  const int mismatches = run_bursts(
+      [&](std::size_t batch, const int* input, decode::step_values& now) {
         // [step]
         if (input != current) {
-          inputs.rebind(current, input); // recorded; the bucket's graph is patched at sync()
+          inputs.rebind(current, input); // recorded; the bucket's graph is patched at its replay
           current = input;
         }
-        inputs.sync(bucket);
-        family.find(bucket)->replay(stream, now); // 9 segments, 8 islands handed `now`
+        return inputs.replay_at_least(batch, stream, now); // 9 segments, 8 islands get `now`
         // [/step]
       },
-      [] {}); // a family of piecewise graphs cannot sleep (docs/piecewise.md): it idles
-
-  // The same buckets, each a piecewise graph of its own, all given one sleepable pool (captured
-  // largest first, as a family does) and each rebound by a rebinder of its own.
-  // [sleepy]
-  graphcap::sleepable_pool_handle pool;
-  std::vector<std::unique_ptr<sleepy_step>> steps; // in the order of `buckets`
-  for (std::size_t i = 0; i < buckets.size(); ++i) {
-    steps.push_back(std::make_unique<sleepy_step>(graphcap::keep_graph, pool));
-  }
-  for (std::size_t i = buckets.size(); i-- > 0;) {
-    steps[i]->capture(stream, [&](sleepy_step::scope& cap) {
-      decode::forward(cap, buckets[i], graphed, tokens[0], logits);
-    });
-  }
-  // [/sleepy]
-  std::vector<graphcap::rebinder<sleepy_step>> rebinders;
-  std::vector<const int*> held(buckets.size(), tokens[0]); // each graph's token buffer now
-  for (const auto& step : steps) {
-    rebinders.push_back(graphcap::rebinder<sleepy_step>{*step, {tokens[0]}});
-  }
-  const std::size_t reserved = pool.statistics().reserved_bytes;
-  std::size_t released = 0;
-  mismatches += run_bursts(
-      "sleepable pool",
-      [&](std::size_t bucket, const int* input, decode::step_values& now) {
-        std::size_t i = 0;
-        while (buckets[i] != bucket) {
-          ++i;
-        }
-        if (held[i] != input) {
-          rebinders[i].rebind(held[i], input);
-          held[i] = input;
-        }
-        steps[i]->replay(stream, now);
-      },
       [&] {
-        std::size_t awake = 0;
-        std::size_t asleep = 0;
-        std::size_t total = 0;
         example::check(cudaMemGetInfo(&awake, &total), "cudaMemGetInfo");
         // [sleep]
         // The pool holds the step's temporaries only (the KV cache and the logits are the
         // caller's): nothing in it outlives a step, so no backup is needed.
         pool.sleep(graphcap::pool::backup::none);
+        family.release_executables(); // templates kept; each bucket instantiated at its replay
         // [/sleep]
         example::check(cudaMemGetInfo(&asleep, &total), "cudaMemGetInfo");
-        released = asleep > awake ? asleep - awake : 0;
         pool.wake();
       });
-  std::printf("decode_step: sleepable pool: %zu KiB reserved, the sleep released %zu KiB (the "
-              "executables, the weights and the KV caches stay)\n",
-              reserved / 1024, released / 1024);
+  std::printf("decode_step: the sleep released %zu KiB of the pool's %zu KiB and the executables "
+              "(the weights and the KV caches stay)\n",
+              asleep > awake ? (asleep - awake) / 1024 : 0,
+              family.pool().statistics().reserved_bytes / 1024);
 
-  rebinders.clear();
-  steps.clear();
   for (int* buffer : tokens) {
     example::check(cudaFree(buffer), "cudaFree");
   }

@@ -260,7 +260,10 @@ TEST_CASE("basic_graph release_executable: keep_graph only, and a replay instant
     kept.release_executable();
     CHECK(kept.state() == gc::graph_state::captured);
     CHECK_THROWS_AS(kept.raw_exec(), gc::state_error); // no executable
-    CHECK(kept.generation() != generation);            // caches of its executable's nodes are stale
+    // The template stays, and its node handles name the next executable's nodes: caches of them
+    // (a rebinder, node tags) go on (until session 19 the generation moved, and a family's
+    // rebinder refused every key after a release: test/rebind/rebind_piecewise.cpp).
+    CHECK(kept.generation() == generation);
     kept.replay(stream);
     CUDA_REQUIRE(cudaStreamSynchronize(stream));
     CHECK(host == std::vector<unsigned char>(bytes, 5));

@@ -314,3 +314,47 @@ TEST_CASE("family rebinder: a family of piecewise graphs, every segment of the r
   }));
   CHECK_THROWS_AS((gc::rebinder{one_executable, {x.get()}}), gc::state_error);
 }
+
+TEST_CASE("family rebinder: a family whose executables were released (a sleep) replays the "
+          "rebound addresses, instantiated from the patched templates") {
+  gctest::model_rebind_kernels();
+  gctest::stream stream;
+  const floats x(n);
+  const floats x2(n);
+  const floats x3(n);
+  const floats y(n);
+  fill(x.get(), 1.0F);
+  fill(x2.get(), 4.0F);
+  fill(x3.get(), 16.0F);
+  using piecewise = gc::piecewise_graph<gc::shared_pool_graph>;
+  gc::graph_family<std::size_t, piecewise> family;
+  REQUIRE(family
+              .capture_all({128, 256}, stream,
+                           [&](std::size_t key, piecewise::scope& cap) {
+                             cap.eager([](cudaStream_t /*s*/) {});
+                             gctest::launch_axpy(cap.stream(), y.get(), x.get(), 1.0F,
+                                                 static_cast<unsigned>(key));
+                           })
+              .complete());
+  gc::rebinder inputs{family, {x.get()}};
+  inputs.rebind(x.get(), x2.get());
+  fill(y.get(), 0.0F);
+  CHECK(inputs.replay_at_least(256, stream) == 256); // 256 patched; 128 pending
+  stream.synchronize();
+  CHECK(read(y.get())[n - 1] == 4.0F);
+  family.release_executables();
+  inputs.rebind(x2.get(), x3.get()); // while released: both keys pending
+  for (const std::size_t key : {128, 256}) {
+    INFO("key " << key);
+    fill(y.get(), 0.0F);
+    CHECK(inputs.replay_at_least(key, stream) == key);
+    stream.synchronize();
+    CHECK(read(y.get())[key - 1] == 16.0F);
+  }
+  family.release_executables();
+  family.restore_executables(); // from the templates the rebinder patched
+  fill(y.get(), 0.0F);
+  family.replay_at_least(256, stream);
+  stream.synchronize();
+  CHECK(read(y.get())[n - 1] == 16.0F);
+}

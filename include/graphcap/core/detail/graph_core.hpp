@@ -340,7 +340,9 @@ inline void take_matched_executable_of(graph_core& to, graph_core& from) noexcep
 }
 
 /// Destroys `core`'s executable graph and keeps the template (keep_graph): a replay or
-/// instantiate() makes it again. Caches of its executable nodes are stale (the generation).
+/// instantiate() makes it again, from the same template. The generation stays: the template's
+/// node handles name the next executable's nodes too, so caches of them (a rebinder, node tags)
+/// go on; that executable starts from the template's settings (docs/families.md).
 /// state_error during a capture, or without keep_graph.
 inline void release_executable_of(graph_core& core) {
   refuse_while_capturing(core, "release_executable()", "end the capture in progress first");
@@ -353,7 +355,6 @@ inline void release_executable_of(graph_core& core) {
     const relaxed_capture_mode_guard relaxed;
     ignore(cudaGraphExecDestroy(core.exec.release()));
     core.state = graph_state::captured;
-    ++core.generation;
   }
 }
 

@@ -213,6 +213,11 @@ protected:
 private:
   struct budget_guard { // the budget holds for one capture_all(), thrown out of or not
     family_memory& self;
+    explicit budget_guard(family_memory& owner) noexcept : self(owner) {}
+    budget_guard(const budget_guard&) = delete;
+    budget_guard& operator=(const budget_guard&) = delete;
+    budget_guard(budget_guard&&) = delete;
+    budget_guard& operator=(budget_guard&&) = delete;
     ~budget_guard() { self.ladder_.reset(); }
   };
   Family& family() noexcept { return static_cast<Family&>(*this); }

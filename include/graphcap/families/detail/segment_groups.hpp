@@ -14,6 +14,7 @@
 
 #include <graphcap/core/update.hpp>
 #include <graphcap/families/detail/executable_groups.hpp>
+#include <graphcap/families/detail/family_support.hpp>
 #include <graphcap/families/family_types.hpp>
 
 #include <algorithm>

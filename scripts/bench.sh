@@ -28,7 +28,11 @@ started=$SECONDS
 
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
-if ! cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
+# SKIP_BUILD=1: the cases are built already in $BENCH_BUILD_DIR (gpu-suite.sh with
+# GRAPHCAP_BUILD_BENCHMARKS=ON builds them beside the tests): run them as they are.
+if [ "${SKIP_BUILD:-0}" = 1 ]; then
+  echo "bench.sh: not built (SKIP_BUILD=1): the cases of $build as they are"
+elif ! cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
   ${CUDAARCHS:+-DCMAKE_CUDA_ARCHITECTURES=$CUDAARCHS} -DGRAPHCAP_BUILD_BENCHMARKS=ON \
   -DGRAPHCAP_BUILD_TESTS=OFF -DGRAPHCAP_BUILD_EXAMPLES=OFF >"$out/configure.log" 2>&1; then
   tail -40 "$out/configure.log"
@@ -38,7 +42,9 @@ fi
 # keep the others from running.
 keep_going=()
 [ ${#generator[@]} -gt 0 ] && keep_going=(-- -k 0)
-if ! timeout "${BUILD_TIMEOUT:-240}" cmake --build "$build" -j "$(nproc)" "${keep_going[@]}" \
+if [ "${SKIP_BUILD:-0}" = 1 ]; then
+  :
+elif ! timeout "${BUILD_TIMEOUT:-240}" cmake --build "$build" -j "$(nproc)" "${keep_going[@]}" \
   >"$out/build.log" 2>&1; then
   grep -E "error|FAILED" -A5 "$out/build.log" | head -60
   tail -5 "$out/build.log"

@@ -20,7 +20,8 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release ${CUDAARCHS:+-DCMAKE_
   -DGRAPHCAP_BUILD_BENCHMARKS="${GRAPHCAP_BUILD_BENCHMARKS:-OFF}" >"$out/configure.log" 2>&1 ||
   { tail -50 "$out/configure.log"; exit 1; }
 SECONDS=0
-# TARGETS (optional): build only these (a quick run); CTEST_ARGS: e.g. "-L gpu".
+# TARGETS (optional): build only these (a quick run); CTEST_ARGS: e.g. "-L gpu"; CTEST_JOBS:
+# tests at once (default 8; the compile-fail tests are most of the time and use the CPUs).
 targets=()
 for target in ${TARGETS:-}; do targets+=(--target "$target"); done
 timeout "${BUILD_TIMEOUT:-300}" cmake --build "$build" -j "$(nproc)" "${targets[@]}" -- -k 0 >"$out/build.log" 2>&1
@@ -35,7 +36,7 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu
 SECONDS=0
 ( # a subshell: its exit is ctest's status, not this script's end
   echo "ctest started: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  cd "$build" && timeout "${TEST_TIMEOUT:-240}" ctest -j8 --output-on-failure --timeout 120 ${CTEST_ARGS:-}
+  cd "$build" && timeout "${TEST_TIMEOUT:-240}" ctest -j"${CTEST_JOBS:-8}" --output-on-failure --timeout 120 ${CTEST_ARGS:-}
   code=$?
   echo "ctest ended: $(date -u +%Y-%m-%dT%H:%M:%SZ), status $code"
   exit $code

@@ -21,12 +21,16 @@
 // time per call. Metric "memory": device memory of the decode family measured in an isolated
 // phase with cudaMemGetInfo, every executable uploaded (graphcap: its pool and executables; raw:
 // its static buffers and executables). Before timing, one step of each design from the same state
-// must give bit-identical logits (exit 1 otherwise, after the table is written).
+// must give bit-identical logits (exit 1 otherwise, after the table is written). Memory also:
+// the family in one-executable mode (its executables against one per bucket's), and a sleep
+// between bursts (the pool without backup, every executable released): what cudaMemGetInfo
+// gets back, and one step after the wake against the raw design.
 #include <graphcap/family.hpp>
 #include <graphcap/graphcap.hpp>
 #include <graphcap/liveness.hpp>
 #include <graphcap/piecewise.hpp>
 #include <graphcap/rebind.hpp>
+#include <graphcap/sleepable_pool.hpp>
 
 #include "../examples/decode_model.cuh"
 #include "harness.hpp"
@@ -41,8 +45,11 @@
 
 namespace {
 
-using segment_graph = graphcap::basic_graph<graphcap::mode::thread_local_, graphcap::pool::shared,
-                                            graphcap::annot::off, graphcap::liveness::check>;
+// The example's segments: thread-local capture, the family's sleepable pool shared by the
+// buckets (pool::sleepable_shared), liveness checked.
+using segment_graph =
+    graphcap::basic_graph<graphcap::mode::thread_local_, graphcap::pool::sleepable_shared,
+                          graphcap::annot::off, graphcap::liveness::check>;
 using step_graph = graphcap::piecewise_graph<segment_graph, decode::step_values>;
 using decode_family = graphcap::graph_family<std::size_t, step_graph>;
 // The same with liveness off (graphcap::shared_pool_graph segments): what the check costs.
@@ -176,9 +183,9 @@ private:
 };
 
 template <class Family = decode_family>
-Family capture_family(cudaStream_t stream, const decode::model& m, const int* tokens,
-                      float* logits) {
-  Family family;
+Family capture_family(cudaStream_t stream, const decode::model& m, const int* tokens, float* logits,
+                      graphcap::family_options<std::size_t> options = {}) {
+  Family family{std::move(options)};
   const auto captured =
       family.capture_all(decode::buckets(), stream,
                          [m, tokens, logits](std::size_t batch, typename Family::scope& cap) {
@@ -242,6 +249,11 @@ int main() {
   }
   const std::size_t raw_executable_bytes = after_buffers - free_bytes();
   const std::size_t raw_buffer_bytes = before_raw - after_buffers;
+  // One executable per segment topology (#45 item 5): the same family, its segments sharing
+  // executables position by position; its executables against one per bucket's.
+  const std::size_t before_shared = free_bytes();
+  decode_family shared = capture_family(stream, m, tokens[0], logits, {.one_executable = true});
+  const std::size_t shared_bytes = before_shared - free_bytes();
   const std::vector<std::size_t> buckets = decode::buckets();
   const auto raw_of = [&](std::size_t bucket) -> raw_bucket& {
     for (std::size_t i = 0; i < buckets.size(); ++i) {
@@ -365,6 +377,33 @@ int main() {
          inputs.sync(decode::max_batch);
        })});
 
+  // A sleep between bursts (#45 goal 3): the pool's pages and every bucket's executables go;
+  // what cudaMemGetInfo gets back against what the family took; then the wake, every bucket
+  // instantiated again from its template, and one step against the raw design.
+  graphcap::sleepable_pool_handle pool{family.pool()};
+  const std::size_t awake = free_bytes();
+  pool.sleep(graphcap::pool::backup::none);
+  family.release_executables();
+  const std::size_t asleep = free_bytes();
+  pool.wake();
+  family.restore_executables();
+  bool same_after_wake = false;
+  {
+    decode::upload_tokens(tokens[2], 1, stream);
+    decode::step_values after{decode::prompt + 1};
+    inputs.rebind(current, tokens[2]);
+    current = tokens[2];
+    inputs.replay_at_least(decode::max_batch, stream, after);
+    raw_bucket& largest = raw_of(decode::max_batch);
+    largest.point_tokens(tokens[2]);
+    largest.replay(stream, after);
+    bench::check(cudaGetLastError(), "kernel launch");
+    const std::vector<float> woken = decode::read_logits(logits, decode::max_batch, stream);
+    const std::vector<float> by_hand = decode::read_logits(raw_logits, decode::max_batch, stream);
+    same_after_wake = std::memcmp(woken.data(), by_hand.data(), woken.size() * sizeof(float)) == 0;
+  }
+  const std::size_t released = asleep > awake ? asleep - awake : 0;
+
   bench::report report("bench_decode_step",
                        "decode step of an 8-layer model, 19 buckets, 9 segments + 8 attention "
                        "islands, synchronized: host time per step (us)");
@@ -378,6 +417,14 @@ int main() {
   const double family_total = static_cast<double>(family_bytes) / mib;
   report.add("memory", "decode family", "raw: static buffers + executables", "MiB", {raw_total});
   report.add("memory", "decode family", "graphcap: pool + executables", "MiB", {family_total});
+  report.add("memory", "decode family", "graphcap, one executable per topology", "MiB",
+             {static_cast<double>(shared_bytes) / mib});
+  report.add("memory", "executables", "graphcap: one per bucket and segment", "MiB",
+             {static_cast<double>(family.executable_bytes()) / mib});
+  report.add("memory", "executables", "graphcap: one per segment topology", "MiB",
+             {static_cast<double>(shared.executable_bytes()) / mib});
+  report.add("memory", "sleep", "released by sleep + release_executables", "MiB",
+             {static_cast<double>(released) / mib});
   char line[512];
   std::snprintf(line, sizeof line,
                 "memory (cudaMemGetInfo drops): graphcap family %.2f MiB (pool reserves %.2f MiB, "
@@ -391,12 +438,34 @@ int main() {
   report.note(line);
   report.note(same ? "one step of each design from the same state: bit-identical logits"
                    : "one step of each design from the same state: logits DIFFER");
+  std::snprintf(line, sizeof line,
+                "one executable per segment topology: %zu executables of %.2f MiB (measured at "
+                "instantiation) against %zu of %.2f MiB, %.3fx; its cudaMemGetInfo drop %.2f MiB",
+                shared.executables(), static_cast<double>(shared.executable_bytes()) / mib,
+                family.executables(), static_cast<double>(family.executable_bytes()) / mib,
+                family.executable_bytes() == 0 ? 0.0
+                                               : static_cast<double>(shared.executable_bytes()) /
+                                                     static_cast<double>(family.executable_bytes()),
+                static_cast<double>(shared_bytes) / mib);
+  report.note(line);
+  std::snprintf(line, sizeof line,
+                "sleep (pool without backup, executables released): cudaMemGetInfo gained %.2f "
+                "MiB of the family's %.2f MiB (%.1f%%; the pool reserved %.2f MiB); the first "
+                "step after the wake %s",
+                static_cast<double>(released) / mib, family_total,
+                family_bytes == 0
+                    ? 0.0
+                    : 100.0 * static_cast<double>(released) / static_cast<double>(family_bytes),
+                static_cast<double>(pool_reserved) / mib,
+                same_after_wake ? "bit-identical to the raw design" : "DIFFERS");
+  report.note(line);
   report.finish();
 
   raw.clear();
   raw_buffers.reset();
   copied.clear();
   lean.clear();
+  shared.clear();
   family.clear();
   for (int* buffer : tokens) {
     bench::check(cudaFree(buffer), "cudaFree");
@@ -406,5 +475,5 @@ int main() {
   bench::check(cudaFree(logits), "cudaFree");
   decode::free_cache(m);
   bench::check(cudaFree(weights), "cudaFree");
-  return same ? 0 : 1;
+  return same && same_after_wake ? 0 : 1;
 }

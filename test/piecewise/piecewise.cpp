@@ -593,8 +593,25 @@ TEST_CASE_METHOD(log_fixture, "piecewise graphs in a graph_family: one per key, 
   CHECK(log == "AbB");
   CHECK(family.statistics(4)->nodes == four->node_count());
 
-  // One-executable mode switches by recapture() + update of one graph, which a piecewise graph
-  // does not offer to a work written for capture(): refused when the family is made.
-  const gc::family_options<std::size_t> one_executable{.one_executable = true};
-  CHECK_THROWS_WITH(step_family(one_executable), gctest::contains("one graph per key"));
+  // One-executable mode: refused for piecewise graphs until session 19; since then segment k of
+  // every key shares its topology's executable (test/families/family_piecewise.cpp).
+  step_family shared{{.one_executable = true}};
+  REQUIRE(shared
+              .capture_all({1, 4}, stream,
+                           [&](std::size_t key, step_graph::scope& cap) {
+                             write(cap.stream(), 'A');
+                             cap.eager([&, key](cudaStream_t s) {
+                               write(s, static_cast<char>('a' + key));
+                             });
+                             for (std::size_t k = 0; k < key; ++k) {
+                               write(cap.stream(), 'B');
+                             }
+                           })
+              .complete());
+  CHECK(shared.executables() == 3); // segment 0 shared; segment 1 of two topologies
+  log.clear();
+  CHECK(shared.replay_at_least(2, stream) == 4);
+  CHECK(shared.replay_at_least(1, stream) == 1);
+  stream.synchronize();
+  CHECK(log == "AeBBBBAbB");
 }

@@ -1,8 +1,10 @@
 // graphcap/cuda/node_type.hpp - to_string(cudaGraphNodeType): the short names that
-// annotations' JSON and traces give node types.
+// annotations' JSON and traces give node types (cuda/detail/node_kinds.hpp's table).
 #pragma once
 
 #include <graphcap/config.hpp>
+
+#include <graphcap/cuda/detail/node_kinds.hpp>
 
 #include <cuda_runtime_api.h>
 
@@ -10,38 +12,10 @@
 
 namespace graphcap {
 
-/// A node type's short name ("kernel", "memcpy", "event_record", ...).
+/// A node type's short name ("kernel", "memcpy", "event_record", ...; "unknown" for a type
+/// the runtime cannot name).
 [[nodiscard]] constexpr std::string_view to_string(cudaGraphNodeType type) noexcept {
-  switch (type) {
-  case cudaGraphNodeTypeKernel:
-    return "kernel";
-  case cudaGraphNodeTypeMemcpy:
-    return "memcpy";
-  case cudaGraphNodeTypeMemset:
-    return "memset";
-  case cudaGraphNodeTypeHost:
-    return "host";
-  case cudaGraphNodeTypeGraph:
-    return "child_graph";
-  case cudaGraphNodeTypeEmpty:
-    return "empty";
-  case cudaGraphNodeTypeWaitEvent:
-    return "event_wait";
-  case cudaGraphNodeTypeEventRecord:
-    return "event_record";
-  case cudaGraphNodeTypeExtSemaphoreSignal:
-    return "semaphore_signal";
-  case cudaGraphNodeTypeExtSemaphoreWait:
-    return "semaphore_wait";
-  case cudaGraphNodeTypeMemAlloc:
-    return "mem_alloc";
-  case cudaGraphNodeTypeMemFree:
-    return "mem_free";
-  case cudaGraphNodeTypeConditional:
-    return "conditional";
-  default:
-    return "unknown";
-  }
+  return detail::kind_of(type).name;
 }
 
 } // namespace graphcap

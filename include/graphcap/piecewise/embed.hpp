@@ -21,6 +21,7 @@
 
 #include <graphcap/cuda/detail/capture_point.hpp>
 #include <graphcap/cuda/detail/cuda_check.hpp>
+#include <graphcap/cuda/detail/node_kinds.hpp>
 #include <graphcap/error.hpp>
 
 #include <cuda_runtime_api.h>
@@ -40,9 +41,8 @@ inline const char* child_graph_refusal(cudaGraph_t graph) {
   std::vector<cudaGraphNode_t> nodes(count);
   detail::check(cudaGraphGetNodes(graph, nodes.data(), &count), "cudaGraphGetNodes");
   for (cudaGraphNode_t node : nodes) {
-    cudaGraphNodeType type = cudaGraphNodeTypeEmpty;
-    detail::check(cudaGraphNodeGetType(node, &type), "cudaGraphNodeGetType");
-    if (type == cudaGraphNodeTypeMemAlloc || type == cudaGraphNodeTypeMemFree) {
+    const cudaGraphNodeType type = detail::node_type_of(node);
+    if (detail::kind_of(type).graph_memory) {
       return "CUDA allows no memory node in a child graph, and this graph allocates with graph "
              "memory nodes (pool::graph_memory_nodes): capture it with a slab pool "
              "(pool::private_pool, pool::shared) to embed it";

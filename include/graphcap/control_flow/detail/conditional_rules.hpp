@@ -7,6 +7,7 @@
 #include <graphcap/core/detail/capture.hpp>
 #include <graphcap/cuda/detail/capture_point.hpp>
 #include <graphcap/cuda/detail/cuda_check.hpp>
+#include <graphcap/cuda/detail/node_kinds.hpp>
 #include <graphcap/cuda/node_type.hpp>
 #include <graphcap/error.hpp>
 
@@ -52,9 +53,7 @@ refuse_invalidated_body(const char* construct, unsigned index, cudaStream_t stre
 
 /// Whether CUDA allows a node of `type` in a conditional body.
 [[nodiscard]] constexpr bool allowed_in_body(cudaGraphNodeType type) noexcept {
-  return type == cudaGraphNodeTypeKernel || type == cudaGraphNodeTypeMemcpy ||
-         type == cudaGraphNodeTypeMemset || type == cudaGraphNodeTypeEmpty ||
-         type == cudaGraphNodeTypeGraph || type == cudaGraphNodeTypeConditional;
+  return kind_of(type).in_body; // cuda/detail/node_kinds.hpp
 }
 
 /// "0x7f..." for an address or handle in a message.
@@ -120,10 +119,10 @@ GRAPHCAP_COLD [[noreturn]] inline void refuse_body_node(cudaGraphNodeType type,
   std::string hint =
       "CUDA allows only kernel, memset, memcpy, empty, child-graph and conditional nodes in a "
       "conditional body";
-  if (type == cudaGraphNodeTypeMemAlloc || type == cudaGraphNodeTypeMemFree) {
+  if (kind_of(type).graph_memory) {
     hint += "; allocate from a slab pool (pool::private_pool, pool::shared, pool::user) or "
             "before the conditional, not with cudaMallocAsync or pool::graph_memory_nodes";
-  } else if (type == cudaGraphNodeTypeEventRecord || type == cudaGraphNodeTypeWaitEvent) {
+  } else if (kind_of(type).event) {
     hint += "; fork and join streams with events inside the body only (those become edges), and "
             "record timing events outside it; libraries that record events (NCCL) cannot run "
             "inside a body";

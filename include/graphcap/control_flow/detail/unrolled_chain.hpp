@@ -11,6 +11,7 @@
 #pragma once
 
 #include <graphcap/cuda/detail/cuda_check.hpp>
+#include <graphcap/cuda/detail/node_kinds.hpp>
 #include <graphcap/cuda/detail/unique_handle.hpp>
 #include <graphcap/cuda/node_type.hpp>
 
@@ -35,21 +36,9 @@ struct body_nodes {
   std::vector<std::size_t> sinks; // nodes without outgoing edges
 };
 
-/// Whether a node of this type can be copied node by node.
+/// Whether a node of this type can be copied node by node (cuda/detail/node_kinds.hpp).
 [[nodiscard]] constexpr bool flat_copyable(cudaGraphNodeType type) noexcept {
-  switch (type) {
-  case cudaGraphNodeTypeKernel:
-  case cudaGraphNodeTypeMemset:
-  case cudaGraphNodeTypeMemcpy:
-  case cudaGraphNodeTypeHost:
-  case cudaGraphNodeTypeEmpty:
-  case cudaGraphNodeTypeEventRecord:
-  case cudaGraphNodeTypeWaitEvent:
-  case cudaGraphNodeTypeGraph:
-    return true;
-  default:
-    return false;
-  }
+  return kind_of(type).flat_copy;
 }
 
 /// Reads `graph`'s nodes and edges into `body`; cuda_error if CUDA cannot list them.

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <graphcap/cuda/detail/cuda_check.hpp>
+#include <graphcap/cuda/detail/node_kinds.hpp>
 #include <graphcap/error.hpp>
 
 #include <cuda_runtime_api.h>
@@ -63,7 +64,8 @@ inline executable_rate& process_rate() noexcept {
   return rate;
 }
 
-/// The nodes of `graph` that take executable memory: every node but memset and empty nodes.
+/// The nodes of `graph` that take executable memory: every node but memset and empty nodes
+/// (cuda/detail/node_kinds.hpp).
 inline std::size_t weighted_nodes(cudaGraph_t graph) {
   std::size_t count = 0;
   check(cudaGraphGetNodes(graph, nullptr, &count), "cudaGraphGetNodes");
@@ -71,9 +73,7 @@ inline std::size_t weighted_nodes(cudaGraph_t graph) {
   check(cudaGraphGetNodes(graph, nodes.data(), &count), "cudaGraphGetNodes");
   std::size_t weight = 0;
   for (std::size_t i = 0; i < count; ++i) {
-    cudaGraphNodeType type = cudaGraphNodeTypeEmpty;
-    check(cudaGraphNodeGetType(nodes[i], &type), "cudaGraphNodeGetType");
-    weight += type != cudaGraphNodeTypeMemset && type != cudaGraphNodeTypeEmpty ? 1 : 0;
+    weight += kind_of(node_type_of(nodes[i])).executable_memory ? 1 : 0;
   }
   return weight;
 }

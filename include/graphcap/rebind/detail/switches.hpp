@@ -6,6 +6,7 @@
 #include <graphcap/cuda/detail/capture_point.hpp>
 #include <graphcap/cuda/detail/cuda_check.hpp>
 #include <graphcap/cuda/detail/graph_layout.hpp>
+#include <graphcap/cuda/detail/node_kinds.hpp>
 #include <graphcap/cuda/node_type.hpp>
 #include <graphcap/error.hpp>
 #include <graphcap/fwd.hpp>
@@ -98,10 +99,8 @@ inline std::vector<cudaGraphNode_t> scope_nodes(const graph_layout& layout,
 /// nodes can be.
 inline void check_switchable(std::span<const cudaGraphNode_t> nodes, const std::string& what) {
   for (cudaGraphNode_t node : nodes) {
-    cudaGraphNodeType type = cudaGraphNodeTypeEmpty;
-    check(cudaGraphNodeGetType(node, &type), "cudaGraphNodeGetType");
-    if (type != cudaGraphNodeTypeKernel && type != cudaGraphNodeTypeMemset &&
-        type != cudaGraphNodeTypeMemcpy) [[unlikely]] {
+    const cudaGraphNodeType type = node_type_of(node);
+    if (!kind_of(type).can_disable) [[unlikely]] {
       throw rebind_error("graphcap::set_enabled: " + what + " holds a " +
                          std::string{graphcap::to_string(type)} +
                          " node; CUDA turns only kernel, memset and memcpy nodes on and off "

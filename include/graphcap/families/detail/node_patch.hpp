@@ -75,9 +75,10 @@ inline void patch_driver_check(CUresult status, const char* call) {
   }
 }
 
-/// Appends a kernel node's parameters (laid out by cuFuncGetParamInfo) to `into`.
+/// Appends a kernel node's parameters (laid out by cuFuncGetParamInfo) to `into`; `slots`:
+/// scratch for the layout.
 inline void read_kernel_node(cudaGraphNode_t node, key_params& into, node_params& params,
-                             std::vector<std::size_t>& offsets, std::vector<std::size_t>& sizes) {
+                             std::vector<parameter_slot>& slots) {
   constexpr const char* needs = "graph_family's patch switch";
   const driver_api& api = driver();
   patch_driver_check(api.graph_kernel_node_get_params.require(needs)(node, &params.kernel),
@@ -87,40 +88,21 @@ inline void read_kernel_node(cudaGraphNode_t node, key_params& into, node_params
     patch_driver_check(api.kernel_get_function.require(needs)(&function, params.kernel.kern),
                        "cuKernelGetFunction");
   }
-  offsets.clear();
-  sizes.clear();
-  std::size_t end = 0;
-  const auto param_info = api.func_get_param_info.require(needs);
-  for (std::size_t index = 0;; ++index) {
-    std::size_t offset = 0;
-    std::size_t size = 0;
-    const CUresult status = param_info(function, index, &offset, &size);
-    if (status == CUDA_ERROR_INVALID_VALUE) {
-      break; // past the last parameter
-    }
-    patch_driver_check(status, "cuFuncGetParamInfo");
-    offsets.push_back(offset);
-    sizes.push_back(size);
-    end = offset + size > end ? offset + size : end;
-  }
+  slots.clear();
+  patch_driver_check(read_parameter_layout(api.func_get_param_info.require(needs), function, slots),
+                     "cuFuncGetParamInfo");
+  const std::size_t end = parameter_block_bytes(slots);
   params.first_byte = into.bytes.size();
   params.byte_count = end;
   into.bytes.resize(into.bytes.size() + end);
-  const unsigned char* packed = packed_kernel_parameters(params.kernel.extra);
-  for (std::size_t index = 0; index < offsets.size(); ++index) {
-    const void* source = params.kernel.kernelParams != nullptr ? params.kernel.kernelParams[index]
-                         : packed != nullptr                   ? packed + offsets[index]
-                                                               : nullptr;
-    if (source != nullptr && sizes[index] != 0) {
-      std::memcpy(into.bytes.data() + params.first_byte + offsets[index], source, sizes[index]);
-    }
-  }
+  copy_parameters(params.kernel.kernelParams, params.kernel.extra, slots,
+                  into.bytes.data() + params.first_byte);
   // kernelParams are set once every block is in place (below): `bytes` may still grow. Until
   // then the arguments hold each parameter's offset in `bytes`.
   params.kernel.kernelParams = nullptr;
   params.kernel.extra = nullptr; // set one by one, from the key's own copy
-  for (const std::size_t offset : offsets) {
-    into.arguments.push_back(reinterpret_cast<void*>(params.first_byte + offset)); // NOLINT
+  for (const parameter_slot& slot : slots) {
+    into.arguments.push_back(reinterpret_cast<void*>(params.first_byte + slot.offset)); // NOLINT
   }
 }
 
@@ -132,8 +114,7 @@ inline key_params read_key_params(const std::vector<cudaGraphNode_t>& nodes) {
   key.nodes.resize(nodes.size());
   key.patchable = true;
   std::vector<std::size_t> first_argument(nodes.size(), 0);
-  std::vector<std::size_t> offsets;
-  std::vector<std::size_t> sizes;
+  std::vector<parameter_slot> slots;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     node_params& params = key.nodes[i];
     cudaGraphNodeType type{};
@@ -142,7 +123,7 @@ inline key_params read_key_params(const std::vector<cudaGraphNode_t>& nodes) {
     case cudaGraphNodeTypeKernel:
       params.kind = patch_kind::kernel;
       first_argument[i] = key.arguments.size();
-      read_kernel_node(nodes[i], key, params, offsets, sizes);
+      read_kernel_node(nodes[i], key, params, slots);
       break;
     case cudaGraphNodeTypeMemcpy:
       params.kind = patch_kind::memcpy;

@@ -118,7 +118,7 @@ private:
   /// A kernel's parameter layout and name, read once per function during a scan.
   struct kernel_layout {
     std::string name;
-    std::vector<std::pair<std::size_t, std::size_t>> parameters; // offset, size
+    std::vector<parameter_slot> parameters; // cuda/detail/kernel_parameters.hpp
   };
 
   void kernel(cudaGraphNode_t node) {
@@ -132,17 +132,12 @@ private:
                             "cuKernelGetFunction");
     }
     const kernel_layout& layout = layout_of(function);
-    const unsigned char* packed = packed_kernel_parameters(params.extra);
     for (std::size_t index = 0; index < layout.parameters.size(); ++index) {
       // Plain variables, not a structured binding: lambdas capture those only since clang 16.
-      const std::size_t offset = layout.parameters[index].first;
-      const std::size_t size = layout.parameters[index].second;
-      const unsigned char* bytes = nullptr;
-      if (params.kernelParams != nullptr) {
-        bytes = static_cast<const unsigned char*>(params.kernelParams[index]);
-      } else if (packed != nullptr) {
-        bytes = packed + offset;
-      }
+      const std::size_t offset = layout.parameters[index].offset;
+      const std::size_t size = layout.parameters[index].size;
+      const auto* bytes = static_cast<const unsigned char*>(
+          parameter_source(params.kernelParams, params.extra, layout.parameters[index], index));
       if (bytes == nullptr) {
         continue;
       }
@@ -179,18 +174,10 @@ private:
         get_name != nullptr && get_name(&name, function) == CUDA_SUCCESS && name != nullptr
             ? demangled(name)
             : std::string{"(unnamed kernel)"};
-    for (std::size_t index = 0;; ++index) {
-      std::size_t offset = 0;
-      std::size_t size = 0;
-      const CUresult status = param_info(function, index, &offset, &size);
-      if (status == CUDA_ERROR_INVALID_VALUE) {
-        break; // past the last parameter
-      }
-      if (status != CUDA_SUCCESS) [[unlikely]] {
-        throw_error(static_cast<cudaError_t>(status),
-                    "cuFuncGetParamInfo (kernel " + layout.name + ")");
-      }
-      layout.parameters.emplace_back(offset, size);
+    const CUresult status = read_parameter_layout(param_info, function, layout.parameters);
+    if (status != CUDA_SUCCESS) [[unlikely]] {
+      throw_error(static_cast<cudaError_t>(status),
+                  "cuFuncGetParamInfo (kernel " + layout.name + ")");
     }
     return layouts_.emplace(function, std::move(layout)).first->second;
   }

@@ -239,36 +239,27 @@ inline patchable_node copy_kernel_node(cudaGraphNode_t node,
   auto layout = layouts.find(function);
   if (layout == layouts.end()) {
     patchable_node shape; // offsets and sizes, and the block's size in bytes.size()
-    const auto param_info = api.func_get_param_info.require(rebind_needs);
-    std::size_t end = 0;
-    for (std::size_t index = 0;; ++index) {
-      std::size_t offset = 0;
-      std::size_t size = 0;
-      const CUresult status = param_info(function, index, &offset, &size);
-      if (status == CUDA_ERROR_INVALID_VALUE) {
-        break; // past the last parameter
-      }
-      rebind_driver_check(status, "cuFuncGetParamInfo");
-      shape.offsets.push_back(offset);
-      shape.sizes.push_back(size);
-      end = offset + size > end ? offset + size : end;
+    std::vector<parameter_slot> slots;
+    rebind_driver_check(
+        read_parameter_layout(api.func_get_param_info.require(rebind_needs), function, slots),
+        "cuFuncGetParamInfo");
+    for (const parameter_slot& slot : slots) {
+      shape.offsets.push_back(slot.offset);
+      shape.sizes.push_back(slot.size);
     }
-    shape.bytes.resize(end);
+    shape.bytes.resize(parameter_block_bytes(slots));
     layout = layouts.emplace(function, std::move(shape)).first;
   }
   copy.offsets = layout->second.offsets;
   copy.sizes = layout->second.sizes;
   copy.bytes.resize(layout->second.bytes.size());
-  const unsigned char* packed = packed_kernel_parameters(copy.kernel.extra);
   for (std::size_t index = 0; index < copy.offsets.size(); ++index) {
-    const std::size_t size = copy.sizes[index];
-    const void* source = copy.kernel.kernelParams != nullptr ? copy.kernel.kernelParams[index]
-                         : packed != nullptr                 ? packed + copy.offsets[index]
-                                                             : nullptr;
-    if (source != nullptr && size != 0) {
-      std::memcpy(copy.bytes.data() + copy.offsets[index], source, size);
+    const parameter_slot slot{copy.offsets[index], copy.sizes[index]};
+    const void* source = parameter_source(copy.kernel.kernelParams, copy.kernel.extra, slot, index);
+    if (source != nullptr && slot.size != 0) {
+      std::memcpy(copy.bytes.data() + slot.offset, source, slot.size);
     }
-    copy.arguments.push_back(copy.bytes.data() + copy.offsets[index]);
+    copy.arguments.push_back(copy.bytes.data() + slot.offset);
   }
   copy.kernel.kernelParams = copy.arguments.data();
   copy.kernel.extra = nullptr; // the rebinder passes the parameters one by one

@@ -4,6 +4,7 @@
 // destruction) on the CUDA test double, which can count what is left alive and inject failures.
 // After every step: no stream capturing, the state the step promises, and nothing leaked.
 #include <graphcap/annotations.hpp>
+#include <graphcap/core/wing_contract.hpp>
 #include <graphcap/sleepable_pool.hpp>
 
 #include "catch.hpp"

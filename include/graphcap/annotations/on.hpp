@@ -35,6 +35,7 @@
 #include <graphcap/annotations/values.hpp>
 #include <graphcap/core/detail/diagnosis_hook.hpp>
 #include <graphcap/core/policy.hpp>
+#include <graphcap/core/wing_contract.hpp>
 #include <graphcap/cuda/detail/capture_point.hpp>
 #include <graphcap/cuda/detail/creation_callbacks.hpp>
 #include <graphcap/cuda/detail/cupti.hpp>

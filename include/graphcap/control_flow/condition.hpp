@@ -11,6 +11,7 @@
 #include <graphcap/core/detail/graph_lifecycle.hpp>
 #include <graphcap/core/detail/scope_checks.hpp>
 #include <graphcap/core/policy.hpp>
+#include <graphcap/core/wing_contract.hpp>
 #include <graphcap/fwd.hpp>
 
 #include <cuda_runtime_api.h>

@@ -33,6 +33,7 @@
 #include <graphcap/control_flow/detail/unrolled_chain.hpp>
 #include <graphcap/core/basic_graph.hpp>
 #include <graphcap/core/stream_ref.hpp>
+#include <graphcap/core/wing_contract.hpp>
 #include <graphcap/cuda/detail/capture_mode_guard.hpp>
 #include <graphcap/cuda/detail/cuda_check.hpp>
 #include <graphcap/cuda/detail/unique_handle.hpp>

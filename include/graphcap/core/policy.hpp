@@ -49,9 +49,12 @@
 //
 // The core and the wings call these only through detail::contract (below), which gives a policy
 // without the hook the default written next to it. No other header probes a policy with
-// `requires`: a hook is looked for here, under its one name. A model asserts every capability it
-// means to offer next to its definition (`static_assert(pool_that_recaptures<private_pool>)`), so
-// a misspelt hook fails there instead of silently reading as "not offered".
+// `requires`: a hook is looked for here, or in core/wing_contract.hpp, under its one name. A
+// model asserts every capability it means to offer next to its definition
+// (`static_assert(pool_that_recaptures<private_pool>)`), so a misspelt hook fails there instead
+// of silently reading as "not offered". The capabilities the core calls itself are here; those
+// only a wing calls (conditional bodies, rebinding, pictures) are in core/wing_contract.hpp, in
+// the same table style.
 //
 //   capability                    hook(s)                                default
 //   policy_that_checks_captures   check_capture() const: throws to       every capture allowed
@@ -60,22 +63,10 @@
 //                                 back in order, keep the slabs
 //   pool_with_slabs               for_each_slab(f) const: f(base, bytes) no slabs (liveness::check
 //                                 for each slab                          excludes nothing)
-//   pool_across_streams           hand_over_stream(from, to) noexcept,   nothing to hand over
-//                                 forget_stream(stream) noexcept
-//   pool_with_memory_nodes        static allocates_graph_nodes == true   false: may serve a body
-//   annotation_across_bodies      note_conditional(node, construct,      nothing recorded
-//                                 bodies), add_body(node, graph, stream)
-//   annotation_with_layout        layout() const -> detail::graph_layout no layout (plain DOT)
 //   annotation_with_records       annotations() const                    annotations() refused
-//   liveness_across_bodies        add_body(graph)                        bodies not scanned
 //   liveness_with_tokens<Token>   add_input(pointer, token): an input    scope::input(pointer,
 //                                 whose life `token` reports (liveness:: token) refused at
 //                                 check: a std::weak_ptr<const void>)    compile time
-//   liveness_that_rebinds         rebound(from, bytes, to): inputs in    nothing tracked, nothing
-//                                 [from, from + bytes) moved to `to`     to move
-//   policy_with_bodies            conditional_bodies() const: the last   no bodies known (a
-//                                 capture's conditional bodies           rebinder refuses graphs
-//                                                                        with conditional nodes)
 #pragma once
 
 #include <graphcap/config.hpp>
@@ -227,43 +218,10 @@ template <class P>
 concept pool_with_slabs = requires(const P& pool, void (*visit)(const void*, std::size_t)) {
   pool.for_each_slab(visit);
 };
-/// Pool: blocks freed on one capture stream can be handed to another (a conditional body's
-/// stream and back), or forgotten with an abandoned body's stream.
-template <class P>
-concept pool_across_streams = requires(P& pool, cudaStream_t stream) {
-  { pool.hand_over_stream(stream, stream) }
-  noexcept;
-  { pool.forget_stream(stream) }
-  noexcept;
-};
-/// Pool: allocates with CUDA graph memory nodes (static allocates_graph_nodes = true), which no
-/// conditional body and no child graph may hold.
-template <class P>
-concept pool_with_memory_nodes = P::allocates_graph_nodes == true;
-
-/// Annot: records conditional nodes and tags the nodes of their bodies.
-template <class A>
-concept annotation_across_bodies = requires(A& annot, cudaGraphNode_t node, cudaGraph_t graph,
-                                            cudaStream_t stream, const char* construct) {
-  { annot.add_body(node, graph, stream) }
-  noexcept;
-  annot.note_conditional(node, construct, std::span<const cudaGraph_t>{});
-};
-/// Annot: layout() gives the scopes and bodies write_dot() draws.
-template <class A>
-concept annotation_with_layout = requires(const A& annot) {
-  annot.layout();
-};
 /// Annot: annotations() lists the annotated nodes of the last capture.
 template <class A>
 concept annotation_with_records = requires(const A& annot) {
   annot.annotations();
-};
-
-/// Liveness: add_body(graph) scans a conditional body's nodes too.
-template <class L>
-concept liveness_across_bodies = requires(L& live, cudaGraph_t body) {
-  live.add_body(body);
 };
 
 /// Liveness: add_input(pointer, token) declares an input whose life the allocator reports
@@ -273,20 +231,6 @@ concept liveness_across_bodies = requires(L& live, cudaGraph_t body) {
 template <class L, class Token>
 concept liveness_with_tokens = requires(L& live, const void* pointer, Token token) {
   live.add_input(pointer, static_cast<Token&&>(token));
-};
-
-/// Liveness: rebound(from, bytes, to) moves the inputs it tracks in [from, from + bytes) to the
-/// same offsets from `to` (graphcap::rebinder patched the executable), and checks them there
-/// from the next replay on. Throws (and changes nothing) if `to` cannot be checked.
-template <class L>
-concept liveness_that_rebinds = requires(L& live, const void* from, std::size_t bytes) {
-  live.rebound(from, bytes, from);
-};
-/// Any policy: conditional_bodies() lists the last capture's conditional bodies, nested ones
-/// too (CUDA 13.0 lists no body among a graph's nodes, so only what the capture saw knows them).
-template <class P>
-concept policy_with_bodies = requires(const P& policy) {
-  { policy.conditional_bodies() } -> std::convertible_to<std::span<const cudaGraph_t>>;
 };
 
 namespace detail::contract {
@@ -313,63 +257,6 @@ template <class P, class F>
 void for_each_slab(const P& pool, F&& visit) {
   if constexpr (pool_with_slabs<P>) {
     pool.for_each_slab(std::forward<F>(visit));
-  }
-}
-
-template <class P>
-void hand_over_stream(P& pool, cudaStream_t from, cudaStream_t to) noexcept {
-  if constexpr (pool_across_streams<P>) {
-    pool.hand_over_stream(from, to);
-  }
-}
-
-template <class P>
-void forget_stream(P& pool, cudaStream_t stream) noexcept {
-  if constexpr (pool_across_streams<P>) {
-    pool.forget_stream(stream);
-  }
-}
-
-template <class P>
-inline constexpr bool allocates_graph_nodes = pool_with_memory_nodes<P>;
-
-template <class A, class Bodies>
-void note_conditional(A& annot, cudaGraphNode_t node, const char* construct, const Bodies& bodies) {
-  if constexpr (annotation_across_bodies<A>) {
-    annot.note_conditional(node, construct, bodies);
-  }
-}
-
-template <class A>
-void add_body(A& annot, cudaGraphNode_t node, cudaGraph_t graph, cudaStream_t stream) noexcept {
-  if constexpr (annotation_across_bodies<A>) {
-    annot.add_body(node, graph, stream);
-  }
-}
-
-template <class L>
-void add_body(L& live, cudaGraph_t body) {
-  if constexpr (liveness_across_bodies<L>) {
-    live.add_body(body);
-  }
-}
-
-template <class L>
-void rebound(L& live, const void* from, std::size_t bytes, const void* to) {
-  if constexpr (liveness_that_rebinds<L>) {
-    live.rebound(from, bytes, to);
-  }
-}
-
-template <class P>
-inline constexpr bool knows_bodies = policy_with_bodies<P>;
-
-template <class P>
-[[nodiscard]] std::span<const cudaGraph_t> conditional_bodies(const P& policy) {
-  if constexpr (policy_with_bodies<P>) {
-    return policy.conditional_bodies();
-  } else {
-    return {};
   }
 }
 

@@ -21,6 +21,7 @@
 #include <graphcap/config.hpp>
 
 #include <graphcap/core/policy.hpp>
+#include <graphcap/core/wing_contract.hpp>
 #include <graphcap/cuda/detail/graph_layout.hpp>
 #include <graphcap/error.hpp>
 #include <graphcap/fwd.hpp>

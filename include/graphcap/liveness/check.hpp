@@ -16,6 +16,7 @@
 #include <graphcap/config.hpp>
 
 #include <graphcap/core/policy.hpp>
+#include <graphcap/core/wing_contract.hpp>
 #include <graphcap/cuda/detail/driver.hpp>
 #include <graphcap/error.hpp>
 #include <graphcap/liveness/detail/free_epoch.hpp>

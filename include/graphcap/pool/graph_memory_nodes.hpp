@@ -6,6 +6,7 @@
 
 #include <graphcap/core/detail/allocation_size.hpp>
 #include <graphcap/core/policy.hpp>
+#include <graphcap/core/wing_contract.hpp>
 #include <graphcap/cuda/detail/capture_mode_guard.hpp>
 #include <graphcap/cuda/detail/cuda_check.hpp>
 #include <graphcap/error.hpp>

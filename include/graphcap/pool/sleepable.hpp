@@ -18,6 +18,7 @@
 
 #include <graphcap/config.hpp>
 
+#include <graphcap/core/wing_contract.hpp>
 #include <graphcap/error.hpp>
 #include <graphcap/pool/buffer.hpp>
 #include <graphcap/pool/detail/pool_core.hpp>

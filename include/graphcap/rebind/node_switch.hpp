@@ -17,6 +17,7 @@
 
 #include <graphcap/core/policy.hpp>
 #include <graphcap/core/stream_ref.hpp>
+#include <graphcap/core/wing_contract.hpp>
 #include <graphcap/error.hpp>
 #include <graphcap/fwd.hpp>
 #include <graphcap/rebind/detail/switches.hpp>

@@ -17,6 +17,7 @@
 
 #include <graphcap/core/basic_graph.hpp>
 #include <graphcap/core/policy.hpp>
+#include <graphcap/core/wing_contract.hpp>
 #include <graphcap/error.hpp>
 #include <graphcap/rebind/detail/patch.hpp>
 #include <graphcap/rebind/detail/refusals.hpp>

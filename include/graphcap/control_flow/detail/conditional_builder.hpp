@@ -11,6 +11,7 @@
 #include <graphcap/control_flow/detail/conditional_rules.hpp>
 #include <graphcap/core/detail/capture.hpp>
 #include <graphcap/core/scope.hpp>
+#include <graphcap/core/wing_contract.hpp>
 #include <graphcap/cuda/detail/cuda_check.hpp>
 #include <graphcap/error.hpp>
 #include <graphcap/fwd.hpp>

@@ -5,6 +5,7 @@
 
 #include <graphcap/core/basic_graph.hpp>
 #include <graphcap/core/policy.hpp>
+#include <graphcap/core/wing_contract.hpp>
 #include <graphcap/error.hpp>
 #include <graphcap/rebind/detail/sites.hpp>
 #include <graphcap/rebind/rebind_error.hpp>

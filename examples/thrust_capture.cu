@@ -67,8 +67,13 @@ int main() {
   bool all_right = true;
   for (int step = 0; step < 3; ++step) {
     std::generate(host.begin(), host.end(), [&] { return value(generator); });
-    example::check(cudaMemcpy(keys, host.data(), n * sizeof(int), cudaMemcpyHostToDevice),
-                   "cudaMemcpy");
+    // On the replay's stream: a legacy-stream cudaMemcpy may return before its copy lands, and
+    // `stream` (non-blocking) does not wait for it. A sort replayed over keys still being written
+    // scatters by counts of other keys: on an H100 (session 19) its third replay faulted
+    // (cudaErrorIllegalAddress) when this copy was a plain cudaMemcpy.
+    example::check(cudaMemcpyAsync(keys, host.data(), n * sizeof(int), cudaMemcpyHostToDevice,
+                                   stream),
+                   "cudaMemcpyAsync");
     graph.replay(stream);
     example::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
     std::vector<int> sorted(n);

@@ -8,6 +8,7 @@
    and records the command, the settings from the environment, the date and the host.
 """
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -62,10 +63,13 @@ with tempfile.TemporaryDirectory() as scratch:
     copy = os.path.join(scratch, "copy")  # a tree without .git, as on the device machine
     shutil.copytree(os.path.join(ROOT, "scripts"), os.path.join(copy, "scripts"))
     # The settings run-info.sh records, cleared first: the suite may itself run under some of them
-    # (gpu-suite.sh sets SOAK and CUDAARCHS), which would then be part of the command line.
-    recorded = ("TARGETS CTEST_ARGS SOAK BENCHES GRAPHCAP_BUILD_BENCHMARKS CASES BENCH_SCALE "
-                "BENCH_MIN_SECONDS BENCH_WARM_SECONDS CASE_TIMEOUT RUNS PROBES TOOLS BINARIES "
-                "SKIP_BUILD JOBS NVTX_SUITE GRAPHCAP_STRESS_SCALE CUDAARCHS").split()
+    # (gpu-suite.sh sets SOAK and CUDAARCHS, device-call.sh CTEST_JOBS), which would then be part
+    # of the command line. Read from run-info.sh's own list, so that the two cannot drift apart
+    # (they did in session 19: CTEST_JOBS, added to the script, failed this test on the GPU).
+    with open(os.path.join(ROOT, "scripts", "run-info.sh")) as script:
+        listed = re.search(r"for name in (.*?); do", script.read(), re.S)
+    expect(listed is not None, "run-info.sh lists the settings it records")
+    recorded = listed.group(1).replace("\\\n", " ").split() if listed else []
     environment = {name: value for name, value in os.environ.items() if name not in recorded}
     environment.update(GRAPHCAP_COMMIT="feedc0de", CASES="bench_replay")
     expect(os.path.exists(os.path.join(copy, "scripts", "run-info.sh")), "scripts/run-info.sh exists")

@@ -291,7 +291,7 @@ int main() {
   const bool same =
       std::memcmp(from_family.data(), from_raw.data(), from_family.size() * sizeof(float)) == 0;
 
-  int step = 0;
+  int step = -1; // each arm's block replays steps 0, 1, ... (the same batches and lengths)
   std::size_t bucket = 1;
   const int* input = tokens[0];
   decode::step_values now{};
@@ -304,7 +304,11 @@ int main() {
     input = buffer;
     now.length = decode::prompt + step % 64;
   };
-  const int steps = 200;
+  // 256 steps: the batches (1 + 37 step mod 128) and lengths (step mod 64) each run whole periods,
+  // and every arm times the same 256 steps (until session 19 the arms timed consecutive windows of
+  // 200 steps, other batches each: not the same work).
+  const int steps = 256;
+  const auto from_the_start = [&] { step = -1; };
   std::vector<double> raw_times;
   std::vector<double> rebound_times;
   std::vector<double> copied_times;
@@ -315,6 +319,7 @@ int main() {
   bench::interleave(
       bench::scaled(5), 1,
       {[&](bool record) {
+         from_the_start();
          bench::synchronized_steps(
              stream, steps, raw_times, record,
              [&] {
@@ -325,6 +330,7 @@ int main() {
              next_step);
        },
        [&](bool record) {
+         from_the_start();
          bench::synchronized_steps(
              stream, steps, rebound_times, record,
              [&] {
@@ -338,6 +344,7 @@ int main() {
              next_step);
        },
        [&](bool record) {
+         from_the_start();
          bench::synchronized_steps(
              stream, steps, lean_times, record,
              [&] {
@@ -351,6 +358,7 @@ int main() {
              next_step);
        },
        [&](bool record) {
+         from_the_start();
          bench::synchronized_steps(
              stream, steps, copied_times, record,
              [&] {

@@ -205,6 +205,7 @@ TEST_CASE_METHOD(piecewise_fixture,
               .complete());
   gc::sleepable_pool_handle pool{family.pool()}; // the family's pool is a sleepable one
   REQUIRE(pool.statistics().reserved_bytes > 0);
+  CHECK(family.executables() == 6); // one per segment of each key (it said 3 before session 19)
   replay_checked(3, [&](std::size_t k) { return family.replay_at_least(k, stream); });
   stream.synchronize();
   pool.sleep();

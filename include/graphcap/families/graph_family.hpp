@@ -164,7 +164,7 @@ public:
   }
 
   /// The graph of exactly `key`, or null (one-executable mode: only while it holds its group's
-  /// executable; the others hold a template alone, and replaying one would instantiate it).
+  /// executable; the others hold a template alone).
   [[nodiscard]] Graph* find(const Key& key) noexcept(detail::families::nothrow_keys<Key>) {
     const std::size_t index = index_of(key);
     if (index == keys_.size()) {
@@ -218,12 +218,12 @@ public:
   }
   /// One-executable mode: the key captured or replayed last (nullopt: none, or it was evicted).
   [[nodiscard]] const std::optional<Key>& current_key() const noexcept { return current_; }
-  /// One-executable mode: what the last switch or join did (updated in place, or instantiated:
-  /// the key's group held no executable, or no group of its topology took it).
+  /// One-executable mode: what the last switch or join did (updated, patched or instantiated).
   [[nodiscard]] const update_result& last_update() const noexcept { return last_update_; }
-  /// Executable graphs the family holds: one per key, or one per topology (one_executable).
+  /// Executable graphs: one per key (segment of a piecewise key), or per topology (one_executable).
   [[nodiscard]] std::size_t executables() const noexcept {
-    return options_.one_executable ? groups_.executables() : entries_.size();
+    return options_.one_executable ? groups_.executables()
+                                   : detail::families::executables_of(entries_);
   }
   /// The pool every graph of the family draws from.
   [[nodiscard]] const pool_handle& pool() const noexcept { return pool_; }

@@ -10,9 +10,20 @@
 
 namespace graphcap::detail {
 
-/// Owns a CUDA handle and destroys it with `Destroy`, never throwing. Destruction runs under
-/// the relaxed capture-mode guard, so that dropping a graph on one thread cannot invalidate a
-/// global-mode capture running on another.
+/// Whether `Destroy`, called while another thread runs a global-mode capture, fails and
+/// invalidates that capture, so that it needs the relaxed capture-mode guard. Not for
+/// cudaGraphDestroy: benchmark/probes/global_mode_unsafe_calls.cu showed it succeed and leave the
+/// other thread's capture active, in every mode (H100, driver 580, session 19:
+/// docs/results/2026-12-07-h100-session19/probes), where cudaGraphExecDestroy invalidates it.
+/// Stream and event destruction were not probed: guarded.
+template <class Handle, cudaError_t (*Destroy)(Handle)>
+inline constexpr bool destroy_unsafe_in_global_capture = true;
+template <>
+inline constexpr bool destroy_unsafe_in_global_capture<cudaGraph_t, &cudaGraphDestroy> = false;
+
+/// Owns a CUDA handle and destroys it with `Destroy`, never throwing. A destruction CUDA counts
+/// as unsafe during another thread's global-mode capture runs under the relaxed capture-mode
+/// guard, so that dropping a graph on one thread cannot invalidate a capture on another.
 template <class Handle, cudaError_t (*Destroy)(Handle)>
 class unique_handle {
 public:
@@ -38,8 +49,12 @@ public:
   /// Destroys the owned handle (if any) and takes `handle`.
   void reset(Handle handle = nullptr) noexcept {
     if (handle_ != nullptr) {
-      const relaxed_capture_mode_guard relaxed;
-      ignore(Destroy(handle_));
+      if constexpr (destroy_unsafe_in_global_capture<Handle, Destroy>) {
+        const relaxed_capture_mode_guard relaxed;
+        ignore(Destroy(handle_));
+      } else {
+        ignore(Destroy(handle_));
+      }
     }
     handle_ = handle;
   }

@@ -256,6 +256,21 @@ private:
   std::vector<std::vector<std::size_t>> composites_;  // each composite's segment groups
 };
 
+/// Executable graphs of a family's `entries` in the default mode: one per key, one per segment
+/// of a segmented key.
+template <class Entries>
+[[nodiscard]] std::size_t executables_of(const Entries& entries) noexcept {
+  std::size_t count = 0;
+  for (const auto& each : entries) {
+    if constexpr (requires { each->graph->segment_count(); }) {
+      count += each->graph->segment_count();
+    } else {
+      count += 1;
+    }
+  }
+  return count;
+}
+
 /// The groups of a family of `Graph`s in one-executable mode: by position for segmented graphs,
 /// else by key.
 template <class Graph>

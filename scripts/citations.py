@@ -51,7 +51,7 @@ SESSION_FOLDERS = {
     4: ["2026-11-30-h200-session4"], 5: ["2026-12-01-h200-session5"],
 }
 for d in sorted(os.listdir(RES)):
-    m = re.match(r"\d{4}-\d\d-\d\d-h200-session(\d+)$", d)
+    m = re.match(r"\d{4}-\d\d-\d\d-h[12]00-session(\d+)$", d)  # H200, or an H100 lent instead
     if m:
         SESSION_FOLDERS[int(m.group(1))] = [d]
 DATE_FOLDERS = {"2026-11-29": ["2026-11-29-h200", "2026-11-29-h200-bench_replay.csv"],

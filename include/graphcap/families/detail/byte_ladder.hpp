@@ -2,7 +2,8 @@
 // family keeps. Keys come largest first; each is captured (its template: the pool's growth is
 // then known, and its nodes), and instantiated only if its pool growth and its predicted
 // executable bytes fit what is left. The prediction is its weighted nodes times the measured
-// bytes per node, less the slack of the driver's last 2 MiB piece, rounded up to whole pieces
+// bytes per node (the process's, or this ladder's own where larger), less the slack of the
+// driver's last 2 MiB piece (at most a piece), rounded up to whole pieces
 // (families/detail/executable_memory.hpp); the charge is what was measured. A key that does not
 // fit is left out (its template dropped; while no key is kept, the pool's slabs go back too) and
 // the next smaller key is tried: smaller keys cost no more, so the ladder kept is the largest key
@@ -28,8 +29,7 @@ public:
 
   /// What a key of `pool_bytes` pool growth and `weight` weighted nodes is predicted to take.
   [[nodiscard]] std::size_t predict(std::size_t pool_bytes, std::size_t weight) const noexcept {
-    const auto model = static_cast<std::size_t>(
-        std::ceil(static_cast<double>(weight) * process_rate().per_node()));
+    const std::size_t model = modelled(weight);
     const std::size_t fresh = model > slack_ ? model - slack_ : 0;
     return pool_bytes + (fresh + executable_piece - 1) / executable_piece * executable_piece;
   }
@@ -43,9 +43,14 @@ public:
   /// Charges a kept key: its pool growth, and the executable bytes measured (`weight` nodes).
   void charge(std::size_t pool_bytes, std::size_t measured, std::size_t weight) noexcept {
     spent_ += pool_bytes + measured;
-    const auto model = static_cast<std::size_t>(
-        std::ceil(static_cast<double>(weight) * process_rate().per_node()));
+    const std::size_t model = modelled(weight);
+    own_bytes_ += measured;
+    own_weight_ += weight;
     slack_ = slack_ + measured > model ? slack_ + measured - model : 0;
+    // The room left in the driver's last piece is less than a piece: where the model says more,
+    // it underestimates the nodes' bytes, and a slack that kept growing would predict 0 bytes for
+    // every key, each admitted with the budget spent (session 19: every key kept on an H100).
+    slack_ = slack_ < executable_piece ? slack_ : executable_piece - 1;
   }
   /// Charges pool growth alone (a key left out whose slabs stay with the pool).
   void charge_pool(std::size_t pool_bytes) noexcept { spent_ += pool_bytes; }
@@ -54,9 +59,25 @@ public:
   [[nodiscard]] std::size_t budget() const noexcept { return budget_; }
 
 private:
+  /// The bytes `weight` nodes take: the process's rate, raised to the least rate this ladder's
+  /// own measures allow where they prove it too low (its nodes took at least all its pieces but
+  /// the last): a device whose nodes take more than the process's figure (an H100's 3.2 KiB
+  /// against the H200's 2.1 KiB) is judged by what this capture_all() measures.
+  [[nodiscard]] std::size_t modelled(std::size_t weight) const noexcept {
+    double rate = process_rate().per_node();
+    if (own_weight_ > 0 && own_bytes_ > executable_piece) {
+      const double least = static_cast<double>(own_bytes_ - executable_piece) /
+                           static_cast<double>(own_weight_);
+      rate = least > rate ? least : rate;
+    }
+    return static_cast<std::size_t>(std::ceil(static_cast<double>(weight) * rate));
+  }
+
   std::size_t budget_;
   std::size_t spent_ = 0;
-  std::size_t slack_ = 0; // of the driver's pieces measured, what the model says is unused
+  std::size_t slack_ = 0;      // of the driver's pieces measured, what the model says is unused
+  std::size_t own_bytes_ = 0;  // executable bytes this ladder measured
+  std::size_t own_weight_ = 0; // the weighted nodes they were for
 };
 
 /// The sentence of a key left out.

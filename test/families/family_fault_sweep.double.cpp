@@ -55,9 +55,14 @@ std::vector<gcsweep::absorption> family_absorptions() {
   };
 }
 
+/// A one-executable family of `Graph`s over keys 1, 2 and 4: each key's work a memset of a pool
+/// temporary and a copy of it to the host, with an island between them where `Graph` is a
+/// piecewise graph (each switch then switches two segments' executables).
+template <class Graph>
 class scenario {
 public:
   static constexpr std::size_t steps = 6;
+  static constexpr bool piecewise = requires { typename Graph::segment_type; };
 
   [[nodiscard]] phase where(std::size_t step) const {
     constexpr phase order[steps] = {phase::capture, phase::select, phase::select,
@@ -70,18 +75,21 @@ public:
     case 0: {
       family_->clear(); // a failed capture_all left the keys that captured: start again
       const auto result = family_->capture_all(
-          {1, 2, 4}, stream_, [&](std::size_t key, gc::shared_pool_graph::scope& cap) {
+          {1, 2, 4}, stream_, [&](std::size_t key, typename Graph::scope& cap) {
             step_sweep::user_point();
-            auto* temporary = cap.allocate<unsigned char>(bytes * key);
+            auto* temporary = cap.template allocate<unsigned char>(bytes * key);
             own(cudaMemsetAsync(temporary, static_cast<int>(key), bytes * key, cap.stream()),
                 "memset");
+            if constexpr (piecewise) {
+              cap.eager([this](cudaStream_t /*s*/) { ++islands_; });
+            }
             own(cudaMemcpyAsync(host_.data(), temporary, bytes, cudaMemcpyDeviceToHost,
                                 cap.stream()),
                 "copy to the host");
             cap.deallocate(temporary);
           });
       result.rethrow_first_failure();
-      CHECK(family_->executables() == 1);
+      CHECK(family_->executables() == (piecewise ? 2 : 1)); // one per segment position
       break;
     }
     case 1:
@@ -110,99 +118,7 @@ public:
   }
 
   [[nodiscard]] std::vector<gcsweep::absorption> absorptions() const {
-    return family_absorptions();
-  }
-
-  [[nodiscard]] gcsweep::allowed_leftovers leftovers(const gcsweep::call& /*failing*/) const {
-    return {};
-  }
-
-private:
-  void replay(std::size_t n, std::size_t key) {
-    std::fill(host_.begin(), host_.end(), 0);
-    const std::size_t replayed = family_->replay_at_least(n, stream_); // throws outside a CHECK
-    CHECK(replayed == key);
-    own(cudaStreamSynchronize(stream_), "synchronize");
-    CHECK(host_ == std::vector<unsigned char>(bytes, static_cast<unsigned char>(key)));
-  }
-
-  gctest::stream stream_;
-  std::vector<unsigned char> host_ = std::vector<unsigned char>(bytes, 0);
-  std::optional<gc::graph_family<>> family_{
-      gc::graph_family<>{gc::graph_family<>::options_type{.one_executable = true}}};
-};
-
-} // namespace
-
-TEST_CASE("family fault sweep: a one-executable family switching between keys") {
-  const step_sweep::counts done = step_sweep::sweep<scenario>("graph_family one_executable");
-  CHECK(done.injections >= 30);
-  CHECK(done.throws == 3);
-}
-
-namespace {
-
-using piecewise_step = gc::piecewise_graph<gc::shared_pool_graph>;
-
-/// The same for a family of piecewise graphs (#45 item 5): each key's step is a memset, an
-/// island and a copy to the host, so every switch switches two segments' executables.
-class piecewise_scenario {
-public:
-  static constexpr std::size_t steps = 6;
-
-  [[nodiscard]] phase where(std::size_t step) const {
-    constexpr phase order[steps] = {phase::capture, phase::select, phase::select,
-                                    phase::select,  phase::replay, phase::teardown};
-    return order[step];
-  }
-
-  void run(std::size_t step) {
-    switch (step) {
-    case 0: {
-      family_->clear();
-      const auto result = family_->capture_all(
-          {1, 2, 4}, stream_, [&](std::size_t key, piecewise_step::scope& cap) {
-            step_sweep::user_point();
-            auto* temporary = cap.allocate<unsigned char>(bytes * key);
-            own(cudaMemsetAsync(temporary, static_cast<int>(key), bytes * key, cap.stream()),
-                "memset");
-            cap.eager([this](cudaStream_t /*s*/) { ++islands_; });
-            own(cudaMemcpyAsync(host_.data(), temporary, bytes, cudaMemcpyDeviceToHost,
-                                cap.stream()),
-                "copy to the host");
-            cap.deallocate(temporary);
-          });
-      result.rethrow_first_failure();
-      CHECK(family_->executables() == 2); // one per segment position
-      break;
-    }
-    case 1:
-      replay(3, 4);
-      break;
-    case 2:
-      replay(1, 1);
-      break;
-    case 3:
-    case 4:
-      replay(2, 2);
-      break;
-    case 5:
-      family_.reset();
-      break;
-    default:
-      break;
-    }
-  }
-
-  void failed(std::size_t step, const gcsweep::outcome& /*result*/) {
-    CHECK_FALSE(gctest::capturing(stream_));
-    if (where(step) == phase::select || where(step) == phase::replay) {
-      CHECK(family_->size() == 3); // every key kept
-    }
-  }
-
-  [[nodiscard]] std::vector<gcsweep::absorption> absorptions() const {
-    return family_absorptions(); // each segment's switch absorbs what a plain key's does
+    return family_absorptions(); // a piecewise key's segments absorb what a plain key does
   }
 
   [[nodiscard]] gcsweep::allowed_leftovers leftovers(const gcsweep::call& /*failing*/) const {
@@ -213,25 +129,33 @@ private:
   void replay(std::size_t n, std::size_t key) {
     std::fill(host_.begin(), host_.end(), 0);
     const int before = islands_;
-    const std::size_t replayed = family_->replay_at_least(n, stream_);
+    const std::size_t replayed = family_->replay_at_least(n, stream_); // throws outside a CHECK
     CHECK(replayed == key);
     own(cudaStreamSynchronize(stream_), "synchronize");
-    CHECK(islands_ == before + 1);
+    CHECK(islands_ == (piecewise ? before + 1 : before));
     CHECK(host_ == std::vector<unsigned char>(bytes, static_cast<unsigned char>(key)));
   }
 
   gctest::stream stream_;
   int islands_ = 0;
   std::vector<unsigned char> host_ = std::vector<unsigned char>(bytes, 0);
-  std::optional<gc::graph_family<std::size_t, piecewise_step>> family_{
-      gc::graph_family<std::size_t, piecewise_step>{{.one_executable = true}}};
+  std::optional<gc::graph_family<std::size_t, Graph>> family_{
+      gc::graph_family<std::size_t, Graph>{{.one_executable = true}}};
 };
 
 } // namespace
 
+TEST_CASE("family fault sweep: a one-executable family switching between keys") {
+  const step_sweep::counts done =
+      step_sweep::sweep<scenario<gc::shared_pool_graph>>("graph_family one_executable");
+  CHECK(done.injections >= 30);
+  CHECK(done.throws == 3);
+}
+
 TEST_CASE("family fault sweep: a one-executable family of piecewise graphs switching keys") {
   const step_sweep::counts done =
-      step_sweep::sweep<piecewise_scenario>("graph_family of piecewise graphs, one_executable");
+      step_sweep::sweep<scenario<gc::piecewise_graph<gc::shared_pool_graph>>>(
+          "graph_family of piecewise graphs, one_executable");
   CHECK(done.injections >= 40);
   CHECK(done.throws == 3);
 }

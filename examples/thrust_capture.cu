@@ -71,9 +71,9 @@ int main() {
     // `stream` (non-blocking) does not wait for it. A sort replayed over keys still being written
     // scatters by counts of other keys: on an H100 (session 19) its third replay faulted
     // (cudaErrorIllegalAddress) when this copy was a plain cudaMemcpy.
-    example::check(cudaMemcpyAsync(keys, host.data(), n * sizeof(int), cudaMemcpyHostToDevice,
-                                   stream),
-                   "cudaMemcpyAsync");
+    example::check(
+        cudaMemcpyAsync(keys, host.data(), n * sizeof(int), cudaMemcpyHostToDevice, stream),
+        "cudaMemcpyAsync");
     graph.replay(stream);
     example::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
     std::vector<int> sorted(n);

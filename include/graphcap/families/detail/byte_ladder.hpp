@@ -66,8 +66,8 @@ private:
   [[nodiscard]] std::size_t modelled(std::size_t weight) const noexcept {
     double rate = process_rate().per_node();
     if (own_weight_ > 0 && own_bytes_ > executable_piece) {
-      const double least = static_cast<double>(own_bytes_ - executable_piece) /
-                           static_cast<double>(own_weight_);
+      const double least =
+          static_cast<double>(own_bytes_ - executable_piece) / static_cast<double>(own_weight_);
       rate = least > rate ? least : rate;
     }
     return static_cast<std::size_t>(std::ceil(static_cast<double>(weight) * rate));

@@ -28,10 +28,14 @@ public:
   explicit byte_ladder(std::size_t budget) noexcept : budget_(budget) {}
 
   /// What a key of `pool_bytes` pool growth and `weight` weighted nodes is predicted to take.
+  /// A key whose nodes the model puts in the room left in the driver's last piece is predicted at
+  /// a piece all the same: a model that underestimates the device's bytes per node (an H100's
+  /// against the H200's figure) would otherwise admit every such key with the budget spent.
   [[nodiscard]] std::size_t predict(std::size_t pool_bytes, std::size_t weight) const noexcept {
     const std::size_t model = modelled(weight);
     const std::size_t fresh = model > slack_ ? model - slack_ : 0;
-    return pool_bytes + (fresh + executable_piece - 1) / executable_piece * executable_piece;
+    const std::size_t pieces = (fresh + executable_piece - 1) / executable_piece;
+    return pool_bytes + (pieces > 0 ? pieces : 1) * executable_piece;
   }
   /// What is left of the budget.
   [[nodiscard]] std::size_t left() const noexcept {

@@ -47,16 +47,15 @@ struct executable_rate {
   std::atomic<std::size_t> bytes{0};
   std::atomic<std::size_t> nodes{0};
 
-  /// Bytes per weighted node: the measured ratio once 16 MiB or more were measured (where the
-  /// room left in the driver's last 2 MiB piece is at most 1/8 of it), else the H200's figure.
-  /// The threshold was 128 MiB until session 19: an H100 takes about 3.2 KiB per node (41943040
-  /// bytes for 12,864 nodes, docs/results/2026-12-07-h100-session19), half as much again as the
-  /// H200's figure, and a family's budget was judged by that figure until 128 MiB had been
-  /// instantiated: its ladder kept every key (docs/families.md).
+  /// Bytes per weighted node: the measured ratio once 128 MiB or more were measured (where the
+  /// slack of the driver's last 2 MiB piece is under 2% of it: whole pieces make the ratio err
+  /// high over fewer), else the H200's figure. An H100 takes about 3.2 KiB per node (41943040
+  /// bytes for 12,864 nodes, docs/results/2026-12-07-h100-session19): a budget's ladder raises
+  /// the rate from its own measures where they prove it too low (byte_ladder.hpp).
   [[nodiscard]] double per_node() const noexcept {
     const std::size_t measured = bytes.load();
     const std::size_t counted = nodes.load();
-    return measured >= 8 * executable_piece && counted > 0
+    return measured >= 64 * executable_piece && counted > 0
                ? static_cast<double>(measured) / static_cast<double>(counted)
                : static_cast<double>(default_bytes_per_node);
   }

@@ -77,9 +77,18 @@ public:
   }
 
   /// Makes every non-empty segment of `graph` hold its group's executable (executable_groups::
-  /// switch_to, position by position); the key's composite after the switch in `.group`.
-  group_switch switch_to(const Graph& graph, std::size_t /*composite*/) {
+  /// switch_to, position by position); the key's composite after the switch in `.group`. A key
+  /// that holds them all already (the key replayed last: every replay asks) costs a scan of the
+  /// keys and of its segments' states, no allocation.
+  group_switch switch_to(const Graph& graph, std::size_t composite) {
     member& target = find(graph);
+    if (holds_all(target)) {
+      return {false,
+              {update_outcome::updated, cudaGraphExecUpdateSuccess, {}, cudaSuccess},
+              composite,
+              0,
+              {}};
+    }
     std::vector<group_switch> switches;
     for (std::size_t k = 0; k < target.segments.size(); ++k) {
       if (target.groups[k] != none) {
@@ -126,12 +135,7 @@ public:
   [[nodiscard]] bool holds(const Graph& graph) const noexcept {
     for (const member& each : members_) {
       if (each.graph == &graph) {
-        for (std::size_t k = 0; k < each.segments.size(); ++k) {
-          if (each.groups[k] != none && each.segments[k]->state() != graph_state::instantiated) {
-            return false;
-          }
-        }
-        return true;
+        return holds_all(each);
       }
     }
     return false;
@@ -185,6 +189,17 @@ private:
     auto found = std::find_if(members_.begin(), members_.end(),
                               [&](const member& each) { return each.graph == &graph; });
     return *found;
+  }
+
+  // Whether every joined segment of `key` holds its group's executable (in a group, a segment
+  // is instantiated exactly while it holds the group's executable: executable_groups.hpp).
+  static bool holds_all(const member& key) noexcept {
+    for (std::size_t k = 0; k < key.segments.size(); ++k) {
+      if (key.groups[k] != none && key.segments[k]->state() != graph_state::instantiated) {
+        return false;
+      }
+    }
+    return true;
   }
 
   void leave_all(const member& gone) noexcept {

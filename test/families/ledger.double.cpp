@@ -50,11 +50,11 @@ struct ladder_fixture {
   ladder_fixture(const ladder_fixture&) = delete;
   ladder_fixture& operator=(const ladder_fixture&) = delete;
 
-  /// A fresh double (an empty executable cache), and a stream on it.
-  void fresh_device() {
+  /// A fresh double (an empty executable cache) whose nodes take `bytes_per_node`, and a stream.
+  void fresh_device(std::size_t bytes_per_node = per_node) {
     owned.reset();
     cuda_double::reset();
-    cuda_double::set_executable_memory(per_node, per_node);
+    cuda_double::set_executable_memory(bytes_per_node, bytes_per_node);
     owned = std::make_unique<gctest::stream>();
     stream = *owned;
   }
@@ -277,10 +277,7 @@ TEST_CASE_METHOD(ladder_fixture,
   // An H100 took about 3.2 KiB per node (session 19), half as much again as the H200's figure the
   // ladder starts from: the ladder kept every key and took twice its budget, its slack (the room
   // it thought left in the driver's last piece) growing with every key.
-  cuda_double::reset();
-  cuda_double::set_executable_memory(3260, 3260);
-  owned = std::make_unique<gctest::stream>();
-  stream = *owned;
+  fresh_device(3260); // an H100's bytes per node (session 19)
   const std::vector<std::size_t> keys{1, 2, 3, 4, 5, 6, 7, 8};
   gc::graph_family<> whole;
   REQUIRE(whole.capture_all(keys, stream, work()).complete());
@@ -303,10 +300,7 @@ TEST_CASE_METHOD(ladder_fixture,
                  "whose nodes take more than the model says") {
   // bench_family_memory on an H100 (session 19): families A and B of 64 keys, then C under half
   // of A's bytes: C kept all 64 keys and took twice its budget. Here with 3,260 bytes per node.
-  cuda_double::reset();
-  cuda_double::set_executable_memory(3260, 3260);
-  owned = std::make_unique<gctest::stream>();
-  stream = *owned;
+  fresh_device(3260); // an H100's bytes per node (session 19)
   std::vector<std::size_t> keys;
   for (std::size_t k = 1; k <= 64; ++k) {
     keys.push_back(k * 8);

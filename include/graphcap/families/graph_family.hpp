@@ -158,7 +158,7 @@ public:
       switch_to(index, stream);
       current_ = keys_[index];
     }
-    found.graph->replay(stream, std::forward<Context>(ctx)...);
+    detail::families::replay_key(*found.graph, stream, std::forward<Context>(ctx)...);
     ++found.statistics.replays;
     return keys_[index];
   }

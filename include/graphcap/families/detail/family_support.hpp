@@ -125,6 +125,18 @@ concept shares_executables = requires(Graph& graph) {
   { graph.take_executable(graph) } -> std::same_as<update_result>;
 };
 
+/// graph.replay(stream[, ctx]) for a family's replay_at_least: a context only for graphs whose
+/// islands take one (piecewise_graph<Graph, Context>), refused at compile time for the others.
+template <class Graph, class Stream, class... Context>
+void replay_key(Graph& graph, Stream stream, Context&&... ctx) {
+  static_assert(
+      sizeof...(Context) == 0 || requires { typename Graph::context_type; },
+      "graphcap: replay_at_least(n, stream, ctx) hands ctx to the islands of a family "
+      "of piecewise_graph<Graph, Context>; this family's graphs take no context: call "
+      "replay_at_least(n, stream)");
+  graph.replay(stream, std::forward<Context>(ctx)...);
+}
+
 /// The error of one_executable mode with a graph that cannot share an executable.
 [[noreturn]] inline void throw_no_switch_in_place() {
   throw error("graphcap: graph_family one_executable mode hands one executable graph from key "

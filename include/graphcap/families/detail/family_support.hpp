@@ -129,12 +129,16 @@ concept shares_executables = requires(Graph& graph) {
 /// islands take one (piecewise_graph<Graph, Context>), refused at compile time for the others.
 template <class Graph, class Stream, class... Context>
 void replay_key(Graph& graph, Stream stream, Context&&... ctx) {
-  static_assert(
-      sizeof...(Context) == 0 || requires { typename Graph::context_type; },
-      "graphcap: replay_at_least(n, stream, ctx) hands ctx to the islands of a family "
-      "of piecewise_graph<Graph, Context>; this family's graphs take no context: call "
-      "replay_at_least(n, stream)");
-  graph.replay(stream, std::forward<Context>(ctx)...);
+  constexpr bool allowed = sizeof...(Context) == 0 || requires {
+    typename Graph::context_type;
+  };
+  static_assert(allowed,
+                "graphcap: replay_at_least(n, stream, ctx) hands ctx to the islands of "
+                "a family of piecewise_graph<Graph, Context>; this family's graphs take no "
+                "context: call replay_at_least(n, stream)");
+  if constexpr (allowed) { // the assertion's error alone
+    graph.replay(stream, std::forward<Context>(ctx)...);
+  }
 }
 
 /// The error of one_executable mode with a graph that cannot share an executable.

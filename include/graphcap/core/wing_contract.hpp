@@ -22,6 +22,11 @@
 //                                 capture's conditional bodies           known (a rebinder
 //                                                                        refuses graphs with
 //                                                                        conditional nodes)
+//   pool_with_bridges             static gives_back_at_capture_end       blocks stay in piecewise
+//                                 (bool): a slab pool whose blocks can   their segment
+//                                 be freed in a later segment
+//   pool_with_handle_type         typename handle_type: the pool_handle  pool_handle     pool,
+//                                 kind a new pool of this policy needs                  families
 #pragma once
 
 #include <graphcap/config.hpp>
@@ -84,6 +89,19 @@ concept policy_with_bodies = requires(const P& policy) {
   { policy.conditional_bodies() } -> std::convertible_to<std::span<const cudaGraph_t>>;
 };
 
+/// Pool: a slab pool (gives_back_at_capture_end says when a capture's freed blocks go back)
+/// whose blocks a piecewise graph may free in a later segment than their own (a bridge).
+template <class P>
+concept pool_with_bridges = requires {
+  { P::gives_back_at_capture_end } -> std::convertible_to<bool>;
+};
+/// Pool: handle_type names the pool_handle kind a new pool of this policy needs
+/// (pool::sleepable: sleepable_pool_handle).
+template <class P>
+concept pool_with_handle_type = requires {
+  typename P::handle_type;
+};
+
 namespace detail::contract {
 
 // The wings' calls of these hooks (the default where one is lacking).
@@ -132,6 +150,9 @@ void rebound(L& live, const void* from, std::size_t bytes, const void* to) {
     live.rebound(from, bytes, to);
   }
 }
+
+template <class P>
+inline constexpr bool has_bridges = pool_with_bridges<P>;
 
 template <class P>
 inline constexpr bool knows_bodies = policy_with_bodies<P>;

@@ -55,9 +55,9 @@ concept allocating_scope = requires(Scope& cap, cudaStream_t stream, char* block
 /// pool type is let through: its own allocate() then states the same requirement.
 template <class Scope>
 constexpr bool scope_pool_allocates() noexcept {
-  if constexpr (requires { Scope::pool_type::can_allocate; }) {
+  if constexpr (requires { typename Scope::pool_type; }) {
     return Scope::pool_type::can_allocate;
-  } else if constexpr (requires { Scope::graph_type::pool_type::can_allocate; }) {
+  } else if constexpr (requires { typename Scope::graph_type::pool_type; }) {
     return Scope::graph_type::pool_type::can_allocate;
   } else {
     return true;

@@ -12,6 +12,7 @@
 
 #include <graphcap/config.hpp>
 
+#include <graphcap/core/wing_contract.hpp>
 #include <graphcap/pool/detail/pool_core.hpp>
 
 #include <memory>
@@ -83,7 +84,7 @@ template <class Graph>
 [[nodiscard]] pool_handle new_pool_handle_for() {
   if constexpr (requires { typename Graph::segment_type; }) {
     return new_pool_handle_for<typename Graph::segment_type>();
-  } else if constexpr (requires { typename Graph::pool_type::handle_type; }) {
+  } else if constexpr (pool_with_handle_type<typename Graph::pool_type>) {
     return typename Graph::pool_type::handle_type{};
   } else {
     return pool_handle{};

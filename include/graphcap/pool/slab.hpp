@@ -328,11 +328,13 @@ struct user : detail::slab_pool<false> {
 
 // The optional hooks the slab pools offer (core/policy.hpp): a misspelt one fails here.
 static_assert(pool_that_recaptures<private_pool> && pool_with_slabs<private_pool> &&
-              pool_across_streams<private_pool> && policy_that_checks_captures<private_pool>);
+              pool_across_streams<private_pool> && policy_that_checks_captures<private_pool> &&
+              pool_with_bridges<private_pool>);
 static_assert(pool_that_recaptures<shared> && pool_with_slabs<shared> &&
-              pool_across_streams<shared> && policy_that_checks_captures<shared>);
+              pool_across_streams<shared> && policy_that_checks_captures<shared> &&
+              pool_with_bridges<shared>);
 static_assert(pool_that_recaptures<user> && pool_with_slabs<user> && pool_across_streams<user> &&
-              policy_that_checks_captures<user>);
+              policy_that_checks_captures<user> && pool_with_bridges<user>);
 
 } // namespace pool
 } // namespace graphcap

@@ -274,10 +274,12 @@ struct sleepable_shared : detail::pool::sleepable_slab<true> {
 };
 
 static_assert(pool_that_recaptures<sleepable> && pool_with_slabs<sleepable> &&
-              pool_across_streams<sleepable> && policy_that_checks_captures<sleepable>);
+              pool_across_streams<sleepable> && policy_that_checks_captures<sleepable> &&
+              pool_with_bridges<sleepable> && pool_with_handle_type<sleepable>);
 static_assert(pool_that_recaptures<sleepable_shared> && pool_with_slabs<sleepable_shared> &&
               pool_across_streams<sleepable_shared> &&
-              policy_that_checks_captures<sleepable_shared>);
+              policy_that_checks_captures<sleepable_shared> &&
+              pool_with_bridges<sleepable_shared> && pool_with_handle_type<sleepable_shared>);
 
 } // namespace pool
 } // namespace graphcap

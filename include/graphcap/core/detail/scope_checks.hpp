@@ -18,9 +18,11 @@ inline constexpr bool never = false;
 
 /// The pools as every diagnostic that asks for one spells them: the slab pools (shareable,
 /// allowed in a conditional body), and every pool that allocates.
-#define GRAPHCAP_SLAB_POOLS "pool::private_pool, pool::shared, pool::user or pool::sleepable"
+#define GRAPHCAP_SLAB_POOLS                                                                        \
+  "pool::private_pool, pool::shared, pool::user, pool::sleepable or pool::sleepable_shared"
 #define GRAPHCAP_ALLOCATING_POOLS                                                                  \
-  "pool::private_pool, pool::shared, pool::user, pool::sleepable or pool::graph_memory_nodes, "    \
+  "pool::private_pool, pool::shared, pool::user, pool::sleepable, pool::sleepable_shared or "      \
+  "pool::graph_memory_nodes, "                                                                     \
   "not pool::off"
 
 /// The pool checks of a scope's allocating calls (and of the allocators over a scope), in one

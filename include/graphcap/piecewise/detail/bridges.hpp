@@ -20,6 +20,7 @@
 #include <graphcap/core/basic_graph.hpp>
 #include <graphcap/core/detail/allocation_size.hpp>
 #include <graphcap/core/stream_ref.hpp>
+#include <graphcap/core/wing_contract.hpp>
 #include <graphcap/error.hpp>
 #include <graphcap/piecewise/bridge_error.hpp>
 #include <graphcap/pool/slab.hpp>
@@ -44,7 +45,8 @@ class bridges {
 
 public:
   /// Whether the segments' pool is a slab pool, whose blocks can cross breaks.
-  static constexpr bool enabled = requires { Graph::pool_type::gives_back_at_capture_end; };
+  static constexpr bool enabled =
+      graphcap::detail::contract::has_bridges<typename Graph::pool_type>;
 
   /// Frees `block` as a bridge if another segment than `current` holds it; false: it is not a
   /// bridge, the current segment's deallocate() takes it (or refuses it). bridge_error for a

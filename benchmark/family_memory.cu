@@ -14,7 +14,8 @@
 //    ledger counts as held; then the wake to the first correct replay of every key, eagerly
 //    (restore_executables() + a replay each) and lazily (a replay each: the instantiation at the
 //    first replay), against capturing the 64 keys again (capture_all of a new family); goal
-//    <= 0.1x.
+//    <= 0.1x. Then release_executables(executable_memory::give_back): what cudaMemGetInfo
+//    gained, family B asleep against awake (goal <= 1%), and the eager wake after it.
 // Every family stays alive to the end: the driver keeps destroyed executables' memory for the
 // context's next instantiations, which would make every later measure read 0.
 #include <graphcap/family.hpp>
@@ -162,7 +163,8 @@ int main() {
                                               "200-kernel step: ledger, budget, sleep");
   std::vector<double> predicted_mib, measured_mib, error_percent, sum_error, budget_mib,
       budget_drop_mib, kept_keys, densest_keys, awake_mib, asleep_mib, held_mib, eager_ratio,
-      lazy_ratio, eager_ms, lazy_ms, capture_ms;
+      lazy_ratio, eager_ms, lazy_ms, capture_ms, given_back_mib, asleep_given_mib, ledger_given_mib,
+      given_ms, given_ratio;
   const int runs = std::max(1, bench::scaled(3));
   for (int run = 0; run < runs; ++run) {
     // ---- ledger --------------------------------------------------------------------------
@@ -222,11 +224,23 @@ int main() {
     static_cast<void>(again.capture_all(state.keys, stream, state.work()));
     const bool again_ok = state.replay_all_correct(again);
     const double recapture = bench::micros(start, bench::steady::now()) / 1000.0;
-    if (!eager_ok || !lazy_ok || !again_ok) {
+    // ---- asleep with the driver's cache given back --------------------------------------------
+    const std::size_t before_give_back = state.free_bytes();
+    const std::size_t awake_again = b.ledger().total_bytes();
+    b.release_executables(graphcap::executable_memory::give_back);
+    const double gained = drop(state.free_bytes(), before_give_back);
+    given_back_mib.push_back(gained / mib);
+    asleep_given_mib.push_back((static_cast<double>(awake_again) - gained) / mib);
+    ledger_given_mib.push_back(as_mib(b.ledger().executable_given_back_bytes));
+    start = bench::steady::now();
+    b.restore_executables();
+    const bool given_ok = state.replay_all_correct(b);
+    const double given = bench::micros(start, bench::steady::now()) / 1000.0;
+    if (!eager_ok || !lazy_ok || !again_ok || !given_ok) {
       std::fprintf(stderr,
                    "bench_family_memory: a replay after the wake was wrong (eager %d, "
-                   "lazy %d, recapture %d)\n",
-                   eager_ok, lazy_ok, again_ok);
+                   "lazy %d, recapture %d, after give_back %d)\n",
+                   eager_ok, lazy_ok, again_ok, given_ok);
       return 1;
     }
     eager_ms.push_back(eager);
@@ -234,6 +248,8 @@ int main() {
     capture_ms.push_back(recapture);
     eager_ratio.push_back(eager / recapture);
     lazy_ratio.push_back(lazy / recapture);
+    given_ms.push_back(given);
+    given_ratio.push_back(given / recapture);
   }
   report.add("ledger: 64 keys", 64, "predicted from family A", "MiB", predicted_mib);
   report.add("ledger: 64 keys", 64, "measured drop around B's capture_all", "MiB", measured_mib);
@@ -246,11 +262,16 @@ int main() {
   report.add("sleep", 64, "awake (ledger total)", "MiB", awake_mib);
   report.add("sleep", 64, "asleep (awake - cudaMemGetInfo's gain)", "MiB", asleep_mib);
   report.add("sleep", 64, "ledger: held by the driver", "MiB", held_mib);
+  report.add("sleep, cache given back", 64, "cudaMemGetInfo's gain", "MiB", given_back_mib);
+  report.add("sleep, cache given back", 64, "asleep (awake - gain)", "MiB", asleep_given_mib);
+  report.add("sleep, cache given back", 64, "ledger: given back", "MiB", ledger_given_mib);
   report.add("wake to correct replays", 64, "capture_all again", "ms", capture_ms);
   report.add("wake to correct replays", 64, "restore_executables (eager)", "ms", eager_ms);
   report.add("wake to correct replays", 64, "lazy (instantiated at first replay)", "ms", lazy_ms);
   report.add("wake / capture again", 64, "eager", "x", eager_ratio);
   report.add("wake / capture again", 64, "lazy", "x", lazy_ratio);
+  report.add("wake to correct replays", 64, "restore after give_back (eager)", "ms", given_ms);
+  report.add("wake / capture again", 64, "eager after give_back", "x", given_ratio);
   report.note("goals: ledger error within 2% or 2 MiB; budget drop <= budget, kept >= densest "
               "- 1; asleep <= 1% of awake (or the probe shows the driver keeps it); wake <= 0.1x");
   report.finish();

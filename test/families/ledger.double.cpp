@@ -153,6 +153,59 @@ TEST_CASE_METHOD(ladder_fixture, "family release_executables keeps templates, re
   CHECK(cuda_double::live_execs() == 1);
 }
 
+TEST_CASE_METHOD(ladder_fixture, "family release_executables(give_back): the driver's pieces "
+                                 "go back to cudaMemGetInfo, the ledger says so, and the wake "
+                                 "takes them again without counting them twice") {
+  gc::graph_family<> family;
+  REQUIRE(family.capture_all({1, 2, 4}, stream, work()).complete());
+  const std::size_t awake = free_now();
+  const gc::family_ledger<std::size_t> before = family.ledger();
+  REQUIRE(before.executable_bytes > 0);
+  REQUIRE(cuda_double::executable_cache_bytes() == before.executable_bytes);
+  family.release_executables(gc::executable_memory::give_back);
+  CHECK(cuda_double::live_execs() == 0);
+  CHECK(cuda_double::executable_cache_bytes() == 0); // no live executable: every piece went
+  CHECK(free_now() == awake + before.executable_bytes);
+  CHECK(cudaGetLastError() == cudaSuccess); // the failed allocation's error was cleared
+  const gc::family_ledger<std::size_t> asleep = family.ledger();
+  CHECK(asleep.executable_given_back_bytes == before.executable_bytes);
+  CHECK(asleep.executable_held_bytes == 0);
+  CHECK(asleep.total_bytes() == before.pool_reserved_bytes);   // what cudaMemGetInfo sees held
+  CHECK(asleep.predicted_bytes() == before.predicted_bytes()); // a capture would still add it
+  CHECK(family.report().find(std::to_string(before.executable_bytes) + " given back") !=
+        std::string::npos);
+  family.restore_executables();
+  CHECK(free_now() == awake);
+  const gc::family_ledger<std::size_t> woken = family.ledger();
+  CHECK(woken.executable_bytes == before.executable_bytes); // taken again, counted once
+  CHECK(woken.executable_given_back_bytes == 0);
+  CHECK(woken.total_bytes() == before.total_bytes());
+  check_replay(family, 3, 4);
+  // Given back, then woken lazily (unmeasured): once no key is released, nothing counts as given
+  // back, and the ledger's total is the awake one again.
+  family.release_executables(gc::executable_memory::give_back);
+  check_replay(family, 1, 1);
+  check_replay(family, 2, 2);
+  CHECK(family.ledger().executable_given_back_bytes > 0); // key 4 is still released
+  check_replay(family, 4, 4);
+  CHECK(family.ledger().executable_given_back_bytes == 0);
+  CHECK(family.ledger().total_bytes() == before.total_bytes());
+}
+
+TEST_CASE_METHOD(ladder_fixture, "release_executables(give_back) with an error pending tries "
+                                 "nothing and leaves the error to its owner") {
+  gc::graph_family<> family;
+  REQUIRE(family.capture_all({1, 2}, stream, work()).complete());
+  const std::size_t awake = free_now();
+  void* too_much = nullptr;
+  REQUIRE(cudaMalloc(&too_much, std::size_t{1} << 50) == cudaErrorMemoryAllocation);
+  family.release_executables(gc::executable_memory::give_back);
+  CHECK(free_now() == awake); // the driver kept its pieces
+  CHECK(family.ledger().executable_given_back_bytes == 0);
+  CHECK(cudaGetLastError() == cudaErrorMemoryAllocation); // still the user's to read
+  CHECK(cudaGetLastError() == cudaSuccess);
+}
+
 TEST_CASE_METHOD(ladder_fixture, "family release_executables and a byte budget in "
                                  "one_executable mode are refused") {
   gc::graph_family<> family{{.one_executable = true}};

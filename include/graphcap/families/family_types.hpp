@@ -67,6 +67,16 @@ enum class family_stop : std::uint8_t {
   byte_budget,   ///< capture_all(keys, byte_budget, ...) left keys out (see left_out)
 };
 
+/// What graph_family::release_executables() does with the device memory of the executables it
+/// destroys, which the driver keeps in its cache for the context's next instantiations.
+enum class executable_memory : std::uint8_t {
+  keep_cached, ///< left to the driver (nothing gives it back: the ledger counts it as held)
+  /// Pressed back: a cudaMalloc of all the free memory and one beyond it (which fails) make the
+  /// driver give back its unused pieces (an H100 gave 582 of 704 MiB). For that moment the
+  /// device has no free memory: another thread's or process's allocation can fail then.
+  give_back,
+};
+
 /// The clock of a graph_family: steady_clock's time points, from a function tests may replace.
 using family_clock = std::chrono::steady_clock;
 

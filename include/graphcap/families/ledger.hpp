@@ -52,11 +52,15 @@ struct family_ledger {
   /// Of those, the bytes of keys whose executable was released (release_executables()): the
   /// driver keeps them (benchmark/probes/executable_memory_release.cu), so they stay held
   std::size_t executable_held_bytes = 0;
+  /// Of the released keys' bytes, what the driver gave back at release_executables(
+  /// executable_memory::give_back) (cudaMemGetInfo's gain), not in executable_held_bytes
+  std::size_t executable_given_back_bytes = 0;
   double bytes_per_node = 0; ///< the process-wide measured ratio (before any measure: 2176)
 
-  /// Device bytes the family holds: the pool's reserved bytes and the executables'.
+  /// Device bytes the family holds: the pool's reserved bytes and the executables' (less what
+  /// the driver gave back).
   [[nodiscard]] std::size_t total_bytes() const noexcept {
-    return pool_reserved_bytes + executable_bytes;
+    return pool_reserved_bytes + executable_bytes - executable_given_back_bytes;
   }
   /// What capturing these keys again in a new family would take: the rows' would_add_bytes.
   [[nodiscard]] std::size_t predicted_bytes() const noexcept {
@@ -73,7 +77,8 @@ struct family_ledger {
         << ledger.pool_reserved_bytes << " reserved"
         << ", " << ledger.pool_in_use_bytes << " in use, " << ledger.pool_high_water_bytes
         << " high-water; executables " << ledger.executable_bytes << " measured ("
-        << ledger.executable_held_bytes << " of them released and held by the driver), "
+        << ledger.executable_held_bytes << " of them released and held by the driver, "
+        << ledger.executable_given_back_bytes << " given back), "
         << static_cast<std::size_t>(ledger.bytes_per_node) << " bytes per node\n"
         << std::setw(10) << "key" << std::setw(14) << "pool bytes" << std::setw(12) << "in use"
         << std::setw(12) << "high-water" << std::setw(14) << "exec bytes" << std::setw(12)

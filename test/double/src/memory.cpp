@@ -224,6 +224,12 @@ std::size_t device_bytes_in_use() {
   return n + vmm_physical_bytes();
 }
 
+void squeeze_exec_caches() {
+  constexpr std::size_t piece = std::size_t{2} << 20;
+  for (auto& [d, cache] : state().exec_caches)
+    cache.reserved = (cache.used + piece - 1) / piece * piece;
+}
+
 Allocation* find_allocation(const void* ptr) {
   auto& m = state().allocations;
   auto it = m.upper_bound(reinterpret_cast<std::uintptr_t>(ptr));
@@ -407,6 +413,8 @@ cudaError_t cudaMalloc(void** devPtr, size_t size) {
       return cudaSuccess;
     }
     const std::size_t cap = round_up(size);
+    if (cap != 0 && device_bytes_in_use() + cap > state().total_memory)
+      squeeze_exec_caches(); // under pressure the driver gives its unused executable pieces back
     if (cap == 0 || device_bytes_in_use() + cap > state().total_memory)
       return cudaErrorMemoryAllocation;
     void* p = nullptr;

@@ -536,6 +536,9 @@ bool is_live_exec(cudaGraphExec_t exec);
 Allocation* find_allocation(const void* ptr);
 // Device memory in use: allocations, memory pools' caches, VMM physical allocations.
 std::size_t device_bytes_in_use();
+// An allocation the device cannot hold: each executable cache keeps only the pieces its live
+// executables use (driver 580 gave most of its cache back so: executable_memory_release.cu).
+void squeeze_exec_caches();
 // Enters an allocation in the registry (a new buffer id).
 Allocation& register_allocation(void* base, std::size_t size, std::size_t capacity,
                                 Allocation::Kind kind, int device);

@@ -17,6 +17,7 @@
 #include <graphcap/core/basic_graph.hpp>
 #include <graphcap/core/update.hpp>
 #include <graphcap/cuda/detail/cuda_check.hpp>
+#include <graphcap/cuda/detail/executable_cache.hpp>
 #include <graphcap/families/detail/node_patch.hpp>
 #include <graphcap/families/detail/topology.hpp>
 #include <graphcap/families/family_types.hpp>
@@ -35,12 +36,9 @@ namespace graphcap::detail::families {
 /// count too, and CUDA may draw on memory it reserved before, so it is a measure, not a bound).
 template <class Graph>
 std::size_t instantiate_measured(Graph& graph) {
-  std::size_t free_before = 0;
-  std::size_t free_after = 0;
-  std::size_t total = 0;
-  check(cudaMemGetInfo(&free_before, &total), "cudaMemGetInfo");
+  const std::size_t free_before = device_free_bytes();
   graph.instantiate();
-  check(cudaMemGetInfo(&free_after, &total), "cudaMemGetInfo");
+  const std::size_t free_after = device_free_bytes();
   return free_before > free_after ? free_before - free_after : 0;
 }
 

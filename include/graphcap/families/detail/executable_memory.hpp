@@ -16,6 +16,7 @@
 #pragma once
 
 #include <graphcap/cuda/detail/cuda_check.hpp>
+#include <graphcap/cuda/detail/executable_cache.hpp>
 #include <graphcap/cuda/detail/node_kinds.hpp>
 #include <graphcap/error.hpp>
 
@@ -81,23 +82,15 @@ inline std::size_t weighted_nodes(cudaGraph_t graph) {
   return weight;
 }
 
-/// The free bytes of the current device.
-inline std::size_t free_device_bytes() {
-  std::size_t free = 0;
-  std::size_t total = 0;
-  check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
-  return free;
-}
-
 /// Instantiates `graph` (its template kept) under the process-wide lock and returns the drop of
 /// cudaMemGetInfo's free bytes meanwhile; `weight` (its weighted nodes) goes into the running
 /// ratio with it.
 template <class Graph>
 std::size_t instantiate_locked(Graph& graph, std::size_t weight) {
   const std::lock_guard<std::mutex> held(instantiation_lock());
-  const std::size_t before = free_device_bytes();
+  const std::size_t before = device_free_bytes();
   graph.instantiate();
-  const std::size_t after = free_device_bytes();
+  const std::size_t after = device_free_bytes();
   const std::size_t taken = before > after ? before - after : 0;
   process_rate().bytes += taken;
   process_rate().nodes += weight;

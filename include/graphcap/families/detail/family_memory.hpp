@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <mutex>
 #include <optional>
 #include <ostream>
 #include <sstream>
@@ -80,31 +81,44 @@ public:
   [[nodiscard]] family_ledger<Key> ledger() const { return make_ledger(true); }
   /// Destroys every key's executable graph and keeps its template, for a family that sleeps;
   /// restore_executables() (or each key's next replay, lazily) makes them again. The driver
-  /// keeps their memory (docs/families.md): the ledger counts it as held. state_error in
+  /// keeps their memory (docs/families.md): the ledger counts it as held, unless `memory` is
+  /// executable_memory::give_back, which presses the driver to give its unused pieces back (the
+  /// ledger's executable_given_back_bytes: what cudaMemGetInfo gained). state_error in
   /// one_executable mode, whose groups hand one executable from key to key.
-  void release_executables() {
+  void release_executables(executable_memory memory = executable_memory::keep_cached) {
     if (family().options_.one_executable) {
       throw state_error("graphcap: graph_family::release_executables() in one_executable mode: "
                         "its groups hand one executable from key to key; release is for the "
                         "default mode, one executable per key");
     }
+    if (!released_) {
+      given_back_ = 0; // what an earlier release gave back went into the wake's instantiations
+    }
     for (auto& each : family().entries_) {
       each->graph->release_executable(); // a piecewise graph: every segment's
     }
     released_ = true;
+    if (memory == executable_memory::give_back) {
+      const std::lock_guard<std::mutex> held(instantiation_lock()); // no measure overlaps it
+      given_back_ += squeeze_executable_cache();
+    }
   }
-  /// Instantiates every released executable again, now (each measured, as at its capture).
+  /// Instantiates every released executable again, now (each measured, as at its capture; what
+  /// the driver takes again of the memory it gave back is not counted twice).
   void restore_executables() {
     if (!released_) {
       return;
     }
     for (auto& each : family().entries_) {
       if (each->graph->state() != graph_state::instantiated) {
-        each->statistics.executable_bytes +=
-            instantiate_locked(*each->graph, each->statistics.executable_nodes);
+        std::size_t taken = instantiate_locked(*each->graph, each->statistics.executable_nodes);
+        const std::size_t taken_back = std::min(taken, given_back_);
+        given_back_ -= taken_back;
+        each->statistics.executable_bytes += taken - taken_back;
       }
     }
     released_ = false;
+    given_back_ = 0;
   }
 
 protected:
@@ -200,6 +214,10 @@ protected:
     if (!released_) { // one-executable mode: a key without its group's executable holds none
       ledger.executable_held_bytes = 0;
     }
+    // What the driver gave back (at most what released keys hold: a key woken lazily took its
+    // share again, unmeasured).
+    ledger.executable_given_back_bytes = std::min(given_back_, ledger.executable_held_bytes);
+    ledger.executable_held_bytes -= ledger.executable_given_back_bytes;
     return ledger;
   }
 
@@ -207,6 +225,7 @@ protected:
   void forget() noexcept {
     device_ = -1;
     released_ = false;
+    given_back_ = 0;
     left_out_.clear();
   }
 
@@ -248,6 +267,7 @@ private:
   std::vector<family_left_out<Key>> left_out_;
   int device_ = -1; // where the first key was captured
   bool released_ = false;
+  std::size_t given_back_ = 0; // bytes the driver gave back at release_executables(give_back)
 };
 
 } // namespace graphcap::detail::families

@@ -142,7 +142,9 @@ int main() {
         // The pool holds the step's temporaries only (the KV cache and the logits are the
         // caller's): nothing in it outlives a step, so no backup is needed.
         pool.sleep(graphcap::pool::backup::none);
-        family.release_executables(); // templates kept; each bucket instantiated at its replay
+        // Templates kept; each bucket instantiated at its replay. give_back presses the driver
+        // for the executables' cached memory (for that moment no memory is free on the device).
+        family.release_executables(graphcap::executable_memory::give_back);
         // [/sleep]
         example::check(cudaMemGetInfo(&asleep, &total), "cudaMemGetInfo");
         pool.wake();

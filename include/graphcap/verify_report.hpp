@@ -1,7 +1,14 @@
-// graphcap/verify_report.hpp - an entry header: <graphcap/inspection/verify_report.hpp>
-// (docs/design.md, "The floor plan").
+// graphcap/verify_report.hpp - a deprecated entry header (0.5; removed in 0.6): include
+// <graphcap/verify.hpp>. It forwards to <graphcap/inspection/verify_report.hpp> and warns unless
+// GRAPHCAP_NO_DEPRECATED_HEADER_WARNINGS is defined (docs/design.md, "The floor plan"; README.md,
+// "Features, and what to include").
 #pragma once
 
 #include <graphcap/config.hpp>
+
+#if !defined(GRAPHCAP_NO_DEPRECATED_HEADER_WARNINGS) && (defined(__GNUC__) || defined(__clang__))
+#pragma GCC warning                                                                                \
+    "graphcap: <graphcap/verify_report.hpp> is deprecated (removed in 0.6): include <graphcap/verify.hpp> (GRAPHCAP_NO_DEPRECATED_HEADER_WARNINGS silences this)"
+#endif
 
 #include <graphcap/inspection/verify_report.hpp>

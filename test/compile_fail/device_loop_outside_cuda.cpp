@@ -5,7 +5,7 @@
 #undef __CUDACC__
 #endif
 #ifdef GRAPHCAP_CONTROL
-#include <graphcap/device_loop.hpp> // the structure alone compiles anywhere
+#include <graphcap/control_flow/device_loop.hpp> // the structure alone compiles anywhere
 #else
 #include <graphcap/device_loop.cuh>
 #endif

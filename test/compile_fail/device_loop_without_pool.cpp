@@ -2,7 +2,7 @@
 // device_loop(cap, n, body) takes its counter from the graph's pool: a graph with pool::off must
 // pass its own (device_loop(cap, n, counter, body)). The check is the one device_loop.cuh's
 // overloads call.
-#include <graphcap/device_loop.hpp>
+#include <graphcap/control_flow/device_loop.hpp>
 #include <graphcap/graphcap.hpp>
 
 #ifdef GRAPHCAP_CONTROL

@@ -3,7 +3,7 @@
 // deprecated with a message that gives the new name (made an error here, so that the test sees
 // it; the control names the loop's result without it).
 #pragma GCC diagnostic error "-Wdeprecated-declarations"
-#include <graphcap/device_loop.hpp>
+#include <graphcap/control_flow/device_loop.hpp>
 #include <graphcap/graphcap.hpp>
 
 #include <cuda_runtime_api.h>

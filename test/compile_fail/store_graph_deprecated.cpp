@@ -4,7 +4,7 @@
 // the new name (made an error here, so that the test sees it; the control uses the new name).
 #pragma GCC diagnostic error "-Wdeprecated-declarations"
 #include <graphcap/family.hpp>
-#include <graphcap/graph_cache.hpp>
+#include <graphcap/graphcap.hpp>
 
 #include <type_traits>
 

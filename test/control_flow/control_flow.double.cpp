@@ -2,7 +2,7 @@
 // conditions on a GPU, do not run there): WHILE loops of a known trip count, a loop inside a
 // branch, the value each launch starts from.
 #include <graphcap/control_flow.hpp>
-#include <graphcap/device_loop.hpp>
+#include <graphcap/control_flow/device_loop.hpp> // the structure: the kernels are a .cu file's
 #include <graphcap/graphcap.hpp>
 
 #include "catch.hpp"
@@ -169,9 +169,9 @@ TEST_CASE("control flow leaves nothing behind: body streams are reused, graphs a
   CHECK(cuda_double::live_conditional_bodies() == 0);
 }
 
-// device_loop() (<graphcap/device_loop.hpp>): its structure, with stand-ins for the two kernels
-// (the double runs none): memsets on the streams the kernels would be launched on. The real kernels
-// and iteration counts: test/control_flow/device_loop_kernels.gpu.cpp.
+// device_loop() (<graphcap/control_flow/device_loop.hpp>): its structure, with stand-ins for the
+// two kernels (the double runs none): memsets on the streams the kernels would be launched on. The
+// real kernels and iteration counts: test/control_flow/device_loop_kernels.gpu.cpp.
 namespace {
 
 struct stand_in_kernels {

@@ -1,9 +1,8 @@
 // Runtime tests: shape families (graphcap/family.hpp). CUDA work the host can execute (memsets,
 // copies), so that they run on the test double and the GPU.
 #include <graphcap/family.hpp>
-#include <graphcap/graph_with.hpp>
 #include <graphcap/graphcap.hpp>
-#include <graphcap/policies/liveness/check.hpp>
+#include <graphcap/liveness.hpp>
 
 #include "catch.hpp"
 #include "cuda_helpers.hpp"

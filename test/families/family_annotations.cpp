@@ -3,7 +3,7 @@
 // executable. Host-executable work, on the test double and the GPU.
 #include <graphcap/annotations.hpp>
 #include <graphcap/family.hpp>
-#include <graphcap/graph_with.hpp>
+#include <graphcap/graphcap.hpp>
 
 #include "catch.hpp"
 #include "cuda_helpers.hpp"

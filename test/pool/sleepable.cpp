@@ -1,7 +1,6 @@
 // Runtime tests of pool::sleepable (#31) on both backends: memory given back during sleep, the
 // same addresses and contents after wake, graphs that replay with no recapture, the state rules.
 #include <graphcap/family.hpp>
-#include <graphcap/graph_cache.hpp>
 #include <graphcap/graphcap.hpp>
 #include <graphcap/piecewise.hpp>
 #include <graphcap/sleepable_pool.hpp>

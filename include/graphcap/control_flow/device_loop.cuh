@@ -1,5 +1,5 @@
 // graphcap/control_flow/device_loop.cuh - graphcap::device_loop: a loop whose trip count is data on
-// the device, captured as a WHILE node (the structure: graphcap/device_loop.hpp). It holds the
+// the device, captured as a WHILE node (the structure: control_flow/device_loop.hpp). It holds the
 // loop's two one-thread kernels, so only a CUDA translation unit (a .cu file nvcc compiles) can
 // include it.
 //

@@ -108,6 +108,9 @@ public:
   /// Begins capturing on `stream` (any stream but the legacy default one) and returns the scope
   /// that ends it. scope::end() finishes the capture; a scope destroyed before end() (an
   /// exception) ends and discards the capture, leaving the stream not capturing.
+  /// \throws state_error unless the graph is empty, or from a policy (a sleeping pool);
+  /// capture_error for the legacy default stream or a refused cudaStreamBeginCapture; cuda_error.
+  /// \post capturing; on a throw the graph is still empty and no stream is left capturing.
   [[nodiscard("the capture ends when the scope is destroyed; call end() on it")]] scope
   begin_capture(stream_ref stream) {
     return scope{lifecycle_, lifecycle_.begin(&stream), {}};
@@ -116,6 +119,8 @@ public:
   /// Begins capturing on the graph's own non-blocking side stream (created on first use, on the
   /// current device). Nothing runs during a capture, so the side stream needs no ordering with
   /// your other work: replay(stream) orders the graph's work on the stream you replay it on.
+  /// \throws as begin_capture(stream), and cuda_error if the side stream cannot be made.
+  /// \post as begin_capture(stream).
   [[nodiscard("the capture ends when the scope is destroyed; call end() on it")]] scope
   begin_capture() {
     return scope{lifecycle_, lifecycle_.begin(nullptr), {}};
@@ -126,12 +131,16 @@ public:
   /// returns. If `work` throws, the capture is ended and discarded and the exception propagates
   /// unchanged. The scope `work` is given ends with capture(): a pointer to it kept past the
   /// call dangles (docs/errors.md).
+  /// \throws as begin_capture(); what `work` throws; capture_error if the capture was
+  /// invalidated or left forks unjoined; cuda_error (instantiation); out_of_memory_error (pool).
+  /// \post instantiated (captured with keep_graph); on a throw empty, no stream capturing.
   template <class Work>
   decltype(auto) capture(Work&& work) {
     return scope::run(begin_capture(), std::forward<Work>(work));
   }
 
   /// Captures what `work` issues on `stream` (see capture(work)).
+  /// \throws as capture(work) and begin_capture(stream). \post as capture(work).
   template <class Work>
   decltype(auto) capture(stream_ref stream, Work&& work) {
     return scope::run(begin_capture(stream), std::forward<Work>(work));
@@ -148,12 +157,16 @@ public:
   /// a sleeping pool's) comes before anything is released: the graph is as before. If `work`
   /// throws or the capture fails, the graph is left empty, as after any failed capture. Returns
   /// the update_result; what `work` returns is dropped (use begin_recapture() to keep it).
+  /// \throws state_error during a capture or from a policy; capture_error for a stream that
+  /// cannot capture or captures already; then what capture(work) throws.
+  /// \post instantiated; on a refusal as before; on a later throw empty, no stream capturing.
   template <class Work>
   update_result recapture(Work&& work) {
     return recapture_scope::run(begin_recapture(), std::forward<Work>(work));
   }
 
   /// Captures `work` again on `stream` (see recapture(work)).
+  /// \throws as recapture(work). \post as recapture(work).
   template <class Work>
   update_result recapture(stream_ref stream, Work&& work) {
     return recapture_scope::run(begin_recapture(stream), std::forward<Work>(work));
@@ -161,6 +174,8 @@ public:
 
   /// The RAII form of recapture(): begins a capture whose end() updates the executable graph
   /// (update() on the scope tells how). On an empty graph it is a first capture.
+  /// \throws the refusals of recapture(work); capture_error if the capture cannot begin.
+  /// \post capturing; after a refusal the graph is as before, after a later throw empty.
   [[nodiscard("the capture ends when the scope is destroyed; call end() on it")]] recapture_scope
   begin_recapture(stream_ref stream) {
     capture_kind::update kind{};
@@ -169,6 +184,7 @@ public:
   }
 
   /// The same, on the graph's own side stream.
+  /// \throws as begin_recapture(stream); cuda_error if the side stream cannot be made.
   [[nodiscard("the capture ends when the scope is destroyed; call end() on it")]] recapture_scope
   begin_recapture() {
     capture_kind::update kind{};
@@ -181,12 +197,17 @@ public:
   /// Instantiates the captured template. Without keep_graph this already happened at the end of
   /// the capture, and calling it again is a state_error; with keep_graph it (re)instantiates
   /// from the current template, e.g. after you edited raw_graph().
+  /// \throws state_error without a template, or instantiated without keep_graph; cuda_error
+  /// if CUDA refuses the template. \post instantiated; after a cuda_error captured, no executable.
   void instantiate() { lifecycle_.instantiate(); }
 
   /// Launches the graph on `stream` (any stream of the capture's device, the default stream
   /// too). On the success path this is the hand-written sequence: the policies' pre-replay
   /// checks (none when they are off) and one cudaGraphLaunch. Misuse (no executable graph yet)
   /// is diagnosed only after the launch failed, so it costs nothing when all is well.
+  /// \throws liveness_error (an input was freed: nothing launched); state_error with nothing to
+  /// launch or a sleeping pool; cuda_error if the launch (or a lazy instantiation) fails.
+  /// \post the graph is as before (keep_graph: instantiated, if it was captured).
   void replay(stream_ref stream = {}) { lifecycle_.replay(stream.get()); }
 
   /// Takes `from`'s executable graph, updated in place from this graph's template
@@ -198,21 +219,28 @@ public:
   /// executable (its next replay instantiates one, or it takes one back). Refused (another
   /// topology, node type or kind of memory): nothing changes, and the result says why
   /// (update_outcome::refused).
+  /// \throws state_error as above; cuda_error if cudaGraphExecUpdate fails other than refusing.
+  /// \post updated: this graph instantiated, `from` captured; refused: both as before.
   update_result take_executable(basic_graph& from) {
     return lifecycle_.take_executable(from.lifecycle_);
   }
 
   /// Uploads the executable graph to the device ahead of its first replay (cudaGraphUpload), so
   /// the first replay costs what later ones do. Instantiates first under keep_graph.
+  /// \throws state_error with nothing to upload; cuda_error from cudaGraphUpload or instantiation.
   void upload(stream_ref stream = {}) { lifecycle_.upload(stream.get()); }
 
   /// Destroys the executable graph and keeps the template (keep_graph; state_error otherwise,
   /// or during a capture): the next replay, upload() or instantiate() instantiates it again.
   /// What the driver does with the executable's memory: docs/families.md (it keeps it).
+  /// \throws state_error during a capture or without keep_graph.
+  /// \post captured (template kept, no executable); on a throw the graph is as before.
   void release_executable() { lifecycle_.release_executable(); }
 
   /// Drops the executable graph and the template (the graph's side stream is kept for the next
   /// capture). Not allowed while a capture scope is open.
+  /// \throws state_error while a capture scope is open.
+  /// \post empty (the side stream stays); on a throw the graph is as before.
   void reset() { lifecycle_.reset(); }
 
   // ---- inspection ---------------------------------------------------------------------
@@ -230,6 +258,7 @@ public:
   /// at the first call after each capture (one cudaGraphGetNodes on the template, which the
   /// graph keeps for that even without keep_graph), not at the capture's end; cuda_error if
   /// CUDA cannot count. Like the graph's other members, not for concurrent calls.
+  /// \throws cuda_error if cudaGraphGetNodes fails. \post the graph is as before.
   [[nodiscard]] std::size_t node_count() const { return lifecycle_.core().nodes(); }
   /// Changes at the end of every capture and recapture (it counts them, modulo 2^16): what a
   /// cache built from the graph (replay_loop) compares to know it is stale.
@@ -239,13 +268,15 @@ public:
 
   /// The captured template. Exists after the capture with keep_graph (or before instantiation);
   /// the graph keeps ownership. Editing it takes effect at the next instantiate().
+  /// \throws state_error without a template or without keep_graph.
   [[nodiscard]] cudaGraph_t raw_graph() const {
     return lifecycle_.core().template_graph("raw_graph()");
   }
-  /// The executable graph; the graph keeps ownership.
+  /// The executable graph; the graph keeps ownership. \throws state_error without one.
   [[nodiscard]] cudaGraphExec_t raw_exec() const { return lifecycle_.core().executable(); }
   /// Writes the template as a Graphviz DOT file (cudaGraphDebugDotPrint). Needs the template:
   /// construct the graph with keep_graph.
+  /// \throws state_error without the template; cuda_error if cudaGraphDebugDotPrint fails.
   void debug_dump(const std::string& path, bool verbose = true) const {
     lifecycle_.core().debug_dump(path, verbose);
   }

@@ -80,10 +80,9 @@ public:
   basic_scope(const basic_scope&) = delete;
   basic_scope& operator=(const basic_scope&) = delete;
 
-// g++ 13 at -O2 warns that graph_ "may be used uninitialized" here when a scope lives in a
-// std::optional (a piecewise graph's segment, emplaced at each break): a false positive of its
-// optional analysis (the payload is destroyed only when engaged), which -Werror turns into an
-// error in a user's build too.
+// g++ 13 -O2 warns graph_ "may be used uninitialized" here for a scope in a std::optional (a
+// piecewise segment): a false positive (the payload is destroyed only when engaged) that -Werror
+// turns into an error in a user's build too.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -109,10 +108,11 @@ public:
   }
 
   /// Ends the capture and makes the executable graph (fresh: instantiates it, unless
-  /// keep_graph; update: updates the previous one in place, or instantiates). Throws
-  /// capture_error if the capture was invalidated or left forked work unjoined; the graph is
-  /// then empty again. Ended on the wrong thread, the capture goes on and end() may be retried
-  /// on the thread that began it.
+  /// keep_graph; update: updates the previous one in place, or instantiates). Ended on the
+  /// wrong thread, the capture goes on and end() may be retried on the thread that began it.
+  /// \throws capture_error (invalidated, forks unjoined, wrong thread); cuda_error (instantiation);
+  /// state_error if ended already. \post inactive, the graph instantiated (keep_graph: captured);
+  /// on a throw the graph is empty, no stream capturing (wrong thread: the capture goes on).
   void end() {
     if (graph_ == nullptr) [[unlikely]] {
       throw_ended();
@@ -136,8 +136,9 @@ public:
   }
 
   /// Memory for `count` objects of type T from the graph's pool, at an address fixed for every
-  /// replay, for work on the capture stream. Needs an allocating Pool policy. A negative count,
-  /// or one whose byte size is over PTRDIFF_MAX, is a std::invalid_argument naming it.
+  /// replay, for work on the capture stream. Needs an allocating Pool policy.
+  /// \throws std::invalid_argument (a negative count, bytes over PTRDIFF_MAX); out_of_memory_error
+  /// (the pool cannot grow); state_error after end() or while the pool sleeps; cuda_error.
   template <class T, std::integral Count>
   [[nodiscard]] T* allocate(Count count) {
     return allocate<T>(count, stream_);
@@ -158,6 +159,7 @@ public:
   /// Memory for `count` objects of type T from the graph's pool, owned by the returned buffer:
   /// it stays valid, at the same address, while any copy of the buffer lives, even after the
   /// graph is reset or destroyed (an output you keep). Needs a slab pool. Counts as allocate().
+  /// \throws as allocate().
   template <class T, std::integral Count>
   [[nodiscard]] buffer<T> make_buffer(Count count) {
     return make_buffer<T>(count, stream_);
@@ -176,6 +178,7 @@ public:
 
   /// Gives back memory allocate() returned in this capture: later allocations of the same size
   /// on the same stream in this capture may reuse it. Needs an allocating Pool policy.
+  /// \throws error for memory not this capture's or a buffer's; cuda_error; state_error after end.
   template <class T>
   void deallocate(T* pointer) {
     deallocate(pointer, stream_);
@@ -234,6 +237,7 @@ public:
   }
 
   /// Tags the nodes captured while the returned marker lives with `name` (annot::off: no-op).
+  /// \throws state_error after end() (annot::on).
   [[nodiscard]] auto mark(std::string_view name) {
     return policy(&lifecycle::annot_).mark(stream_, name);
   }
@@ -243,7 +247,8 @@ public:
   }
 
   /// Declares an input the graph reaches indirectly (a pointer stored in device memory), for
-  /// the liveness check (liveness::off: no-op).
+  /// the liveness check (liveness::off: no-op). \throws state_error after end(); a pointer
+  /// outside CUDA's memory fails the capture's end (cuda_error).
   void input(const void* pointer) {
     policy(&lifecycle::liveness_).add_input(pointer);
   }

@@ -1,8 +1,14 @@
-// graphcap/detail/no_hooks.hpp - deprecated entry header (the spelling before 0.2's
-// detail/hooks.hpp, kept for one release): <graphcap/core/policy.hpp> has the public
-// policy_base<policy_kind::...>, and detail::no_hooks as an alias of it.
+// graphcap/detail/no_hooks.hpp - a deprecated entry header (0.5; removed in 0.6): include
+// <graphcap/basic_graph.hpp>. It forwards to <graphcap/core/policy.hpp> and warns unless
+// GRAPHCAP_NO_DEPRECATED_HEADER_WARNINGS is defined (docs/design.md, "The floor plan"; README.md,
+// "Features, and what to include").
 #pragma once
 
 #include <graphcap/config.hpp>
+
+#if !defined(GRAPHCAP_NO_DEPRECATED_HEADER_WARNINGS) && (defined(__GNUC__) || defined(__clang__))
+#pragma GCC warning                                                                                \
+    "graphcap: <graphcap/detail/no_hooks.hpp> is deprecated (removed in 0.6): include <graphcap/basic_graph.hpp> (GRAPHCAP_NO_DEPRECATED_HEADER_WARNINGS silences this)"
+#endif
 
 #include <graphcap/core/policy.hpp>

@@ -87,8 +87,8 @@ public:
   using detail::families::family_memory<Key, graph_family>::capture_all; // under a byte_budget
 
   /// An empty family with its own pool (made now) and capture stream (made at the first capture).
-  /// graphcap::error for one_executable with a graph that cannot take another's executable
-  /// (one_executable with piecewise graphs shares each segment position's executables).
+  /// \throws error for one_executable with a graph that cannot take another's executable (a
+  /// piecewise graph's segments share per position); cuda_error if the pool cannot be made.
   explicit graph_family(options_type options = {}) : options_(std::move(options)) {
     if (!shares_executables && options_.one_executable) {
       detail::families::throw_no_switch_in_place();
@@ -98,11 +98,11 @@ public:
 
   /// Captures `work` for every key, largest first, into the family's pool on its capture stream,
   /// after the options' warm-up runs (eager, on `stream`); `work(key, scope&)` or `work(key,
-  /// cudaStream_t)` is kept for captures on demand and switches. Throws family_key_error for no
-  /// key or a duplicate, state_error if the family has keys, graphcap::error for warm-up with a
-  /// work taking the scope, and what a warm-up throws. A key whose capture throws goes into the
-  /// result's failures ([[nodiscard]]; a later lookup's error names the first) and the others go
-  /// on; a budget reached stops it, and the result lists the keys not tried.
+  /// cudaStream_t)` is kept for captures on demand and switches. \throws family_key_error for no
+  /// key or a duplicate, state_error if the family has keys, error for warm-up with a work taking
+  /// the scope, and what a warm-up throws. \post every key is captured but the result's failures
+  /// (a later lookup's error names the first; [[nodiscard]]) and not_captured (a budget reached
+  /// stops it); on a throw none is.
   template <class Work>
   family_capture_result<Key> capture_all(std::vector<Key> keys, stream_ref stream, Work work) {
     if (!keys_.empty()) {
@@ -147,6 +147,7 @@ public:
   /// else family_key_error. One-executable mode: a key takes its group's executable first if
   /// it does not hold it (its differing nodes set, or an update; last_update(), docs/families.md).
   /// A family of piecewise_graph<Segment, Context> hands `ctx` to the islands (one Context).
+  /// \throws family_key_error as above; what a switch, the capture or the replay throws.
   template <class... Context>
   Key replay_at_least(const Key& n, stream_ref stream, Context&&... ctx) {
     std::size_t index = index_at_least(n);
@@ -235,8 +236,7 @@ public:
 private:
   friend class detail::families::family_memory<Key, graph_family>;
   struct entry {
-    std::unique_ptr<Graph> graph; // one-executable mode: the template, and the group's
-                                  // executable while this key holds it
+    std::unique_ptr<Graph> graph; // one_executable: the template, the executable while held
     family_key_statistics statistics;
     std::size_t group = 0; // one-executable mode: its group of one topology
   };

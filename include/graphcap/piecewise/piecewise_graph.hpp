@@ -116,9 +116,9 @@ public:
   ~piecewise_graph() = default;
 
   /// Captures what `work` issues on `stream`; `work` takes the scope, the stream, or nothing,
-  /// and may call cap.eager(island) any number of times. Returns what `work` returns. If `work`
-  /// throws or a segment fails, every segment is dropped (nothing is left capturing) and the
-  /// exception propagates. state_error if the graph holds a capture (reset() first).
+  /// and may call cap.eager(island) any number of times. Returns what `work` returns.
+  /// \throws state_error if the graph holds a capture (reset() first); what `work` or a segment
+  /// throws. \post on a throw every segment is dropped: empty, nothing left capturing.
   template <class Work>
   decltype(auto) capture(stream_ref stream, Work&& work) {
     if (!empty()) {
@@ -146,9 +146,9 @@ public:
   /// Captures `work` again; segment k's executable is updated in place where CUDA allows it and
   /// instantiated anew otherwise (basic_graph::recapture()); the islands are the new ones.
   /// Returns one update_result per segment. More breaks than before: the extra segments are
-  /// captured fresh; fewer: the rest are dropped. Each segment gets its previous blocks in the
-  /// same order. Refused before it begins (segment 0's stream, a sleeping pool, a policy):
-  /// nothing changes. If `work` throws or a segment fails, the graph is left empty.
+  /// captured fresh; fewer: the rest are dropped. Each segment gets its previous blocks in order.
+  /// \throws a refusal before it begins (segment 0's stream, a sleeping pool, a policy), what
+  /// `work` or a segment throws. \post after a refusal unchanged; after a later throw empty.
   template <class Work>
   std::vector<update_result> recapture(stream_ref stream, Work&& work) {
     bool begun = false;
@@ -173,9 +173,9 @@ public:
 
   /// Replays segment 0, runs island 0 eagerly on `stream`, replays segment 1, and so on. With
   /// liveness::check every segment's inputs (an empty segment's too) are checked once, before
-  /// anything is launched; the segments' launches do not check again. An island that throws
-  /// stops the replay there: island_error (its exception nested); the graph stays replayable.
-  /// state_error before a capture. A graph with a Context is replayed with replay(stream, ctx).
+  /// anything is launched; the segments' launches do not check again. A graph with a Context is
+  /// replayed with replay(stream, ctx). \throws state_error before a capture, liveness_error,
+  /// cuda_error; island_error if an island threw (nested): the replay stops, still replayable.
   void replay(stream_ref stream = {}) {
     static_assert(std::is_void_v<Context>,
                   "graphcap: this piecewise_graph<Graph, Context> hands its islands a Context: "
@@ -184,7 +184,7 @@ public:
   }
   /// replay(stream), handing `ctx` to every island that takes the context (each island gets the
   /// same object, in order). Needs a piecewise_graph<Graph, Context> and a Context lvalue or
-  /// rvalue: another type does not compile.
+  /// rvalue: another type does not compile. \throws as replay(stream).
   template <class Given>
   void replay(stream_ref stream, Given&& ctx) {
     static_assert(!std::is_void_v<Context>,
@@ -197,7 +197,7 @@ public:
   }
 
   /// Instantiates every segment captured and not yet instantiated (keep_graph: a replay does it
-  /// on its own; this moves the cost ahead). state_error before a capture.
+  /// on its own; this moves the cost ahead). \throws state_error before a capture; cuda_error.
   void instantiate() {
     if (empty()) {
       throw state_error("graphcap: instantiate() of a piecewise graph that holds no capture: "
@@ -210,9 +210,10 @@ public:
     }
   }
 
-  /// Destroys every segment's executable and keeps the templates (keep_graph; state_error
-  /// otherwise), as basic_graph::release_executable(): the next replay or instantiate() makes
-  /// them again. What a graph_family's release_executables() calls for a sleep.
+  /// Destroys every segment's executable and keeps the templates (keep_graph), as
+  /// basic_graph::release_executable(): the next replay or instantiate() makes them again. What
+  /// a graph_family's release_executables() calls for a sleep.
+  /// \throws state_error without keep_graph (nothing released). \post every segment captured.
   void release_executable() {
     for (const std::unique_ptr<Graph>& segment : segments_) {
       segment->release_executable();
@@ -241,7 +242,7 @@ public:
   /// The number of eager islands.
   [[nodiscard]] std::size_t island_count() const noexcept { return islands_.size(); }
   /// The mark() scopes island `k` sits in, outermost first ("a/b"; "" outside every scope);
-  /// k < island_count().
+  /// \throws std::out_of_range unless k < island_count().
   [[nodiscard]] const std::string& island_scope(std::size_t k) const {
     return island_scopes_.at(k);
   }
@@ -249,10 +250,10 @@ public:
   [[nodiscard]] std::uint32_t generation() const noexcept { return generation_; }
   /// Whether the segments keep their templates (constructed with keep_graph).
   [[nodiscard]] bool keeps_graph() const noexcept { return keep_graph_; }
-  /// Segment `k`'s graph (for node counts, raw_graph(), pictures); k < segment_count().
+  /// Segment `k`'s graph (node counts, raw_graph(), pictures). \throws std::out_of_range (bad k).
   [[nodiscard]] const Graph& segment(std::size_t k) const { return *segments_.at(k); }
   /// The nodes of every segment (each segment counts its own at the first call after its
-  /// capture: basic_graph::node_count()).
+  /// capture: basic_graph::node_count()). \throws cuda_error if CUDA cannot count.
   [[nodiscard]] std::size_t node_count() const {
     std::size_t nodes = 0;
     for (const std::unique_ptr<Graph>& segment : segments_) {

@@ -51,13 +51,14 @@ struct sleepable_access;
 class sleepable_pool_handle : public pool_handle {
 public:
   /// A handle to a new, empty sleepable pool (no CUDA call until its first allocation).
+  /// \throws std::bad_alloc only.
   sleepable_pool_handle()
       : sleepable_pool_handle(
             detail::pool_handle_access::make(std::make_shared<detail::pool::pool_core>(
                 std::make_shared<detail::pool::vmm_chunks>()))) {}
 
   /// A sleepable handle to the pool behind `pool` (a graph_family's or graph_cache's pool() of
-  /// pool::sleepable graphs); graphcap::error if that pool cannot sleep.
+  /// pool::sleepable graphs). \throws error if that pool cannot sleep.
   explicit sleepable_pool_handle(const pool_handle& pool) : pool_handle(pool) {
     if (dynamic_cast<detail::pool::vmm_chunks*>(core().custom_source().get()) == nullptr) {
       throw error("graphcap: sleepable_pool_handle was given the handle of a pool that cannot "
@@ -70,10 +71,10 @@ public:
   /// backup, through two pinned staging buffers of up to 32 MiB kept for the next sleep (or,
   /// with keep_backup_memory(true), pinned memory of the backup's size, kept). First waits for the
   /// device (the last replay of every graph captured into the pool: no replay stream is
-  /// remembered and the graphs carry no marker), so that none still uses the memory. state_error
-  /// while a capture into the pool is open, or if it sleeps already; cuda_error if a call fails:
-  /// before any page went, the pool is as it was; after, it is asleep and sleep() again releases
-  /// the rest.
+  /// remembered and the graphs carry no marker), so that none still uses the memory.
+  /// \throws state_error while a capture into the pool is open, or if it sleeps already;
+  /// cuda_error if a call fails. \post asleep. After a cuda_error before any page went, the pool
+  /// is as it was; after one later, it is asleep and sleep() again releases the rest.
   void sleep(graphcap::pool::backup how = graphcap::pool::backup::none) {
     detail::pool::vmm_chunks& memory = chunks();
     if (memory.open_captures() > 0) {
@@ -97,9 +98,9 @@ public:
   }
 
   /// Maps new physical pages at the pool's addresses and copies the backup (if any) back.
-  /// state_error if the pool is awake; out_of_memory_error (or cuda_error) if a call fails: the
-  /// pool then stays asleep, gives back what this wake took and keeps its backup, and wake()
-  /// can be called again.
+  /// \throws state_error if the pool is awake; out_of_memory_error (or cuda_error) if a call
+  /// fails. \post awake, its contents back (backup::host). On a throw it stays asleep, gives back
+  /// what this wake took and keeps its backup, and wake() can be called again.
   void wake() {
     detail::pool::vmm_chunks& memory = chunks();
     if (!memory.asleep()) {
@@ -121,9 +122,9 @@ public:
   /// capture that fits in it grows the pool with no driver call, and a sleep and a wake handle
   /// it as one piece, the first sleep too (one cuMemUnmap). Size it from a first capture (its
   /// pool's statistics().reserved_bytes) or give what the captures will take; slabs beyond it
-  /// grow the pool as before. out_of_memory_error, with nothing taken, where `bytes` is more
-  /// than the device's free memory or the driver has none; state_error while the pool sleeps or
-  /// if it has a carve already (one per pool); graphcap::error for 0 bytes.
+  /// grow the pool as before. \throws out_of_memory_error where `bytes` is more than the
+  /// device's free memory or the driver has none; state_error while the pool sleeps or if it has
+  /// a carve already (one per pool); error for 0 bytes. \post carved; on a throw nothing taken.
   void carve(std::size_t bytes) {
     const detail::relaxed_capture_mode_guard relaxed; // another thread may capture (global)
     chunks().carve(bytes);

@@ -73,8 +73,8 @@ class rebinder<graph_family<Key, Graph>> {
 public:
   using family_type = graph_family<Key, Graph>; ///< the family it patches
 
-  /// Scans every captured key's graph for the `inputs`. rebind_error, naming the key, for an
-  /// input a key's graph does not hold and what its scan refuses; state_error for a family in
+  /// Scans every captured key's graph for the `inputs`. \throws rebind_error, naming the key, for
+  /// an input a key's graph does not hold and what its scan refuses; state_error for a family in
   /// one-executable mode or with no key, or graphs that keep no template.
   rebinder(family_type& family, std::span<const rebind_input> inputs,
            template_patch when = template_patch::at_once)
@@ -102,21 +102,25 @@ public:
   ~rebinder() = default;
 
   /// Moves the input at `from` to `to` (whose size is asked from CUDA), for every key.
+  /// \throws as rebind(moves).
   void rebind(const void* from, const void* to) {
     const rebinding one{from, to};
     rebind(std::span<const rebinding>{&one, 1});
   }
   /// Moves the input at `from` to `to`, a buffer of `to_bytes` bytes (no driver query).
+  /// \throws as rebind(moves).
   void rebind(const void* from, const void* to, std::size_t to_bytes) {
     const rebinding one{from, to, to_bytes};
     rebind(std::span<const rebinding>{&one, 1});
   }
-  /// Moves several inputs in one call.
+  /// Moves several inputs in one call. \throws as rebind(moves).
   void rebind(std::initializer_list<rebinding> moves) {
     rebind(std::span<const rebinding>{moves.begin(), moves.size()});
   }
   /// As above, for a span: the moves are checked (rebind_error, nothing recorded) and recorded;
   /// no graph is patched until its key is replayed through the rebinder, or sync()ed.
+  /// \throws rebind_error (not an input, a null or too small target), state_error (moved from).
+  /// \post on a throw nothing is recorded: the inputs keep their addresses.
   void rebind(std::span<const rebinding> moves) {
     require_ready("rebind");
     detail::rebind::resolve_moves(moves, inputs_, no_nodes_, which_, rebinding::unknown_size);
@@ -128,8 +132,9 @@ public:
 
   /// Patches the graph of the smallest key at least `n` to the inputs' current addresses
   /// (unless it is up to date), then replays it through the family (family.replay_at_least) and
-  /// returns the key. state_error for a key the rebinder did not scan (above the keys it knows:
-  /// capture it through the family, then rescan()); what a patch throws, before the replay.
+  /// returns the key. \throws state_error for a key the rebinder did not scan (above the keys it
+  /// knows: capture it through the family, then rescan()); what a patch throws, before the
+  /// replay (the key's graph is then as before); what family.replay_at_least throws.
   /// A family of piecewise_graph<Segment, Context> takes the islands' context after the stream.
   template <class... Context>
   Key replay_at_least(const Key& n, stream_ref stream, Context&&... ctx) {
@@ -143,12 +148,14 @@ public:
     return family_->replay_at_least(n, stream, std::forward<Context>(ctx)...);
   }
   /// Patches the graph of `key` to the inputs' current addresses (for a replay that does not
-  /// go through the rebinder: family.find(key)->replay(...)).
+  /// go through the rebinder: family.find(key)->replay(...)). \throws state_error for a key it
+  /// did not scan; what a patch throws (rebinder::rebind(moves)), the key's graph then as before.
   void sync(const Key& key) {
     require_ready("sync");
     bring_up_to_date(entry_of(key, "sync"));
   }
-  /// Patches every key's graph to the inputs' current addresses.
+  /// Patches every key's graph to the inputs' current addresses. \throws as sync(key); the keys
+  /// patched before a throw stay patched.
   void sync_all() {
     require_ready("sync_all");
     for (key_binder& each : keys_) {
@@ -168,7 +175,8 @@ public:
 
   /// Scans the family again (its keys now: after a capture on demand, evict() or clear() and
   /// capture_all()), for the inputs at their current addresses; the keys still held are
-  /// brought up to date first. A failed rescan leaves the rebinder as it was.
+  /// brought up to date first. \throws state_error, rebind_error (an input a key does not hold),
+  /// cuda_error. \post on a throw the rebinder is as it was (keys brought up to date stay so).
   void rescan() {
     require_ready("rescan");
     for (key_binder& each : keys_) {

@@ -54,7 +54,7 @@ class rebinder<piecewise_graph<Graph, Context>> {
 public:
   using graph_type = piecewise_graph<Graph, Context>; ///< the piecewise graph it patches
 
-  /// Scans every segment for the `inputs`. state_error unless the graph was constructed with
+  /// Scans every segment for the `inputs`. \throws state_error unless the graph was made with
   /// keep_graph and captured; rebind_error for an input no segment holds (one only an island
   /// reads), for overlapping inputs, and what a segment's scan refuses (an input inside a child
   /// graph, conditional bodies nobody recorded).
@@ -74,6 +74,7 @@ public:
            template_patch when = template_patch::at_once)
       : rebinder(graph, std::span<const rebind_input>{inputs.begin(), inputs.size()}, when) {}
   /// Registers every external CUDA allocation a node of any segment holds (all_inputs_t).
+  /// \throws state_error as above.
   rebinder(graph_type& graph, all_inputs_t /*every*/, template_patch when = template_patch::at_once)
       : graph_(&graph), when_(when), all_inputs_(true) {
     require_ready("construct a rebinder");
@@ -88,21 +89,25 @@ public:
   ~rebinder() = default;
 
   /// Moves the input at `from` to `to` (whose size is asked from CUDA), in every segment.
+  /// \throws as rebind(moves).
   void rebind(const void* from, const void* to) {
     const rebinding one{from, to};
     rebind(std::span<const rebinding>{&one, 1});
   }
   /// Moves the input at `from` to `to`, a buffer of `to_bytes` bytes (no driver query).
+  /// \throws as rebind(moves).
   void rebind(const void* from, const void* to, std::size_t to_bytes) {
     const rebinding one{from, to, to_bytes};
     rebind(std::span<const rebinding>{&one, 1});
   }
   /// Moves several inputs in one call: all are checked before any segment is patched.
+  /// \throws as rebind(moves).
   void rebind(std::initializer_list<rebinding> moves) {
     rebind(std::span<const rebinding>{moves.begin(), moves.size()});
   }
-  /// As above, for a span. On any error nothing is patched in any segment (the segments patched
-  /// before the one that refused are moved back), and the inputs keep their addresses.
+  /// As above, for a span. \throws state_error (stale, moved from), rebind_error (not an input,
+  /// a null or too small target), cuda_error (a patch CUDA refused). \post on a throw nothing is
+  /// patched in any segment (those patched before are moved back); inputs keep their addresses.
   void rebind(std::span<const rebinding> moves) {
     require_current("rebind");
     detail::rebind::resolve_moves(moves, inputs_, no_nodes_, which_, rebinding::unknown_size);
@@ -139,7 +144,7 @@ public:
   }
 
   /// Gives every segment's kept template the patches its executable got (template_patch::
-  /// deferred; at_once does it in every rebind()).
+  /// deferred; at_once does it in every rebind()). \throws state_error (stale), cuda_error.
   void sync_template() {
     require_current("sync_template");
     for (segment_binder& segment : segments_) {
@@ -149,7 +154,8 @@ public:
 
   /// Scans every segment again after a capture, recapture() or reset() and capture of the
   /// graph, for the inputs at their current addresses (all_inputs: every external allocation
-  /// again). A failed rescan changes nothing (the rebinder stays stale).
+  /// again). \throws state_error (no templates), rebind_error (an input no segment holds),
+  /// cuda_error. \post after a throw nothing changed (the rebinder stays stale).
   void rescan() {
     require_ready("rescan");
     if (graph_->generation() == generation_) {

@@ -95,7 +95,7 @@ class rebinder {
       "<graphcap/rebind.hpp> (rebind/piecewise_rebinder.hpp, rebind/family_rebinder.hpp)");
 
 public:
-  /// Scans `graph` for every place the `inputs` are held. Throws state_error unless the graph
+  /// Scans `graph` for every place the `inputs` are held. \throws state_error unless the graph
   /// was constructed with keep_graph and captured (instantiated or not), rebind_error for an input
   /// the graph does not hold (or holds only where the rebinder cannot patch it) and for overlapping
   /// inputs.
@@ -113,7 +113,7 @@ public:
   rebinder(Graph& graph, std::initializer_list<rebind_input> inputs,
            template_patch when = template_patch::at_once)
       : rebinder(graph, std::span<const rebind_input>{inputs.begin(), inputs.size()}, when) {}
-  /// Registers every external CUDA allocation the graph holds (all_inputs_t).
+  /// Registers every external CUDA allocation the graph holds (all_inputs_t). \throws as above.
   rebinder(Graph& graph, all_inputs_t /*every*/, template_patch when = template_patch::at_once)
       : graph_(&graph), when_(when), all_inputs_(true) {
     require_ready("construct a rebinder");
@@ -131,22 +131,24 @@ public:
   rebinder& operator=(rebinder&&) noexcept = default;
   ~rebinder() = default;
 
-  /// Moves the input at `from` to `to` (whose size is asked from CUDA).
+  /// Moves the input at `from` to `to` (size asked from CUDA). \throws as rebind(moves) below.
   void rebind(const void* from, const void* to) {
     const rebinding one{from, to};
     rebind(std::span<const rebinding>{&one, 1});
   }
-  /// Moves the input at `from` to `to`, a buffer of `to_bytes` bytes (no driver query).
+  /// Moves the input at `from` to `to`, a `to_bytes`-byte buffer (no query). \throws as above.
   void rebind(const void* from, const void* to, std::size_t to_bytes) {
     const rebinding one{from, to, to_bytes};
     rebind(std::span<const rebinding>{&one, 1});
   }
   /// Moves several inputs in one call: all are checked before any node is patched.
+  /// \throws as rebind(moves).
   void rebind(std::initializer_list<rebinding> moves) {
     rebind(std::span<const rebinding>{moves.begin(), moves.size()});
   }
-  /// As above, for a span. On any error nothing is patched (an executable patch CUDA refuses
-  /// midway is undone), and the inputs keep their addresses.
+  /// As above, for a span. \throws state_error (stale, moved from, capturing); rebind_error (not
+  /// an input, a null or too small target, overlap); cuda_error (a patch CUDA refused, liveness).
+  /// \post on a throw nothing is patched (a refused patch is undone); inputs keep their addresses.
   void rebind(std::span<const rebinding> moves) {
     require_current("rebind");
     detail::rebind::resolve_moves(moves, inputs_, nodes_, which_, rebinding::unknown_size);
@@ -202,7 +204,7 @@ public:
 
   /// Gives the kept template the patches the executable got since the last sync (deferred
   /// mode; at_once does it in every rebind()). Read the template (raw_graph(), debug_dump)
-  /// after this.
+  /// after this. \throws state_error (stale); cuda_error if CUDA refuses a template patch.
   void sync_template() {
     require_current("sync_template");
     for (detail::rebind::patchable_node& node : nodes_) {
@@ -218,7 +220,8 @@ public:
   /// their current addresses (all_inputs: for every external allocation again). Where the
   /// recapture updated the executable in place, it is instantiated anew from the template: CUDA
   /// names an executable's nodes only by the graph it was instantiated from. A failed rescan
-  /// changes nothing (the rebinder stays stale: rescan() again).
+  /// changes nothing (the rebinder stays stale: rescan() again). \throws state_error (no
+  /// template), rebind_error (an input not held, or not patchable), cuda_error.
   void rescan() {
     require_ready("rescan");
     if (graph_->generation() == generation_) {

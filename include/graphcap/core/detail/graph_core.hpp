@@ -28,14 +28,14 @@ namespace graphcap::detail {
 /// The handles and the state of one graph. A plain aggregate of what a hand-written program
 /// keeps (sizeof(lean_graph) is sizeof(graph_core): test/compile/checks.hpp).
 struct graph_core {
-  graph_handle graph;        // the captured template (until reset; shown only with keep_graph)
-  exec_handle exec;          // the executable graph
+  graph_handle graph; // the template: made at a capture's end, kept until reset or recapture
+  exec_handle exec;   // the executable: made at instantiation, gone at reset, release or take
   stream_handle side_stream; // capture stream when none is given; created on first use
-  int device = -1;           // current device at the last capture
-  int side_device = -1;      // the device side_stream belongs to
-  mutable std::uint32_t node_count = 0; // counted at the first node_count() (see nodes())
-  graph_state state = graph_state::empty;
-  bool keep_graph = false;
+  int device = -1;           // the current device at the last capture's begin
+  int side_device = -1;      // the device side_stream belongs to: set when it is (re)made
+  mutable std::uint32_t node_count = 0;   // counted at the first node_count() (see nodes())
+  graph_state state = graph_state::empty; // where the lifecycle is: every step sets it
+  bool keep_graph = false;                // keep the template for the user: fixed at construction
   std::uint16_t generation = 0; // +1 at every capture's end: what caches of the graph check
 
   graph_core() noexcept = default;

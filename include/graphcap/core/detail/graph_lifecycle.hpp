@@ -110,9 +110,9 @@ private:
   friend struct graphcap::capture_kind::update;
 
   // ---- begin -------------------------------------------------------------------------------
-
   /// Begins capturing on `*stream` (null: the side stream, made for the current device);
-  /// returns the capture stream. Needs an empty graph and a capturable stream.
+  /// returns the capture stream. \throws state_error unless empty, capture_error (the stream),
+  /// cuda_error, a hook's error. \post capturing; on a throw still empty, no stream capturing.
   cudaStream_t begin(const stream_ref* stream) {
     require_empty_to_begin(core_);
     const cudaStream_t capturing = checked_stream(core_, stream);
@@ -121,9 +121,9 @@ private:
     return capturing;
   }
 
-  /// begin() for a recapture; `previous` gets the executable to update. Each refusal (capturing,
-  /// the stream, check_capture) comes first: nothing is lost. Then the template and the policies'
-  /// records go (the pool takes its blocks back in order, for the new capture to reuse).
+  /// begin() for a recapture; `previous` gets the executable to update. \throws as begin(); a
+  /// refusal (capturing, the stream, check_capture) comes first and loses nothing. \post the
+  /// template and policies' records are gone (the pool took its blocks back in order, for reuse).
   cudaStream_t begin_recapture(const stream_ref* stream, exec_handle& previous) {
     refuse_while_capturing(core_, "recapture", "end the capture in progress first");
     const cudaStream_t capturing = checked_stream(core_, stream);
@@ -167,9 +167,9 @@ private:
   }
 
   // ---- end: the capture kinds call end_capture(), then make the executable graph their way ---
-
-  /// Ends the capture into the template (a scope's end()), the policies' hooks around it. On
-  /// failure the graph is empty again (unless the capture goes on: ended on the wrong thread).
+  /// Ends the capture into the template (a scope's end()), the policies' hooks around it.
+  /// \throws capture_error, a hook's error. \post captured; on a throw empty (wrong thread: the
+  /// capture goes on).
   void end_capture(cudaStream_t stream) {
     try { // a policy's last captured work may fail
       each_policy([&](auto& policy) { policy.before_capture_end(stream); });
@@ -193,9 +193,9 @@ private:
   }
 
   /// capture_kind::fresh: instantiates the template, unless keep_graph keeps it for later.
-  /// Without keep_graph the template is not destroyed here either: it stays, out of the user's
-  /// reach, until reset, recapture or destruction, so that node_count() can count it when asked
-  /// (CUDA cannot count an executable's nodes) and the capture's end pays for neither.
+  /// Without keep_graph the template stays too, out of the user's reach, until reset, recapture
+  /// or destruction: node_count() counts it when asked (CUDA cannot count an executable's nodes),
+  /// not the capture's end. \throws cuda_error. \post instantiated; on a throw empty.
   void instantiate_unless_kept() {
     if (!core_.keep_graph) {
       dropping_on_failure([&] { instantiate_template(); });
@@ -203,7 +203,7 @@ private:
   }
 
   /// capture_kind::update: updates `previous` in place from the template where CUDA allows,
-  /// else instantiates anew; `result` says which.
+  /// else instantiates anew; `result` says which. \throws cuda_error. \post instantiated, or empty.
   void update_executable(exec_handle& previous, update_result& result) {
     dropping_on_failure([&] {
       core_.update_or_instantiate(previous, result, Pool::instantiate_flags);
@@ -243,8 +243,8 @@ private:
   }
 
   // ---- instantiate, replay, reset ----------------------------------------------------------
-
-  /// instantiate(): again from the template (keep_graph only).
+  /// instantiate(): again from the template (keep_graph only). \throws state_error, cuda_error.
+  /// \post instantiated; after a cuda_error captured.
   void instantiate() {
     core_.require_instantiable();
     instantiate_template();
@@ -285,7 +285,7 @@ private:
 
   /// The policies' pre-replay checks (Liveness first: a refused replay touches nothing else;
   /// none with CheckLiveness false, where the caller made it) and one cudaGraphLaunch; misuse is
-  /// diagnosed only after the launch failed.
+  /// diagnosed only after the launch failed. \throws liveness_error, state_error, cuda_error.
   template <bool CheckLiveness = true>
   void replay(cudaStream_t stream) {
     if constexpr (CheckLiveness) {
@@ -317,9 +317,10 @@ private:
   }
 
   /// release_executable(): the executable goes, the template stays (keep_graph only).
+  /// \throws state_error while capturing or without keep_graph. \post captured; else as before.
   void release_executable() { release_executable_of(core_); }
 
-  /// reset(): drops the capture; a state_error while a capture scope is open.
+  /// reset(): drops the capture. \throws state_error while capturing. \post empty; else as before.
   void reset() {
     refuse_while_capturing(core_, "reset()",
                            "end the capture in progress first (scope::end(), or "
@@ -360,11 +361,10 @@ private:
   [[nodiscard]] Liveness& liveness() noexcept { return liveness_; }
   [[nodiscard]] const Liveness& liveness() const noexcept { return liveness_; }
 
-  // The handles a hand-written program needs, then the policies (empty when off).
-  graph_core core_;
-  [[no_unique_address]] Pool pool_{};
-  [[no_unique_address]] Annot annot_{};
-  [[no_unique_address]] Liveness liveness_{};
+  graph_core core_;                           ///< handles, state: emptied by reset, failures
+  [[no_unique_address]] Pool pool_{};         ///< blocks taken in a capture, back at reset
+  [[no_unique_address]] Annot annot_{};       ///< the last capture's marks, dropped at reset
+  [[no_unique_address]] Liveness liveness_{}; ///< inputs each replay checks: found at capture end
 };
 
 } // namespace detail

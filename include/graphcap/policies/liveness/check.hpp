@@ -1,7 +1,14 @@
-// graphcap/policies/liveness/check.hpp - an entry header: <graphcap/liveness/check.hpp>
-// (docs/design.md, "The floor plan").
+// graphcap/policies/liveness/check.hpp - a deprecated entry header (0.5; removed in 0.6): include
+// <graphcap/liveness.hpp>. It forwards to <graphcap/liveness/check.hpp> and warns unless
+// GRAPHCAP_NO_DEPRECATED_HEADER_WARNINGS is defined (docs/design.md, "The floor plan"; README.md,
+// "Features, and what to include").
 #pragma once
 
 #include <graphcap/config.hpp>
+
+#if !defined(GRAPHCAP_NO_DEPRECATED_HEADER_WARNINGS) && (defined(__GNUC__) || defined(__clang__))
+#pragma GCC warning                                                                                \
+    "graphcap: <graphcap/policies/liveness/check.hpp> is deprecated (removed in 0.6): include <graphcap/liveness.hpp> (GRAPHCAP_NO_DEPRECATED_HEADER_WARNINGS silences this)"
+#endif
 
 #include <graphcap/liveness/check.hpp>

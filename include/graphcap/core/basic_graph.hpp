@@ -329,34 +329,34 @@ private:
 };
 
 namespace detail {
-/// Mutable access to a graph's policies, for graphcap's own leaves (liveness.hpp's
-/// exclude_from_liveness and add_liveness_input; a piecewise graph's one check of every
-/// segment's inputs before its first launch, and its segments' launches after it). Users get the
-/// read-only pool_policy(), annot_policy() and liveness_policy(), and the leaves' public
-/// functions; so do the tests.
-struct policy_access : core_extension {
+/// Mutable access to a graph's policies and two lifecycle steps, behind the key (only a
+/// core_extension makes one): for the wings that hook into a graph, each from a class of its
+/// own that derives from core_extension (liveness's declared inputs, the rebinders, a piecewise
+/// graph and its bridges, a family's executable groups). Users get the read-only
+/// pool_policy(), annot_policy() and liveness_policy(), and the wings' public functions.
+struct policy_access {
   template <class Graph>
-  static auto& pool(Graph& graph) noexcept {
-    return graph.lifecycle_.pool(key());
+  static auto& pool(Graph& graph, policy_key key) noexcept {
+    return graph.lifecycle_.pool(key);
   }
   template <class Graph>
-  static auto& annot(Graph& graph) noexcept {
-    return graph.lifecycle_.annot(key());
+  static auto& annot(Graph& graph, policy_key key) noexcept {
+    return graph.lifecycle_.annot(key);
   }
   template <class Graph>
-  static auto& liveness(Graph& graph) noexcept {
-    return graph.lifecycle_.liveness(key());
+  static auto& liveness(Graph& graph, policy_key key) noexcept {
+    return graph.lifecycle_.liveness(key);
   }
   /// graph.take_executable(from) where the caller made `from`'s executable match `graph`'s
   /// template itself (graph_family's patch switch): no cudaGraphExecUpdate.
   template <class Graph>
-  static void take_matched_executable(Graph& graph, Graph& from) {
-    graph.lifecycle_.take_matched_executable(key(), from.lifecycle_);
+  static void take_matched_executable(Graph& graph, Graph& from, policy_key key) {
+    graph.lifecycle_.take_matched_executable(key, from.lifecycle_);
   }
   /// graph.replay(stream) without its Liveness check, which the caller made already.
   template <class Graph>
-  static void replay_checked(Graph& graph, cudaStream_t stream) {
-    graph.lifecycle_.replay_checked(key(), stream);
+  static void replay_checked(Graph& graph, cudaStream_t stream, policy_key key) {
+    graph.lifecycle_.replay_checked(key, stream);
   }
 };
 } // namespace detail

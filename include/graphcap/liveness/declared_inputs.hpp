@@ -27,6 +27,16 @@ constexpr void require_liveness_check() noexcept {
                 "graphcap: exclude_from_liveness() and add_liveness_input() need a graph with "
                 "liveness::check (graph_with<graphcap::liveness::check, ...>)");
 }
+
+/// The liveness wing's door to a graph's Liveness policy (core/basic_graph.hpp's
+/// policy_access, behind the key).
+struct declared_inputs : core_extension {
+  template <class Graph>
+  static auto& of(Graph& graph) noexcept {
+    require_liveness_check<Graph>();
+    return policy_access::liveness(graph, key());
+  }
+};
 } // namespace detail
 
 /// Leaves [base, base + bytes) out of `graph`'s liveness check, before or after its capture
@@ -34,8 +44,7 @@ constexpr void require_liveness_check() noexcept {
 /// dropped, and nothing there is tracked until reset() or a recapture (docs/liveness.md).
 template <class Graph>
 void exclude_from_liveness(Graph& graph, const void* base, std::size_t bytes) {
-  detail::require_liveness_check<Graph>();
-  detail::policy_access::liveness(graph).exclude(base, bytes);
+  detail::declared_inputs::of(graph).exclude(base, bytes);
 }
 
 /// Declares an input `graph` reaches indirectly, after its capture ended (during it:
@@ -43,15 +52,13 @@ void exclude_from_liveness(Graph& graph, const void* base, std::size_t bytes) {
 /// asked about it (the tracking then stays as it was).
 template <class Graph>
 void add_liveness_input(Graph& graph, const void* pointer) {
-  detail::require_liveness_check<Graph>();
-  detail::policy_access::liveness(graph).add_input(pointer);
+  detail::declared_inputs::of(graph).add_input(pointer);
 }
 
 /// The same, for memory whose life a sub-allocator reports through `token` (docs/liveness.md).
 template <class Graph>
 void add_liveness_input(Graph& graph, const void* pointer, std::weak_ptr<const void> token) {
-  detail::require_liveness_check<Graph>();
-  detail::policy_access::liveness(graph).add_input(pointer, std::move(token));
+  detail::declared_inputs::of(graph).add_input(pointer, std::move(token));
 }
 
 } // namespace graphcap

@@ -71,7 +71,7 @@ class graph_family;
 /// a value replay(stream, ctx) hands every island that takes it. One thread at a time.
 /// docs/piecewise.md.
 template <class Graph = graphcap::graph, class Context = void>
-class piecewise_graph {
+class piecewise_graph : detail::core_extension {
   static_assert(
       requires {
         typename Graph::scope;
@@ -351,11 +351,11 @@ private:
     // One liveness check per step, every segment's inputs (an empty segment's too: what
     // cap.input() declared there is the step's), before any launch; the launches do not check.
     for (const std::unique_ptr<Graph>& segment : segments_) {
-      detail::policy_access::liveness(*segment).before_replay(raw);
+      detail::policy_access::liveness(*segment, key()).before_replay(raw);
     }
     for (std::size_t k = 0; k < segments_.size(); ++k) {
       if (segments_[k]->node_count() != 0) { // an island at the start or two in a row
-        detail::policy_access::replay_checked(*segments_[k], raw);
+        detail::policy_access::replay_checked(*segments_[k], raw, key());
       }
       if (k < islands_.size()) {
         detail::piecewise::run_island(islands_[k], k, island_scopes_[k], raw, ctx...);

@@ -50,7 +50,7 @@ class piecewise_graph;
 /// outlive it. A capture, recapture() or reset() of the graph makes it stale (rebind() throws
 /// state_error) until rescan(). docs/rebinding.md.
 template <class Graph, class Context>
-class rebinder<piecewise_graph<Graph, Context>> {
+class rebinder<piecewise_graph<Graph, Context>> : detail::core_extension {
 public:
   using graph_type = piecewise_graph<Graph, Context>; ///< the piecewise graph it patches
 
@@ -119,7 +119,8 @@ public:
           segments_[done].binder.rebind(std::span<const rebinding>{scratch_});
         }
       }
-      detail::rebind::move_unheld_liveness(graph_->segments_, unheld_, moves, which_, inputs_);
+      detail::rebind::move_unheld_liveness(graph_->segments_, unheld_, moves, which_, inputs_,
+                                           key());
     } catch (...) {
       // A segment whose template patch failed after its executable's kept the move (the basic
       // rebinder's rule): it goes back with the others.
@@ -317,7 +318,7 @@ private:
         held_in[i].push_back(found[s].index);
       }
     }
-    unheld_ = detail::rebind::unheld_inputs(graph_->segments_, registered, held_in);
+    unheld_ = detail::rebind::unheld_inputs(graph_->segments_, registered, held_in, key());
     inputs_ = std::move(registered); // taken once nothing can fail: a failed scan changes nothing
     holders_ = std::move(holders);
     segments_ = std::move(found);

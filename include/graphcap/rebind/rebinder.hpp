@@ -87,7 +87,7 @@ enum class template_patch : std::uint8_t {
 /// rescan(). Rebinding inside conditional bodies needs a policy that records them
 /// (liveness::check); liveness::check then checks the new addresses before each replay.
 template <class Graph>
-class rebinder {
+class rebinder : detail::core_extension {
   static_assert(
       detail::rebind::is_basic_graph<Graph>,
       "graphcap::rebinder takes a basic_graph (graphcap::graph, graph_with<...>, "
@@ -304,13 +304,13 @@ private:
   void scan(std::vector<detail::rebind::bound_input> inputs) {
     detail::rebind::scan_request request;
     request.graph = graph_->raw_graph();
-    auto& live = detail::policy_access::liveness(*graph_);
+    auto& live = detail::policy_access::liveness(*graph_, key());
     request.bodies = detail::contract::conditional_bodies(live);
     request.bodies_known = detail::contract::knows_bodies<std::remove_cvref_t<decltype(live)>>;
     request.all_inputs = all_inputs_;
     request.held_only = held_only_;
     detail::contract::for_each_slab(
-        detail::policy_access::pool(*graph_), [&](const void* base, std::size_t bytes) {
+        detail::policy_access::pool(*graph_, key()), [&](const void* base, std::size_t bytes) {
           request.internal.push_back({reinterpret_cast<std::uintptr_t>(base), bytes});
         });
     auto found = detail::rebind::scan(request, inputs).nodes;
@@ -335,7 +335,7 @@ private:
 
   /// liveness::check moves its tracking too; if it refuses, every patch is undone.
   void move_liveness(std::span<const rebinding> moves) {
-    auto& live = detail::policy_access::liveness(*graph_);
+    auto& live = detail::policy_access::liveness(*graph_, key());
     std::size_t moved = 0;
     try {
       for (; moved < moves.size(); ++moved) {

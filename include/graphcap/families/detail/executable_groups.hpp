@@ -77,13 +77,13 @@ struct group_switch {
 
 /// Whether a switch may hand `Graph`'s executable on as it is, having set its nodes itself.
 template <class Graph>
-concept takes_matched_executable = requires(Graph& graph) {
-  graphcap::detail::policy_access::take_matched_executable(graph, graph);
+concept takes_matched_executable = requires(Graph& graph, policy_key key) {
+  graphcap::detail::policy_access::take_matched_executable(graph, graph, key);
 };
 
 /// The groups of one family in one-executable mode.
 template <class Graph>
-class executable_groups {
+class executable_groups : core_extension {
 public:
   /// Enters `graph` (captured with keep_graph, not instantiated): it joins the first group of
   /// its signature whose executable CUDA updates to it (and holds that executable now), or
@@ -291,7 +291,7 @@ private:
       const patch_outcome patch =
           patch_nodes(current.holder->raw_exec(), current.nodes, held->params, target->params);
       if (patch.patched) {
-        graphcap::detail::policy_access::take_matched_executable(graph, *current.holder);
+        graphcap::detail::policy_access::take_matched_executable(graph, *current.holder, key());
         current.holder = &graph;
       }
       return patch;

@@ -39,7 +39,7 @@ namespace graphcap::detail::piecewise {
 
 /// The bridges of one piecewise capture of segments of `Graph` (the top of this file).
 template <class Graph>
-class bridges {
+class bridges : core_extension {
   using access = graphcap::detail::pool::bridge_access;
   using segment_list = std::vector<std::unique_ptr<Graph>>;
 
@@ -176,7 +176,7 @@ private:
   };
 
   static auto& pool_of(segment_list& all, std::size_t k) noexcept {
-    return policy_access::pool(*all[k]);
+    return policy_access::pool(*all[k], key());
   }
 
   [[nodiscard]] bool holds_one(std::size_t owner) const noexcept {

@@ -49,8 +49,8 @@ struct unheld_input {
 
 /// The liveness policy of a segment graph.
 template <class Graph>
-using segment_liveness =
-    std::remove_cvref_t<decltype(policy_access::liveness(std::declval<Graph&>()))>;
+using segment_liveness = std::remove_cvref_t<decltype(policy_access::liveness(
+    std::declval<Graph&>(), std::declval<policy_key>()))>;
 
 /// For each segment (`segments`: the piecewise graph's), the registered inputs outside the
 /// pool's slabs (there liveness tracks nothing: the graph's own memory) that its nodes do not
@@ -58,11 +58,12 @@ using segment_liveness =
 template <class Graph>
 std::vector<unheld_input> unheld_inputs(const std::vector<std::unique_ptr<Graph>>& segments,
                                         const std::vector<bound_input>& registered,
-                                        const std::vector<std::vector<std::size_t>>& held_in) {
+                                        const std::vector<std::vector<std::size_t>>& held_in,
+                                        policy_key key) {
   std::vector<unheld_input> unheld;
   if constexpr (liveness_that_rebinds<segment_liveness<Graph>>) {
     std::vector<allocation_range> slabs;
-    contract::for_each_slab(policy_access::pool(*segments.front()),
+    contract::for_each_slab(policy_access::pool(*segments.front(), key),
                             [&](const void* base, std::size_t bytes) {
                               slabs.push_back({reinterpret_cast<std::uintptr_t>(base), bytes});
                             });
@@ -90,14 +91,14 @@ template <class Graph, class Move>
 void move_unheld_liveness(const std::vector<std::unique_ptr<Graph>>& segments,
                           const std::vector<unheld_input>& unheld, std::span<const Move> moves,
                           const std::vector<std::size_t>& which,
-                          const std::vector<bound_input>& inputs) {
+                          const std::vector<bound_input>& inputs, policy_key key) {
   if constexpr (liveness_that_rebinds<segment_liveness<Graph>>) {
     std::vector<std::pair<std::size_t, std::size_t>> moved; // (segment, move)
     try {
       for (std::size_t i = 0; i < moves.size(); ++i) {
         for (const unheld_input& each : unheld) {
           if (each.input == which[i]) {
-            contract::rebound(policy_access::liveness(*segments[each.segment]), moves[i].from,
+            contract::rebound(policy_access::liveness(*segments[each.segment], key), moves[i].from,
                               inputs[which[i]].bytes, moves[i].to);
             moved.emplace_back(each.segment, i);
           }
@@ -106,7 +107,7 @@ void move_unheld_liveness(const std::vector<std::unique_ptr<Graph>>& segments,
     } catch (...) {
       for (auto entry = moved.rbegin(); entry != moved.rend(); ++entry) {
         try {
-          contract::rebound(policy_access::liveness(*segments[entry->first]),
+          contract::rebound(policy_access::liveness(*segments[entry->first], key),
                             moves[entry->second].to, inputs[which[entry->second]].bytes,
                             moves[entry->second].from);
         } catch (...) { // NOLINT(bugprone-empty-catch): the first error is the one to report

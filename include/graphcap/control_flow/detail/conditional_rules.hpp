@@ -140,8 +140,7 @@ inline void check_body_rules(cudaGraph_t graph, const char* construct, unsigned 
   std::vector<cudaGraphNode_t> nodes(count);
   check(cudaGraphGetNodes(graph, nodes.data(), &count), "cudaGraphGetNodes");
   for (const cudaGraphNode_t node : nodes) {
-    cudaGraphNodeType type = cudaGraphNodeTypeEmpty;
-    check(cudaGraphNodeGetType(node, &type), "cudaGraphNodeGetType");
+    const cudaGraphNodeType type = node_type_of(node);
     if (!allowed_in_body(type)) [[unlikely]] {
       refuse_body_node(type, construct, index);
     }

@@ -50,7 +50,7 @@ inline void read_body(cudaGraph_t graph, body_nodes& body) {
   body.nodes.resize(count);
   body.types.assign(count, cudaGraphNodeTypeEmpty);
   for (std::size_t i = 0; i < count; ++i) {
-    check(cudaGraphNodeGetType(body.nodes[i], &body.types[i]), "cudaGraphNodeGetType");
+    body.types[i] = node_type_of(body.nodes[i]);
   }
   std::size_t edges = 0;
   check(cudaGraphGetEdges(graph, nullptr, nullptr, nullptr, &edges), "cudaGraphGetEdges");

@@ -21,6 +21,7 @@
 #include <graphcap/cuda/detail/cuda_check.hpp>
 #include <graphcap/cuda/detail/driver.hpp>
 #include <graphcap/cuda/detail/kernel_parameters.hpp>
+#include <graphcap/cuda/detail/node_kinds.hpp>
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -117,9 +118,7 @@ inline key_params read_key_params(const std::vector<cudaGraphNode_t>& nodes) {
   std::vector<parameter_slot> slots;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     node_params& params = key.nodes[i];
-    cudaGraphNodeType type{};
-    check(cudaGraphNodeGetType(nodes[i], &type), "cudaGraphNodeGetType");
-    switch (type) {
+    switch (node_type_of(nodes[i])) {
     case cudaGraphNodeTypeKernel:
       params.kind = patch_kind::kernel;
       first_argument[i] = key.arguments.size();

@@ -19,6 +19,7 @@
 
 #include <graphcap/cuda/detail/cuda_check.hpp>
 #include <graphcap/cuda/detail/driver.hpp>
+#include <graphcap/cuda/detail/node_kinds.hpp>
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -166,8 +167,7 @@ inline std::string launch_difference(cudaGraph_t graph, cudaGraph_t held) {
   const std::vector<cudaGraphNode_t> mine = nodes_of(graph);
   const std::vector<cudaGraphNode_t> theirs = nodes_of(held);
   for (std::size_t i = 0; i < mine.size() && i < theirs.size(); ++i) {
-    cudaGraphNodeType type{};
-    check(cudaGraphNodeGetType(mine[i], &type), "cudaGraphNodeGetType");
+    const cudaGraphNodeType type = node_type_of(mine[i]);
     if (type != cudaGraphNodeTypeKernel) {
       continue;
     }
@@ -204,8 +204,7 @@ inline topology_signature signature_of(cudaGraph_t graph) {
   std::vector<std::pair<cudaGraphNode_t, std::size_t>> index_of; // sorted by handle
   index_of.reserve(count);
   for (std::size_t i = 0; i < count; ++i) {
-    cudaGraphNodeType type{};
-    check(cudaGraphNodeGetType(nodes[i], &type), "cudaGraphNodeGetType");
+    const cudaGraphNodeType type = node_type_of(nodes[i]);
     hash.add(static_cast<std::uint64_t>(type));
     if (type == cudaGraphNodeTypeKernel) {
       launches.add(i);

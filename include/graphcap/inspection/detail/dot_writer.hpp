@@ -8,6 +8,7 @@
 #include <graphcap/cuda/detail/cuda_check.hpp>
 #include <graphcap/cuda/detail/graph_layout.hpp>
 #include <graphcap/cuda/detail/graph_queries.hpp>
+#include <graphcap/cuda/detail/node_kinds.hpp>
 #include <graphcap/cuda/node_type.hpp>
 
 #include <cuda_runtime_api.h>
@@ -162,8 +163,7 @@ private:
 
   /// One node statement; a conditional node's bodies follow it as clusters.
   void write_node(cudaGraphNode_t node, std::uint32_t scope, const std::string& indent) {
-    cudaGraphNodeType type = cudaGraphNodeTypeCount;
-    check(cudaGraphNodeGetType(node, &type), "cudaGraphNodeGetType");
+    const cudaGraphNodeType type = node_type_of(node);
     const std::string& id = ids_.at(node);
     const graph_layout::conditional* conditional = conditional_of(node, type);
     std::string text =

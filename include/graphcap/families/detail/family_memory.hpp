@@ -77,14 +77,17 @@ public:
     return left_out_;
   }
   /// The family's device memory per key and in all (families/ledger.hpp says how each figure is
-  /// measured). state_error when the current device is not the one its keys were captured on.
+  /// measured).
+  /// \throws state_error when the current device is not the one its keys were captured on.
   [[nodiscard]] family_ledger<Key> ledger() const { return make_ledger(true); }
   /// Destroys every key's executable graph and keeps its template, for a family that sleeps;
   /// restore_executables() (or each key's next replay, lazily) makes them again. The driver
   /// keeps their memory (docs/families.md): the ledger counts it as held, unless `memory` is
   /// executable_memory::give_back, which presses the driver to give its unused pieces back (the
-  /// ledger's executable_given_back_bytes: what cudaMemGetInfo gained). state_error in
-  /// one_executable mode, whose groups hand one executable from key to key.
+  /// ledger's executable_given_back_bytes: what cudaMemGetInfo gained).
+  /// \throws state_error in one_executable mode (whose groups hand one executable from key to
+  /// key: nothing released); cuda_error from the give-back's queries (every key released then).
+  /// \post every key holds its template and no executable.
   void release_executables(executable_memory memory = executable_memory::keep_cached) {
     if (family().options_.one_executable) {
       throw state_error("graphcap: graph_family::release_executables() in one_executable mode: "
@@ -105,6 +108,9 @@ public:
   }
   /// Instantiates every released executable again, now (each measured, as at its capture; what
   /// the driver takes again of the memory it gave back is not counted twice).
+  /// \throws cuda_error if an instantiation fails: the keys before it hold executables, the
+  /// others stay released (a later call, or their replays, make them).
+  /// \post every key holds an executable.
   void restore_executables() {
     if (!released_) {
       return;

@@ -292,6 +292,16 @@ TEST_CASE_METHOD(ladder_fixture, "family ledger asked on another device: a state
     CHECK(message.find("asked on device 1") != std::string::npos);
     CHECK(message.find("captured on device 0") != std::string::npos);
   }
+  // Giving the driver's cache back presses the current device: on another, refused, nothing
+  // released.
+  try {
+    family.release_executables(gc::executable_memory::give_back);
+    FAIL("no state_error");
+  } catch (const gc::state_error& error) {
+    CHECK_THAT(error.what(), gctest::contains("release_executables(give_back) asked on "
+                                              "device 1"));
+  }
+  CHECK(cuda_double::live_execs() == 1);
   REQUIRE(cudaSetDevice(0) == cudaSuccess);
   CHECK(family.ledger().rows.size() == 1);
 }

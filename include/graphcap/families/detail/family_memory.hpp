@@ -86,13 +86,17 @@ public:
   /// executable_memory::give_back, which presses the driver to give its unused pieces back (the
   /// ledger's executable_given_back_bytes: what cudaMemGetInfo gained).
   /// \throws state_error in one_executable mode (whose groups hand one executable from key to
-  /// key: nothing released); cuda_error from the give-back's queries (every key released then).
+  /// key), or to give back on another device than the keys' (nothing released then);
+  /// cuda_error from the give-back's queries (every key released then).
   /// \post every key holds its template and no executable.
   void release_executables(executable_memory memory = executable_memory::keep_cached) {
     if (family().options_.one_executable) {
       throw state_error("graphcap: graph_family::release_executables() in one_executable mode: "
                         "its groups hand one executable from key to key; release is for the "
                         "default mode, one executable per key");
+    }
+    if (memory == executable_memory::give_back) { // the squeeze presses the current device
+      require_device(device_, "graph_family::release_executables(give_back)");
     }
     if (!released_) {
       given_back_ = 0; // what an earlier release gave back went into the wake's instantiations

@@ -301,16 +301,22 @@ cudaError_t check_memset(const cudaMemsetParams& p, bool allow_reserved) {
 }
 
 void do_memset(const cudaMemsetParams& p) {
-  for (std::size_t y = 0; y < p.height; ++y) {
-    auto* row = static_cast<unsigned char*>(p.dst) + y * p.pitch;
-    for (std::size_t x = 0; x < p.width; ++x) {
-      const std::uint32_t v32 = p.value;
-      const auto v16 = static_cast<std::uint16_t>(p.value);
-      const auto v8 = static_cast<std::uint8_t>(p.value);
-      const void* src = p.elementSize == 4   ? static_cast<const void*>(&v32)
+  // One element written, then doubled: a row of millions of elements costs a few dozen copies
+  // (an element-by-element loop made the sanitized fault sweeps crawl).
+  const std::uint32_t v32 = p.value;
+  const auto v16 = static_cast<std::uint16_t>(p.value);
+  const auto v8 = static_cast<std::uint8_t>(p.value);
+  const void* element = p.elementSize == 4   ? static_cast<const void*>(&v32)
                         : p.elementSize == 2 ? static_cast<const void*>(&v16)
                                              : static_cast<const void*>(&v8);
-      std::memcpy(row + x * p.elementSize, src, p.elementSize);
+  const std::size_t row_bytes = p.width * p.elementSize;
+  for (std::size_t y = 0; y < p.height && row_bytes > 0; ++y) {
+    auto* row = static_cast<unsigned char*>(p.dst) + y * p.pitch;
+    std::memcpy(row, element, p.elementSize);
+    for (std::size_t done = p.elementSize; done < row_bytes;) {
+      const std::size_t n = std::min(done, row_bytes - done);
+      std::memcpy(row + done, row, n);
+      done += n;
     }
   }
 }

@@ -175,7 +175,7 @@ int main() {
     const graphcap::family_ledger<std::size_t> ledger = a.ledger();
     std::size_t rows = 0;
     for (const auto& row : ledger.rows) {
-      rows += row.pool_reserved_bytes + row.executable_bytes;
+      rows += row.pool_device_bytes + row.executable_bytes;
     }
     sum_error.push_back(drop(rows, ledger.total_bytes()));
     const std::size_t predicted = ledger.predicted_bytes();

@@ -1,7 +1,8 @@
 // A family's ledger, byte budget and released executables (#46) on both backends: on the GPU the
 // executables' bytes are what the driver took (the double of ledger.double.cpp models it; here
 // the double's executables take none, as by default). The figures add up to cudaMemGetInfo's
-// drop around capture_all() (within the driver's 2 MiB piece on the GPU), a budget is never
+// drop around capture_all() (within the driver's 2 MiB piece on the GPU; the pool's device bytes
+// include the stream-ordered allocator's reserve beyond its slabs), a budget is never
 // exceeded and no key fits a tiny one, and released executables come back to correct replays.
 #include <graphcap/family.hpp>
 
@@ -65,11 +66,15 @@ TEST_CASE_METHOD(ledger_fixture, "family ledger adds up, and matches cudaMemGetI
   REQUIRE(ledger.rows.size() == 4);
   std::size_t sum = 0;
   for (const auto& row : ledger.rows) {
-    sum += row.pool_reserved_bytes + row.executable_bytes;
+    sum += row.pool_device_bytes + row.executable_bytes;
     CHECK(row.executable);
   }
   CHECK(sum == ledger.total_bytes());
   CHECK(ledger.pool_reserved_bytes == family.pool().statistics().reserved_bytes);
+  // A stream-ordered pool's reserve (32 MiB on an H100 for the 2 MiB slab) counts: without it
+  // the ledger missed 32 MiB of the drop (session 21).
+  CHECK(ledger.pool_device_bytes == family.pool().statistics().device_bytes);
+  CHECK(ledger.pool_device_bytes >= ledger.pool_reserved_bytes);
   CHECK(ledger.pool_high_water_bytes >= 8 * bytes);
   CHECK(distance(ledger.total_bytes(), drop) <= piece);
   CHECK(family.report().find("ledger: ") != std::string::npos);

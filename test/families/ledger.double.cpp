@@ -96,7 +96,8 @@ TEST_CASE_METHOD(ladder_fixture, "family ledger: per-key figures add up to cudaM
     CHECK(row.executable);
     // Memsets take none; the copies do (no pool adds a node of its own since #48's marker went).
     CHECK(row.executable_nodes == 400 * row.key);
-    CHECK(row.would_add_bytes == row.pool_reserved_bytes + row.executable_bytes);
+    CHECK(row.would_add_bytes == row.pool_device_bytes + row.executable_bytes);
+    CHECK(row.pool_device_bytes == row.pool_reserved_bytes); // no reserve beyond the slabs here
     CHECK(row.pool_high_water_bytes >= bytes * row.key);
   }
   CHECK(pool == ledger.pool_reserved_bytes);
@@ -109,6 +110,50 @@ TEST_CASE_METHOD(ladder_fixture, "family ledger: per-key figures add up to cudaM
   CHECK(ledger.rows[3].executable_bytes > ledger.rows[0].executable_bytes);
   CHECK(family.report().find("ledger: " + std::to_string(drop) + " device bytes") !=
         std::string::npos);
+}
+
+TEST_CASE_METHOD(ladder_fixture, "family ledger counts a stream-ordered pool's reserve beyond "
+                                 "its slabs, and a budget charges it") {
+  // As an H100 did (benchmark/probes/first_use_memory.cu): 32 MiB reserved for a 2 MiB slab.
+  cuda_double::set_mempool_reserve(32 * mib);
+  const std::size_t before = free_now();
+  {
+    gc::graph_family<> family;
+    REQUIRE(family.capture_all({1, 2, 4, 8}, stream, work()).complete());
+    const std::size_t drop = before - free_now();
+    const gc::family_ledger<std::size_t> ledger = family.ledger();
+    CHECK(ledger.pool_reserved_bytes == 2 * mib);
+    CHECK(ledger.pool_device_bytes == 32 * mib);
+    CHECK(family.pool().statistics().device_bytes == 32 * mib);
+    CHECK(ledger.total_bytes() == drop); // the reserve counted: exact again
+    std::size_t rows = 0;
+    for (const auto& row : ledger.rows) {
+      rows += row.pool_device_bytes;
+    }
+    CHECK(rows == 32 * mib); // the first key's growth took the reserve; the others drew on it
+    CHECK(ledger.rows.back().pool_device_bytes == 32 * mib); // largest key captured first
+    CHECK(family.report().find("(33554432 of the device)") != std::string::npos);
+  }
+  CHECK(cudaDeviceSynchronize() == cudaSuccess); // the freed slab's reserve goes at a sync
+  CHECK(free_now() == before - cuda_double::executable_cache_bytes()); // the driver keeps those
+  // A budget that holds the slab and the executables, but not the reserve, keeps no key.
+  fresh_device();
+  cuda_double::set_mempool_reserve(32 * mib);
+  const std::size_t start = free_now();
+  gc::graph_family<> budgeted;
+  CHECK_THROWS_AS(budgeted.capture_all({1, 2, 4, 8}, gc::byte_budget{8 * mib}, stream, work()),
+                  gc::family_budget_error);
+  CHECK(cudaDeviceSynchronize() == cudaSuccess);
+  CHECK(start - free_now() <= 8 * mib);
+  // A budget with room for the reserve keeps every key, and the device lost no more than it.
+  fresh_device();
+  cuda_double::set_mempool_reserve(32 * mib);
+  const std::size_t roomy_start = free_now();
+  gc::graph_family<> roomy;
+  const std::size_t budget = 64 * mib; // the reserve and the executables' 14 MiB
+  REQUIRE(roomy.capture_all({1, 2, 4, 8}, gc::byte_budget{budget}, stream, work()).complete());
+  CHECK(roomy_start - free_now() <= budget);
+  CHECK(roomy.ledger().total_bytes() == roomy_start - free_now());
 }
 
 TEST_CASE_METHOD(ladder_fixture, "family ledger predicts a second family of the same keys") {
@@ -173,7 +218,7 @@ TEST_CASE_METHOD(ladder_fixture, "family release_executables(give_back): the dri
   const gc::family_ledger<std::size_t> asleep = family.ledger();
   CHECK(asleep.executable_given_back_bytes == before.executable_bytes);
   CHECK(asleep.executable_held_bytes == 0);
-  CHECK(asleep.total_bytes() == before.pool_reserved_bytes);   // what cudaMemGetInfo sees held
+  CHECK(asleep.total_bytes() == before.pool_device_bytes);     // what cudaMemGetInfo sees held
   CHECK(asleep.predicted_bytes() == before.predicted_bytes()); // a capture would still add it
   CHECK(family.report().find(std::to_string(before.executable_bytes) + " given back") !=
         std::string::npos);

@@ -165,9 +165,20 @@ struct policy_absorptions {
   static void check_case() {}
 };
 
+/// Absorbed in every sweep, in every phase: a pool's reading of the device's free memory around
+/// a slab's growth (pool/detail/slab_memory.hpp, free_figure), a measure whose failure counts the
+/// slab's own size and clears its error.
+inline constexpr absorption free_memory_measure{
+    "cudaMemGetInfo", ~phase_set{0},
+    "a measure of the device's free memory around a slab's growth: a failed reading counts the "
+    "slab's size (pool_statistics::device_bytes)"};
+
 /// The rule that absorbs a failure of `function` in `where`, or null.
 [[nodiscard]] inline const absorption* absorbed_by(std::span<const absorption> rules,
                                                    std::string_view function, phase where) {
+  if (function == free_memory_measure.function) {
+    return &free_memory_measure;
+  }
   for (const absorption& rule : rules) {
     if (rule.function == function && (rule.where & phases(where)) != 0) {
       return &rule;

@@ -163,8 +163,11 @@ struct family_key_statistics {
   std::chrono::nanoseconds capture_time{}; ///< its capture
   /// instantiation; one-executable mode: the join of its group (an update or an instantiation)
   std::chrono::nanoseconds instantiate_time{};
-  std::size_t nodes = 0;                 ///< nodes of its graph
-  std::size_t pool_bytes = 0;            ///< what the pool grew by for its capture
+  std::size_t nodes = 0;      ///< nodes of its graph
+  std::size_t pool_bytes = 0; ///< what the pool grew by for its capture
+  /// what the device's free memory dropped by for that growth (pool_statistics::device_bytes:
+  /// a stream-ordered pool's reserve counts, lumpy); what budgets and the ledger count
+  std::size_t pool_device_bytes = 0;
   std::size_t pool_in_use_bytes = 0;     ///< what its capture left in use in the pool (buffers)
   std::size_t pool_high_water_bytes = 0; ///< the most the pool had in use during its capture
   std::size_t executable_nodes = 0;      ///< its nodes that take executable memory (not memsets)

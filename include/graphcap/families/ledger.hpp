@@ -2,7 +2,9 @@
 // graph_family::ledger(), and what `std::cout << family` prints after its table.
 //
 // Pool figures are the pool's own counts (pool_statistics: exact to the byte, from the slabs it
-// reserved and the blocks it handed out). Executable figures are cudaMemGetInfo's drops measured
+// reserved and the blocks it handed out), and the device bytes its growth took (cudaMemGetInfo's
+// drop at each slab: a stream-ordered pool reserves 32 MiB for a 2 MiB slab on an H100, and a
+// budget must count that). Executable figures are cudaMemGetInfo's drops measured
 // around each of graphcap's instantiations under one process-wide lock, spread over the keys by
 // the nodes that take executable memory: they add up to the measured total, which is exact to
 // what the driver took from the device meanwhile (its 2 MiB pieces; other code's allocations at
@@ -28,6 +30,7 @@ struct ledger_row {
   std::size_t nodes = 0;                 ///< its graph's nodes
   std::size_t executable_nodes = 0;      ///< of those, the nodes that take executable memory
   std::size_t pool_reserved_bytes = 0;   ///< what the pool grew by for its capture
+  std::size_t pool_device_bytes = 0;     ///< what that growth took of the device (lumpy)
   std::size_t pool_in_use_bytes = 0;     ///< what its capture left in use in the pool
   std::size_t pool_high_water_bytes = 0; ///< the most the pool had in use during its capture
   /// Its share of the executables' measured bytes (by executable_nodes; the shares add up to
@@ -35,16 +38,20 @@ struct ledger_row {
   std::size_t executable_bytes = 0;
   std::size_t measured_bytes = 0; ///< cudaMemGetInfo's drops at its own instantiations (lumpy)
   bool executable = false;        ///< it holds an executable now (false: released, or a template)
-  /// What a capture of this key adds now, from this capture's figures: its pool growth and its
-  /// executable share (a prediction for the same key in a new family, exact to 2 MiB)
+  /// What a capture of this key adds now, from this capture's figures: its pool growth's device
+  /// bytes and its executable share (a prediction for the same key in a new family, exact to
+  /// 2 MiB, and to the pool's reserve)
   std::size_t would_add_bytes = 0;
 };
 
 /// What a family holds of the device, per key and in all; see the header comment.
 template <class Key>
 struct family_ledger {
-  std::vector<ledger_row<Key>> rows;     ///< smallest key first
-  std::size_t pool_reserved_bytes = 0;   ///< the pool's slabs now (pool_statistics)
+  std::vector<ledger_row<Key>> rows;   ///< smallest key first
+  std::size_t pool_reserved_bytes = 0; ///< the pool's slabs now (pool_statistics)
+  /// What the pool's slabs took of the device (pool_statistics::device_bytes): the slabs and an
+  /// allocator's reserve beyond them
+  std::size_t pool_device_bytes = 0;
   std::size_t pool_in_use_bytes = 0;     ///< the pool's blocks in use now
   std::size_t pool_high_water_bytes = 0; ///< the most in use during any key's capture, or since
   /// The executables' measured bytes: what the driver took for this family's instantiations
@@ -57,10 +64,10 @@ struct family_ledger {
   std::size_t executable_given_back_bytes = 0;
   double bytes_per_node = 0; ///< the process-wide measured ratio (before any measure: 2176)
 
-  /// Device bytes the family holds: the pool's reserved bytes and the executables' (less what
+  /// Device bytes the family holds: the pool's device bytes and the executables' (less what
   /// the driver gave back).
   [[nodiscard]] std::size_t total_bytes() const noexcept {
-    return pool_reserved_bytes + executable_bytes - executable_given_back_bytes;
+    return pool_device_bytes + executable_bytes - executable_given_back_bytes;
   }
   /// What capturing these keys again in a new family would take: the rows' would_add_bytes.
   [[nodiscard]] std::size_t predicted_bytes() const noexcept {
@@ -74,7 +81,8 @@ struct family_ledger {
   /// The table: a line of totals, then a row per key.
   friend std::ostream& operator<<(std::ostream& out, const family_ledger& ledger) {
     out << "ledger: " << ledger.total_bytes() << " device bytes: pool "
-        << ledger.pool_reserved_bytes << " reserved"
+        << ledger.pool_reserved_bytes << " reserved (" << ledger.pool_device_bytes
+        << " of the device)"
         << ", " << ledger.pool_in_use_bytes << " in use, " << ledger.pool_high_water_bytes
         << " high-water; executables " << ledger.executable_bytes << " measured ("
         << ledger.executable_held_bytes << " of them released and held by the driver, "
@@ -123,7 +131,7 @@ void spread_executable_bytes(family_ledger<Key>& ledger, std::size_t total) {
   }
   ledger.executable_bytes = total;
   for (ledger_row<Key>& row : ledger.rows) {
-    row.would_add_bytes = row.pool_reserved_bytes + row.executable_bytes;
+    row.would_add_bytes = row.pool_device_bytes + row.executable_bytes;
     ledger.executable_held_bytes += row.executable ? 0 : row.executable_bytes;
   }
 }

@@ -16,9 +16,14 @@ namespace graphcap {
 /// same capture may reuse it); a pool::shared graph gives it back when the capture ends.
 struct pool_statistics {
   std::size_t reserved_bytes = 0; ///< device memory held in slabs
-  std::size_t in_use_bytes = 0;   ///< bytes of the blocks in use (see above)
-  std::size_t slabs = 0;          ///< slabs held
-  std::size_t blocks_in_use = 0;  ///< blocks in use (see above)
+  /// What the device's free memory (cudaMemGetInfo) dropped by at the slabs' allocations: the
+  /// slabs and what the allocator reserved beyond them (a stream-ordered pool's 32 MiB, or 0
+  /// where its reserve had room); less each freed slab's size, 0 with no slab. Other code's
+  /// allocations at the same moment count too.
+  std::size_t device_bytes = 0;
+  std::size_t in_use_bytes = 0;  ///< bytes of the blocks in use (see above)
+  std::size_t slabs = 0;         ///< slabs held
+  std::size_t blocks_in_use = 0; ///< blocks in use (see above)
   /// The most bytes in use at once since the pool was made (or since a graph_family's capture of
   /// one key began: it starts the figure again for its ledger)
   std::size_t high_water_bytes = 0;

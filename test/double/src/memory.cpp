@@ -89,6 +89,10 @@ void trim(CUmemPoolHandle_st& pool, unsigned long long keep) {
     std::free(it->second);
     pool.cache.erase(it);
   }
+  if (pool.used == 0 && pool.reserved > keep) { // the reserve goes once nothing is in use
+    pool.reserved -= pool.slack;
+    pool.slack = 0;
+  }
 }
 
 void delete_pool_if_done(cudaMemPool_t pool) {
@@ -109,12 +113,15 @@ cudaError_t pool_alloc(void** out, std::size_t size, cudaMemPool_t pool) {
     p = it->second; // reuse: same address, new buffer id
     pool->cache.erase(it);
   } else {
-    if (device_bytes_in_use() + cap > state().total_memory)
+    // From the reserve's room, or a new reserve of at least set_mempool_reserve's size.
+    const std::size_t grow = pool->slack >= cap ? 0 : std::max(cap, state().mempool_reserve);
+    if (device_bytes_in_use() + grow > state().total_memory)
       return cudaErrorMemoryAllocation;
     p = raw_alloc(cap);
     if (!p)
       return cudaErrorMemoryAllocation;
-    pool->reserved += cap;
+    pool->reserved += grow;
+    pool->slack = grow == 0 ? pool->slack - cap : pool->slack + (grow - cap);
     pool->reserved_high = std::max(pool->reserved_high, pool->reserved);
   }
   pool->used += cap;
@@ -213,7 +220,7 @@ std::size_t device_bytes_in_use() {
     std::size_t c = 0;
     for (const auto& [cap, ptr] : p.cache)
       c += cap;
-    return c;
+    return c + p.slack;
   };
   for (const auto& [d, p] : state().default_pools)
     n += cached(*p);

@@ -125,6 +125,7 @@ void reset() {
   st.device_count = 1;
   st.no_driver = false;
   st.total_memory = kDefaultTotalMemory;
+  st.mempool_reserve = 0;
   st.exec_bytes_per_kernel_node = 0;
   st.exec_bytes_per_other_node = 0;
   st.exec_caches.clear();
@@ -154,6 +155,11 @@ void set_device_count(int count) {
 void set_device_memory(std::size_t bytes) {
   std::lock_guard<std::recursive_mutex> lock(state().mu);
   state().total_memory = bytes;
+}
+
+void set_mempool_reserve(std::size_t bytes) {
+  std::lock_guard<std::recursive_mutex> lock(state().mu);
+  state().mempool_reserve = bytes;
 }
 
 void set_executable_memory(std::size_t per_kernel_node, std::size_t per_other_node) {

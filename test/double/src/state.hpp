@@ -167,6 +167,7 @@ struct CUmemPoolHandle_st {
   unsigned long long used = 0, used_high = 0, reserved = 0, reserved_high = 0;
   int reuse_follow_event = 1, reuse_opportunistic = 1, reuse_internal = 1;
   std::multimap<std::size_t, void*> cache; // freed blocks kept for reuse
+  unsigned long long slack = 0;            // reserved, in no block (set_mempool_reserve)
 };
 
 namespace cuda_double::detail {
@@ -296,6 +297,7 @@ struct State {
   // Executables' device memory, as the H200 showed it (benchmark/probes/executable_memory.cu):
   // a per-device cache grown in 2 MiB pieces, bytes per node by type (set_executable_memory;
   // 0 until then), never given back to cudaMemGetInfo when executables are destroyed.
+  std::size_t mempool_reserve = 0; // set_mempool_reserve
   std::size_t exec_bytes_per_kernel_node = 0;
   std::size_t exec_bytes_per_other_node = 0;
   struct ExecCache {

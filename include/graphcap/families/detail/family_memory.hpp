@@ -151,6 +151,8 @@ protected:
     counts.pool_bytes = after.reserved_bytes > before.reserved_bytes
                             ? after.reserved_bytes - before.reserved_bytes
                             : 0;
+    counts.pool_device_bytes =
+        after.device_bytes > before.device_bytes ? after.device_bytes - before.device_bytes : 0;
     counts.pool_in_use_bytes =
         after.in_use_bytes > before.in_use_bytes ? after.in_use_bytes - before.in_use_bytes : 0;
     counts.pool_high_water_bytes = after.high_water_bytes;
@@ -177,20 +179,20 @@ protected:
   bool admit(const Key& key, Graph& graph, family_key_statistics& counts, Core& core,
              bool nothing_kept) {
     if (ladder_) {
-      const std::size_t bytes = ladder_->predict(counts.pool_bytes, counts.executable_nodes);
+      const std::size_t bytes = ladder_->predict(counts.pool_device_bytes, counts.executable_nodes);
       if (!ladder_->fits(bytes)) {
         left_out_.push_back(left_out_entry(key, bytes, ladder_->left()));
-        ladder_->charge_pool(nothing_kept ? 0 : counts.pool_bytes);
+        ladder_->charge_pool(nothing_kept ? 0 : counts.pool_device_bytes);
         if (nothing_kept) {
           graph.reset(); // its blocks back to the pool, then the pool's slabs to the device
-          core.release_slabs();
+          core.release_slabs(true); // and their reserve: the next key's drop is measured
         }
         return false;
       }
     }
     counts.executable_bytes += instantiate_locked(graph, counts.executable_nodes);
     if (ladder_) {
-      ladder_->charge(counts.pool_bytes, counts.executable_bytes, counts.executable_nodes);
+      ladder_->charge(counts.pool_device_bytes, counts.executable_bytes, counts.executable_nodes);
     }
     return true;
   }
@@ -206,14 +208,15 @@ protected:
     }
     family_ledger<Key> ledger;
     ledger.pool_reserved_bytes = pool.reserved_bytes;
+    ledger.pool_device_bytes = pool.device_bytes;
     ledger.pool_in_use_bytes = pool.in_use_bytes;
     ledger.pool_high_water_bytes = pool.high_water_bytes;
     ledger.bytes_per_node = process_rate().per_node();
     for (std::size_t i = 0; i < keys.size(); ++i) {
       const family_key_statistics& counts = entries[i]->statistics;
       ledger.rows.push_back({keys[i], counts.nodes, counts.executable_nodes, counts.pool_bytes,
-                             counts.pool_in_use_bytes, counts.pool_high_water_bytes, 0,
-                             counts.executable_bytes,
+                             counts.pool_device_bytes, counts.pool_in_use_bytes,
+                             counts.pool_high_water_bytes, 0, counts.executable_bytes,
                              entries[i]->graph->state() == graph_state::instantiated, 0});
     }
     for (const auto& row : ledger.rows) { // each key's capture restarts the pool's high-water

@@ -179,8 +179,7 @@ public:
       note_given_back(block, pinned.bytes, pinned.heap);
       if (slab->second.pins == 0) {
         const relaxed_capture_mode_guard relaxed;
-        stats_.reserved_bytes -= slab->second.bytes;
-        --stats_.slabs;
+        count_slab_freed(stats_, slab->second.bytes);
         free_slab(slab->first, slab->second);
         slabs_.erase(slab);
       }
@@ -193,12 +192,12 @@ public:
   /// Frees every slab that no buffer pins (after the last replay: the graphs waited for the device
   /// when they gave their blocks back, or cudaFree waits); pinned slabs stay until their last pin
   /// goes. Blocks still handed out become invalid: call only when no graph uses the core any more.
-  void release_slabs() noexcept {
+  /// `settle`: then waits for the frees, so that a stream-ordered pool trims its reserve.
+  void release_slabs(bool settle = false) noexcept {
     const relaxed_capture_mode_guard relaxed;
     for (auto slab = slabs_.begin(); slab != slabs_.end();) {
       if (slab->second.pins == 0) {
-        stats_.reserved_bytes -= slab->second.bytes;
-        --stats_.slabs;
+        count_slab_freed(stats_, slab->second.bytes);
         free_slab(slab->first, slab->second);
         slab = slabs_.erase(slab);
       } else {
@@ -215,6 +214,9 @@ public:
     for (const auto& [block, pinned] : pinned_) {
       stats_.in_use_bytes += pinned.bytes;
       ++stats_.blocks_in_use;
+    }
+    if (settle) {
+      memory_.settle();
     }
   }
 
@@ -307,7 +309,9 @@ private:
 
   std::byte* new_slab(std::size_t size, std::size_t requested) {
     void* slab = nullptr;
-    if (const cudaError_t status = memory_.allocate(&slab, size); status != cudaSuccess) {
+    std::size_t device_taken = size;
+    if (const cudaError_t status = memory_.allocate(&slab, size, device_taken);
+        status != cudaSuccess) {
       fail_to_grow(status, size, requested);
     }
     auto* base = static_cast<std::byte*>(slab);
@@ -315,6 +319,7 @@ private:
                    slab_record{size, memory_.registers_slabs() ? nvtx_regions::add_slab(base, size)
                                                                : nullptr});
     stats_.reserved_bytes += size;
+    stats_.device_bytes += device_taken;
     ++stats_.slabs;
     return base;
   }

@@ -19,9 +19,11 @@
 #include <graphcap/cuda/detail/unique_handle.hpp>
 #include <graphcap/error.hpp>
 #include <graphcap/pool/detail/nvtx_regions.hpp>
+#include <graphcap/pool/pool_statistics.hpp>
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <memory>
 #include <utility>
@@ -54,6 +56,43 @@ public:
 protected:
   bool asleep_ = false; // set by the source's sleep and wake
 };
+
+/// cudaMemGetInfo's free figure when made; taken_since() is its drop since. Why a pool measures
+/// it: a stream-ordered pool (cudaMallocAsync) reserves more than a slab (32 MiB for a 2 MiB
+/// slab on an H100: benchmark/probes/first_use_memory.cu), which the device no longer has.
+/// A failed reading is cleared and gives `otherwise` (a measure never fails a growth).
+class free_figure {
+public:
+  free_figure() noexcept : free_(read()) {}
+  [[nodiscard]] std::size_t taken_since(std::size_t otherwise) const noexcept {
+    const std::size_t now = read();
+    if (free_ == 0 || now == 0) {
+      return otherwise;
+    }
+    return free_ > now ? free_ - now : 0;
+  }
+
+private:
+  static std::size_t read() noexcept {
+    std::size_t free_bytes = 0;
+    std::size_t total = 0;
+    if (cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) {
+      static_cast<void>(cudaGetLastError()); // its own error: the figure is only a measure
+      return 0;
+    }
+    return free_bytes;
+  }
+  std::size_t free_ = 0;
+};
+
+/// A slab of `bytes` gone from `stats`: its reserve, and its share of the device bytes measured
+/// at growth (what an allocator reserved beyond the slabs goes back with the last one).
+inline void count_slab_freed(pool_statistics& stats, std::size_t bytes) noexcept {
+  stats.reserved_bytes -= bytes;
+  --stats.slabs;
+  stats.device_bytes =
+      stats.slabs == 0 ? 0 : stats.device_bytes - std::min(stats.device_bytes, bytes);
+}
 
 /// How slabs go back, which decides what must order them after the last replay.
 enum class slab_release : unsigned char {
@@ -102,7 +141,9 @@ public:
   }
 
   /// `size` bytes, or the failed call's status (the stream or synchronize failing throws).
-  [[nodiscard]] cudaError_t allocate(void** slab, std::size_t size) {
+  /// `device_taken`: what the device's free memory dropped by meanwhile (free_figure), `size`
+  /// for a source of the policy's own (its VMM chunks take exactly their size).
+  [[nodiscard]] cudaError_t allocate(void** slab, std::size_t size, std::size_t& device_taken) {
     const relaxed_capture_mode_guard relaxed; // a global capture may be running on this thread
     if (!stream_) {
       cudaStream_t stream = nullptr;
@@ -110,22 +151,27 @@ public:
       check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
       stream_.reset(stream);
     }
+    device_taken = size;
     if (custom_) {
       return custom_->allocate(slab, size);
     }
+    const free_figure before;
     const cudaError_t status = source_ != nullptr
                                    ? cudaMallocFromPoolAsync(slab, size, source_, stream_.get())
                                : malloced() ? cudaMalloc(slab, size)
                                             : cudaMallocAsync(slab, size, stream_.get());
-    if (status != cudaSuccess || malloced()) {
+    if (status != cudaSuccess) {
       return status;
     }
     // A failed synchronize is no shortage of memory (most likely an earlier kernel's error):
     // report it as what it is.
-    if (const cudaError_t synced = cudaStreamSynchronize(stream_.get()); synced != cudaSuccess) {
-      ignore(cudaFreeAsync(*slab, stream_.get()));
-      throw_cuda(synced, "cudaStreamSynchronize");
+    if (!malloced()) {
+      if (const cudaError_t synced = cudaStreamSynchronize(stream_.get()); synced != cudaSuccess) {
+        ignore(cudaFreeAsync(*slab, stream_.get()));
+        throw_cuda(synced, "cudaStreamSynchronize");
+      }
     }
+    device_taken = before.taken_since(size);
     return cudaSuccess;
   }
 
@@ -153,6 +199,15 @@ public:
     if (cudaFreeAsync(slab, stream_.get()) != cudaSuccess) {
       static_cast<void>(cudaGetLastError());
       ignore(cudaFree(slab));
+    }
+  }
+
+  /// Waits for the frees on the slabs' own stream: a stream-ordered pool gives back the reserve
+  /// it holds beyond its release threshold at a synchronize.
+  void settle() const noexcept {
+    if (stream_ && !custom_ && !malloced()) {
+      const relaxed_capture_mode_guard relaxed;
+      ignore(cudaStreamSynchronize(stream_.get()));
     }
   }
 

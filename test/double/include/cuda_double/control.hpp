@@ -27,6 +27,14 @@ void set_device_count(int count);
 // pool memory and VMM physical allocations may take together. Until reset().
 void set_device_memory(std::size_t bytes);
 
+// Stream-ordered pools' reserve (cudaMallocAsync, cudaMallocFromPoolAsync): a pool whose reserve
+// has no room for an allocation reserves max(`bytes`, the allocation) more, counted by
+// cudaMemGetInfo from then on, and later allocations draw on it; the reserve goes back at a
+// trim (a synchronize, cudaMemPoolTrimTo) once no allocation of the pool is in use. An H100
+// reserved 32 MiB for a 2 MiB slab (session 21, benchmark/probes/first_use_memory.cu). 0 (the
+// default) until reset(): a pool reserves exactly its allocations.
+void set_mempool_reserve(std::size_t bytes);
+
 // Executables' device memory, modelled on the H200 (driver 580, benchmark/probes/
 // executable_memory.cu): each instantiation takes `per_kernel_node` bytes per kernel node and
 // `per_other_node` per node of another type (memset and empty nodes: 0) from a per-device cache

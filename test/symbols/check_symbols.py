@@ -42,12 +42,16 @@ FORBIDDEN_GRAPHCAP = [
     "graphcap::detail::inspection::", "graphcap::detail::piecewise::",
     "graphcap::detail::rebind::", "graphcap::rebinder",
     # the features' public and shared names
-    "graphcap::liveness::check", "graphcap::detail::slab_pool", "graphcap::pool::private_pool",
-    "graphcap::pool::shared", "graphcap::pool::user", "graphcap::pool::graph_memory_nodes",
-    "graphcap::annot::on", "graphcap::detail::driver", "graphcap::detail::cupti",
+    # (a policy that is an alias of a template, e.g. liveness::check = basic_check<>, by both names)
+    "graphcap::liveness::check", "graphcap::liveness::basic_check", "graphcap::detail::slab_pool",
+    "graphcap::pool::private_pool", "graphcap::pool::shared", "graphcap::pool::user",
+    "graphcap::pool::graph_memory_nodes", "graphcap::pool::basic_graph_memory_nodes",
+    "graphcap::annot::on", "graphcap::annot::basic_on", "graphcap::detail::driver",
+    "graphcap::detail::cupti",
     "graphcap::detail::nvtx", "graphcap::detail::demangled",
     "graphcap::detail::look_up_driver_function", "graphcap::detail::throw_missing_driver_function",
-    "graphcap::capture_diagnostics", "graphcap::detail::creation_callbacks",
+    "graphcap::capture_diagnostics", "graphcap::basic_capture_diagnostics",
+    "graphcap::detail::creation_callbacks",
     "graphcap::detail::explain", "graphcap::detail::diagnostics",
     "graphcap::piecewise_graph", "graphcap::piecewise_scope", "graphcap::island_error",
 ]

@@ -21,7 +21,8 @@ namespace detail {
 
 /// Writes `text` as a JSON string: quoted, with quotes, backslashes and control characters
 /// escaped.
-inline void write_json_string(std::ostream& out, std::string_view text) {
+template <class = void>
+void write_json_string(std::ostream& out, std::string_view text) {
   out << '"';
   for (const char c : text) {
     switch (c) {
@@ -54,7 +55,8 @@ inline void write_json_string(std::ostream& out, std::string_view text) {
 }
 
 /// Microseconds with nanosecond digits, as Chrome traces want them ("12.345").
-inline void write_microseconds(std::ostream& out, std::uint64_t nanoseconds) {
+template <class = void>
+void write_microseconds(std::ostream& out, std::uint64_t nanoseconds) {
   out << nanoseconds / 1000;
   const std::uint64_t rest = nanoseconds % 1000;
   if (rest != 0) {
@@ -68,7 +70,8 @@ inline void write_microseconds(std::ostream& out, std::uint64_t nanoseconds) {
 }
 
 /// Opens `path` for writing `what` (replacing the file); graphcap::error if it cannot.
-inline void open_for_writing(std::ofstream& file, const std::string& path, std::string_view what) {
+template <class = void>
+void open_for_writing(std::ofstream& file, const std::string& path, std::string_view what) {
   file.open(path, std::ios::out | std::ios::trunc);
   if (!file) {
     throw error("graphcap: cannot write " + std::string{what} + " to '" + path +
@@ -80,7 +83,8 @@ inline void open_for_writing(std::ofstream& file, const std::string& path, std::
 
 /// Writes `annotations` as JSON: {"annotations": [{"id", "template_id", "type", "kernel",
 /// "values": {key: value}}]}. Ids are JSON numbers (64-bit: read them as integers).
-inline void write_annotations_json(std::ostream& out, const std::vector<node_annotation>& list) {
+template <class = void>
+void write_annotations_json(std::ostream& out, const std::vector<node_annotation>& list) {
   out << "{\"annotations\": [";
   const char* separator = "\n  ";
   for (const node_annotation& node : list) {
@@ -105,7 +109,8 @@ inline void write_annotations_json(std::ostream& out, const std::vector<node_ann
 }
 
 /// The same, into the file at `path` (replaced). Throws graphcap::error if it cannot be written.
-inline void write_annotations_json(const std::string& path,
+template <class = void>
+void write_annotations_json(const std::string& path,
                                    const std::vector<node_annotation>& list) {
   std::ofstream file;
   detail::open_for_writing(file, path, "annotations");

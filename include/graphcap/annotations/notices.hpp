@@ -32,13 +32,15 @@ struct annotation_notices {
 };
 
 /// The process's notice state.
-inline annotation_notices& notices() {
+template <class = void>
+annotation_notices& notices() {
   static annotation_notices state;
   return state;
 }
 
 /// Gives `message` to the handler, once per process (or per set_annotation_notice_handler).
-inline void notice_once(const std::string& message) noexcept {
+template <class = void>
+void notice_once(const std::string& message) noexcept {
   try {
     annotation_notices& state = notices();
     const std::lock_guard lock{state.mutex};
@@ -57,7 +59,8 @@ inline void notice_once(const std::string& message) noexcept {
 
 /// notice_once with the reason ids come from `source`; building the text may run out of memory,
 /// which costs the notice, never the capture.
-inline void notice_id_source(node_id_source source, CUptiResult cupti) noexcept {
+template <class = void>
+void notice_id_source(node_id_source source, CUptiResult cupti) noexcept {
   try {
     notice_once(id_source_reason(source, cupti));
   } catch (...) {
@@ -68,7 +71,8 @@ inline void notice_id_source(node_id_source source, CUptiResult cupti) noexcept 
 
 /// Replaces the receiver of the degraded-annotations notice (an empty function restores the
 /// default, std::clog) and re-arms it: the next degradation is told once more.
-inline void set_annotation_notice_handler(annotation_notice_handler handler) {
+template <class = void>
+void set_annotation_notice_handler(annotation_notice_handler handler) {
   detail::annotation_notices& state = detail::notices();
   const std::lock_guard lock{state.mutex};
   state.handler = std::move(handler);

@@ -72,25 +72,26 @@ namespace graphcap::annot {
 /// std::bad_alloc into the work (the capture is discarded, as for any exception of the work),
 /// and so does after_instantiate, which copies the list into the registry (the graph is left
 /// empty). Out of memory while the capture ends (closing, merging) leaves it unannotated instead.
-class on : public policy_base<policy_kind::annot> {
+template <class Deferred = void>
+class basic_on : public policy_base<policy_kind::annot> {
 public:
   class marker;        // the RAII scope `mark` returns, defined below
   friend class marker; // closes its scope
 
   /// No capture yet, nothing annotated.
-  on() = default;
+  basic_on() = default;
   // Moving a graph while it captures invalidates its scope and markers, as moving a container
-  // invalidates iterators; the creation log is on the heap, so CUPTI's callback never loses it.
+  // invalidates iterators; the creation log is basic_on the heap, so CUPTI's callback never loses it.
   /// Takes `other`'s annotations and its place in the registry.
-  on(on&&) noexcept = default;
+  basic_on(basic_on&&) noexcept = default;
   /// Withdraws this graph's annotations from the registry, then takes `other`'s.
-  on& operator=(on&&) noexcept = default;
-  on(const on&) = delete;            ///< a graph's annotations are its own
-  on& operator=(const on&) = delete; ///< a graph's annotations are its own
+  basic_on& operator=(basic_on&&) noexcept = default;
+  basic_on(const basic_on&) = delete;            ///< a graph's annotations are its own
+  basic_on& operator=(const basic_on&) = delete; ///< a graph's annotations are its own
   /// Withdraws the annotations from the registry.
-  ~on() = default;
+  ~basic_on() = default;
 
-  /// Opens a scope named `name` ({"name": name}) on `stream`, a stream of this graph's capture;
+  /// Opens a scope named `name` ({"name": name}) basic_on `stream`, a stream of this graph's capture;
   /// elsewhere (no capture, another graph's stream) it does nothing.
   marker mark(cudaStream_t stream, std::string_view name);
   /// Opens a scope with key/value pairs; a key given twice keeps its first value.
@@ -103,7 +104,7 @@ public:
 
   /// The last capture's scopes and conditional bodies, for write_dot (<graphcap/dot.hpp>).
   [[nodiscard]] const detail::graph_layout& layout() const noexcept { return layout_; }
-  /// A conditional body of the capture, captured on `stream` (<graphcap/control_flow.hpp>
+  /// A conditional body of the capture, captured basic_on `stream` (<graphcap/control_flow.hpp>
   /// tells): its scopes and the parent's tag its nodes (annotations/detail/bodies.hpp).
   void add_body(cudaGraphNode_t conditional, cudaGraph_t body, cudaStream_t stream) noexcept {
     try {
@@ -139,11 +140,11 @@ public:
                      : node_discovery::graph_walk;
   }
 
-  /// Remembers which capture is this graph's, so that scopes on other captures do nothing.
+  /// Remembers which capture is this graph's, so that scopes basic_on other captures do nothing.
   void after_capture_begin(cudaStream_t stream) noexcept {
     const std::optional<detail::capture_point> point = detail::active_capture_point(stream);
     if (!point) {
-      return; // no scope will record; the capture goes on, unannotated
+      return; // no scope will record; the capture goes basic_on, unannotated
     }
     const cudaGraph_t graph = point->graph;
     capture_id_ = point->capture;
@@ -171,7 +172,7 @@ public:
       }
       watch_.finish();
       if (logged() && watch_.log().incomplete) {
-        scopes_.closed.clear(); // a callback ran out of memory: the capture goes on, unannotated
+        scopes_.closed.clear(); // a callback ran out of memory: the capture goes basic_on, unannotated
       }
       const std::span<const cudaGraphNode_t> tagged =
           logged() ? std::span<const cudaGraphNode_t>{watch_.log().nodes}
@@ -180,7 +181,7 @@ public:
       detail::annotations::record_scope_layout(scopes_, tagged, layout_);
       source_ = ids_.resolve(source_, logged(), queries_, graph_, result_);
       bodies_.annotate(source_, queries_, graph_, result_);
-    } catch (...) { // out of memory: the capture goes on, unannotated
+    } catch (...) { // out of memory: the capture goes basic_on, unannotated
       result_.annotations.clear();
       result_.clear_nodes();
       layout_.clear();
@@ -291,10 +292,13 @@ private:
   detail::graph_layout layout_;                  // scopes and conditional bodies, for pictures
   detail::annotations::body_annotations bodies_; // conditional bodies: their scopes, their nodes
 };
+/// What to name: basic_on<> (a template only so that its bodies compile where used).
+using on = basic_on<>;
 
 /// The RAII scope on::mark returns: the nodes added while it lives are tagged. It must not
 /// outlive the capture's graph; ending the capture first is fine (the scope closes there).
-class [[nodiscard("a marker tags the nodes captured while it lives; name it")]] on::marker {
+template <class Deferred>
+class [[nodiscard("a marker tags the nodes captured while it lives; name it")]] basic_on<Deferred>::marker {
 public:
   /// A marker that tags nothing (what mark returns outside a capture).
   marker() noexcept = default;
@@ -328,31 +332,37 @@ public:
   void close() noexcept;
 
 private:
-  friend class on;
-  marker(on * owner, std::uint32_t scope, std::uint64_t generation) noexcept
+  template <class> friend class basic_on;
+  marker(basic_on* owner, std::uint32_t scope, std::uint64_t generation) noexcept
       : owner_(owner), scope_(scope), generation_(generation) {}
 
-  on* owner_ = nullptr;
+  basic_on* owner_ = nullptr;
   std::uint32_t scope_ = 0;
   std::uint64_t generation_ = 0;
 };
 
-inline void on::marker::close() noexcept {
+template <class Deferred>
+void basic_on<Deferred>::marker::close() noexcept {
   if (owner_ != nullptr) {
     std::exchange(owner_, nullptr)->close_scope(scope_, generation_);
   }
 }
 
-inline on::marker on::mark(cudaStream_t stream, std::string_view name) {
+template <class Deferred>
+auto basic_on<Deferred>::mark(cudaStream_t stream, std::string_view name) -> marker {
   const annotation_entry entry{"name", name};
   return open_scope(stream, std::span<const annotation_entry>{&entry, 1});
 }
 
-inline on::marker on::mark(cudaStream_t stream, std::initializer_list<annotation_entry> entries) {
+template <class Deferred>
+auto basic_on<Deferred>::mark(cudaStream_t stream, std::initializer_list<annotation_entry> entries)
+    -> marker {
   return open_scope(stream, std::span<const annotation_entry>{entries.begin(), entries.size()});
 }
 
-inline on::marker on::open_scope(cudaStream_t stream, std::span<const annotation_entry> entries) {
+template <class Deferred>
+auto basic_on<Deferred>::open_scope(cudaStream_t stream, std::span<const annotation_entry> entries)
+    -> marker {
   if (!capturing_) {
     return {};
   }

@@ -32,7 +32,8 @@ namespace detail {
 /// The annotations of the live annotated executables, by executable graph id, and of those that
 /// went away while a trace_recorder recorded. Each executable's list is a copy (cheap: values
 /// are shared, kernel names are views). Thread-safe.
-class annotation_registry {
+template <class = void>
+class basic_annotation_registry {
 public:
   /// One executable's annotations, each id (exec_id << 32 | index), sorted by id.
   using list = std::shared_ptr<const std::vector<node_annotation>>;
@@ -168,34 +169,38 @@ private:
   std::map<std::uint32_t, list> kept_; // withdrawn while a recorder records
   unsigned recorders_ = 0;
 };
+/// What to name: basic_annotation_registry<> (a template only so that its bodies compile where used).
+using annotation_registry = basic_annotation_registry<>;
 
 /// The process's registry. Never destroyed: graphs with static storage duration withdraw from it
 /// when they are destroyed, which may be after it would have been.
-inline annotation_registry& registry() {
+template <class = void>
+annotation_registry& registry() {
   static annotation_registry* const instance = new annotation_registry; // NOLINT: see above
   return *instance;
 }
 
 /// One executable's place in the registry, for as long as this handle lives (move-only): the
 /// annotations are withdrawn when it is destroyed, assigned over, or withdraw() is called.
-class registry_entry {
+template <class = void>
+class basic_registry_entry {
 public:
   /// No entry.
-  registry_entry() noexcept = default;
+  basic_registry_entry() noexcept = default;
   /// Publishes `annotations` for executable `exec_id`. Throws std::bad_alloc, publishing nothing.
-  registry_entry(std::uint32_t exec_id, annotation_registry::list annotations)
+  basic_registry_entry(std::uint32_t exec_id, annotation_registry::list annotations)
       : exec_id_(exec_id), annotations_(std::move(annotations)) {
     registry().publish(exec_id_, annotations_);
   }
   /// Publishes a copy of `annotations` (ids of executable `exec_id`), sorted by id for lookups.
   /// Throws std::bad_alloc, publishing nothing.
-  registry_entry(std::uint32_t exec_id, const std::vector<node_annotation>& annotations)
-      : registry_entry(exec_id, sorted_by_id(annotations)) {}
+  basic_registry_entry(std::uint32_t exec_id, const std::vector<node_annotation>& annotations)
+      : basic_registry_entry(exec_id, sorted_by_id(annotations)) {}
   /// Takes `other`'s entry; `other` has none.
-  registry_entry(registry_entry&& other) noexcept
+  basic_registry_entry(basic_registry_entry&& other) noexcept
       : exec_id_(other.exec_id_), annotations_(std::move(other.annotations_)) {}
   /// Withdraws this entry, then takes `other`'s.
-  registry_entry& operator=(registry_entry&& other) noexcept {
+  basic_registry_entry& operator=(basic_registry_entry&& other) noexcept {
     if (this != &other) {
       withdraw();
       exec_id_ = other.exec_id_;
@@ -203,10 +208,10 @@ public:
     }
     return *this;
   }
-  registry_entry(const registry_entry&) = delete;            ///< one owner per entry
-  registry_entry& operator=(const registry_entry&) = delete; ///< one owner per entry
+  basic_registry_entry(const basic_registry_entry&) = delete;            ///< one owner per entry
+  basic_registry_entry& operator=(const basic_registry_entry&) = delete; ///< one owner per entry
   /// Withdraws the entry.
-  ~registry_entry() { withdraw(); }
+  ~basic_registry_entry() { withdraw(); }
 
   /// Withdraws the annotations from the registry (kept there while a recorder records).
   void withdraw() noexcept {
@@ -231,24 +236,29 @@ private:
   std::uint32_t exec_id_ = 0;
   annotation_registry::list annotations_;
 };
+/// What to name: basic_registry_entry<> (a template only so that its bodies compile where used).
+using registry_entry = basic_registry_entry<>;
 
 } // namespace detail
 
 /// The annotations of every annotated executable alive in this process, by id, and of those that
 /// went away while a trace_recorder recorded, until it stops (see the top of this header).
-[[nodiscard]] inline std::vector<node_annotation> recorded_annotations() {
+template <class = void>
+[[nodiscard]] std::vector<node_annotation> recorded_annotations() {
   return detail::registry().snapshot();
 }
 
 /// The annotation of the replayed node with CUPTI id `id` (a kernel record's graphNodeId), from
 /// what recorded_annotations() lists.
-[[nodiscard]] inline std::optional<node_annotation> find_annotation(std::uint64_t id) {
+template <class = void>
+[[nodiscard]] std::optional<node_annotation> find_annotation(std::uint64_t id) {
   return detail::registry().find(id);
 }
 
 /// Forgets every recorded annotation, those kept for a recording trace_recorder too. Graphs keep
 /// their own (annotations()) and publish them again when they next instantiate.
-inline void clear_annotations() noexcept {
+template <class = void>
+void clear_annotations() noexcept {
   detail::registry().clear();
 }
 

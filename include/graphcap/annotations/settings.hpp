@@ -29,7 +29,8 @@ enum class node_discovery : std::uint8_t {
 
 namespace detail {
 /// The discovery set_node_discovery chose, read by every annotated capture as it begins.
-inline std::atomic<node_discovery>& preferred_discovery() noexcept {
+template <class = void>
+std::atomic<node_discovery>& preferred_discovery() noexcept {
   static std::atomic<node_discovery> preferred{node_discovery::creation_callbacks};
   return preferred;
 }
@@ -39,12 +40,14 @@ inline std::atomic<node_discovery>& preferred_discovery() noexcept {
 /// graph_walk where CUPTI's subscriber is taken), or graph_walk, which leaves CUPTI's subscriber
 /// alone (for a program whose own CUPTI callbacks, or PyTorch's profiler, must start during a
 /// capture). Captures in progress keep theirs.
-inline void set_node_discovery(node_discovery preferred) noexcept {
+template <class = void>
+void set_node_discovery(node_discovery preferred) noexcept {
   detail::preferred_discovery().store(preferred);
 }
 
 /// What set_node_discovery chose (creation_callbacks unless told otherwise).
-[[nodiscard]] inline node_discovery preferred_node_discovery() noexcept {
+template <class = void>
+[[nodiscard]] node_discovery preferred_node_discovery() noexcept {
   return detail::preferred_discovery().load();
 }
 
@@ -54,12 +57,14 @@ inline void set_node_discovery(node_discovery preferred) noexcept {
 /// capture, and held until keep_cupti_subscriber(false), which gives it back at once if no
 /// capture is using it. Meanwhile other CUPTI users in the process (a profiler started later)
 /// find it taken.
-inline void keep_cupti_subscriber(bool keep) noexcept {
+template <class = void>
+void keep_cupti_subscriber(bool keep) noexcept {
   detail::creation_callbacks::instance().keep_between_captures(keep);
 }
 
 /// Where the next capture's node ids will come from (probes CUPTI once per process).
-[[nodiscard]] inline node_id_source annotation_id_source() noexcept {
+template <class = void>
+[[nodiscard]] node_id_source annotation_id_source() noexcept {
   return detail::current_id_source();
 }
 

@@ -35,7 +35,8 @@ struct kernel_record {
 namespace detail {
 
 /// The lane a kernel goes to: its region's name (or its key/values), else where it came from.
-inline std::string lane_of(const kernel_record& kernel, const node_annotation* annotation) {
+template <class = void>
+std::string lane_of(const kernel_record& kernel, const node_annotation* annotation) {
   if (annotation != nullptr && !annotation->values.empty()) {
     if (!annotation->name().empty()) {
       return std::string{annotation->name()};
@@ -58,7 +59,8 @@ inline std::string lane_of(const kernel_record& kernel, const node_annotation* a
 /// (thread) per annotation name, the kernel's annotation in its args. Kernels of one name that
 /// overlap in time (parallel branches) get lanes of their own, "attention (2)", since a lane's
 /// slices must nest. Times start at 0 us.
-inline void write_chrome_trace(std::ostream& out, const std::vector<kernel_record>& kernels,
+template <class = void>
+void write_chrome_trace(std::ostream& out, const std::vector<kernel_record>& kernels,
                                const std::vector<node_annotation>& annotations) {
   std::unordered_map<std::uint64_t, const node_annotation*> by_id;
   for (const node_annotation& node : annotations) {

@@ -46,7 +46,8 @@ struct activity_sink {
 };
 
 /// The process's sink.
-inline activity_sink& sink() {
+template <class = void>
+activity_sink& sink() {
   static activity_sink instance;
   return instance;
 }
@@ -57,7 +58,8 @@ inline constexpr std::size_t activity_buffer_bytes = std::size_t{4} << 20U;
 inline constexpr std::size_t activity_buffer_alignment = 8;
 
 /// CUPTI asks for a buffer to fill with activity records.
-inline void CUPTIAPI activity_buffer_requested(std::uint8_t** buffer, std::size_t* size,
+template <class = void>
+void CUPTIAPI activity_buffer_requested(std::uint8_t** buffer, std::size_t* size,
                                                std::size_t* max_records) {
   // NOLINTNEXTLINE: CUPTI owns the buffer until it hands it back to activity_buffer_completed
   *buffer = static_cast<std::uint8_t*>(
@@ -67,7 +69,8 @@ inline void CUPTIAPI activity_buffer_requested(std::uint8_t** buffer, std::size_
 }
 
 /// CUPTI hands a filled buffer back: its kernel records go to the sink, the buffer is freed.
-inline void CUPTIAPI activity_buffer_completed(CUcontext /*context*/, std::uint32_t /*stream*/,
+template <class = void>
+void CUPTIAPI activity_buffer_completed(CUcontext /*context*/, std::uint32_t /*stream*/,
                                                std::uint8_t* buffer, std::size_t /*size*/,
                                                std::size_t valid_size) {
   try {
@@ -102,13 +105,14 @@ inline void CUPTIAPI activity_buffer_completed(CUcontext /*context*/, std::uint3
 /// between, then write_chrome_trace(). One recorder at a time per process. Where CUPTI is held
 /// by another tool (or absent) the recorder is unavailable: it records nothing, says so once,
 /// and never throws for that reason.
-class trace_recorder {
+template <class = void>
+class basic_trace_recorder {
 public:
   /// Starts recording (state_error if another recorder records in this process).
-  trace_recorder() {
+  basic_trace_recorder() {
     detail::activity_sink& target = detail::sink();
     if (target.recording.exchange(true)) {
-      throw state_error("graphcap: a trace_recorder is already recording in this process; stop() "
+      throw state_error("graphcap: a basic_trace_recorder is already recording in this process; stop() "
                         "or destroy it before starting another");
     }
     owns_recording_ = true;
@@ -140,13 +144,13 @@ public:
     recording_ = true;
   }
 
-  trace_recorder(const trace_recorder&) = delete;            ///< one recorder, not copied
-  trace_recorder& operator=(const trace_recorder&) = delete; ///< one recorder, not copied
-  trace_recorder(trace_recorder&&) = delete;                 ///< stays where it records
-  trace_recorder& operator=(trace_recorder&&) = delete;      ///< stays where it records
+  basic_trace_recorder(const basic_trace_recorder&) = delete;            ///< one recorder, not copied
+  basic_trace_recorder& operator=(const basic_trace_recorder&) = delete; ///< one recorder, not copied
+  basic_trace_recorder(basic_trace_recorder&&) = delete;                 ///< stays where it records
+  basic_trace_recorder& operator=(basic_trace_recorder&&) = delete;      ///< stays where it records
 
   /// Stops (errors swallowed: call stop() to see them).
-  ~trace_recorder() {
+  ~basic_trace_recorder() {
     try {
       stop();
     } catch (...) { // a destructor never throws; stop() explicitly to see failures
@@ -186,7 +190,7 @@ public:
       throw;
     }
     release();
-    detail::check(synced, "cudaDeviceSynchronize (trace_recorder::stop)");
+    detail::check(synced, "cudaDeviceSynchronize (basic_trace_recorder::stop)");
   }
 
   /// The kernels recorded (after stop()), by start time.
@@ -259,5 +263,7 @@ private:
   bool owns_recording_ = false;
   bool keeping_annotations_ = false;
 };
+/// What to name: basic_trace_recorder<> (a template only so that its bodies compile where used).
+using trace_recorder = basic_trace_recorder<>;
 
 } // namespace graphcap

@@ -21,7 +21,8 @@ namespace graphcap {
 
 /// The key/value pairs of an annotated node, sorted by key. Immutable and shared: the nodes of
 /// one scope share one list, so that copying an annotation copies no strings.
-class annotation_values {
+template <class = void>
+class basic_annotation_values {
 public:
   /// One key and its value.
   using value_type = std::pair<std::string, std::string>;
@@ -29,12 +30,12 @@ public:
   using const_iterator = std::vector<value_type>::const_iterator;
 
   /// No pairs.
-  annotation_values() noexcept = default;
+  basic_annotation_values() noexcept = default;
   /// Pairs in any order; a key given twice keeps its first value.
-  annotation_values(std::initializer_list<value_type> pairs)
-      : annotation_values(std::vector<value_type>(pairs)) {}
+  basic_annotation_values(std::initializer_list<value_type> pairs)
+      : basic_annotation_values(std::vector<value_type>(pairs)) {}
   /// Pairs in any order; a key given twice keeps its first value.
-  explicit annotation_values(std::vector<value_type> pairs) {
+  explicit basic_annotation_values(std::vector<value_type> pairs) {
     const auto by_key = [](const value_type& a, const value_type& b) { return a.first < b.first; };
     if (pairs.size() <= small_list) { // stable: a key's first value stays first; no buffer
       for (auto next = pairs.begin(); next != pairs.end(); ++next) {
@@ -72,7 +73,7 @@ public:
   }
 
   /// The same pairs (a shared list compares equal without looking at its strings).
-  friend bool operator==(const annotation_values& a, const annotation_values& b) noexcept {
+  friend bool operator==(const basic_annotation_values& a, const basic_annotation_values& b) noexcept {
     return a.pairs_ == b.pairs_ || a.list() == b.list();
   }
 
@@ -86,10 +87,13 @@ private:
 
   std::shared_ptr<const std::vector<value_type>> pairs_;
 };
+/// What to name: basic_annotation_values<> (a template only so that its bodies compile where used).
+using annotation_values = basic_annotation_values<>;
 
 /// One annotated node of a captured graph. Cheap to copy: the kernel's name lives as long as the
 /// process, the values are shared.
-struct node_annotation {
+template <class = void>
+struct basic_node_annotation {
   /// The id CUPTI's kernel activity records (and profilers) give this node when the graph is
   /// replayed: (executable graph id << 32 | node index) once instantiated, the template node's
   /// id before. 0 when no id source is available (docs/annotations.md, "Degraded").
@@ -111,5 +115,7 @@ struct node_annotation {
   /// The region's name (the "name" key): what mark("attention") gives.
   [[nodiscard]] std::string_view name() const noexcept { return value("name"); }
 };
+/// What to name: basic_node_annotation<> (a template only so that its bodies compile where used).
+using node_annotation = basic_node_annotation<>;
 
 } // namespace graphcap

@@ -41,7 +41,8 @@ namespace graphcap {
 namespace detail {
 
 /// What a call that broke a capture did wrong, in words that say what to change.
-inline std::string offending_call_reason(const offending_call& call) {
+template <class = void>
+std::string offending_call_reason(const offending_call& call) {
   const std::string_view name = call.function;
   if (call.result == static_cast<int>(cudaErrorStreamCaptureImplicit)) {
     return "work on the legacy default stream while a blocking stream captures would depend on the "
@@ -77,7 +78,8 @@ inline std::string offending_call_reason(const offending_call& call) {
 }
 
 /// The name of what `call` returned.
-inline std::string offending_call_result(const offending_call& call) {
+template <class = void>
+std::string offending_call_result(const offending_call& call) {
   if (!call.driver ||
       inspection::is_capture_error(call.result)) { // capture errors: one value in both APIs
     return cudaGetErrorName(static_cast<cudaError_t>(call.result));
@@ -87,7 +89,8 @@ inline std::string offending_call_result(const offending_call& call) {
 
 /// How a call is named in a capture error: "cudaMalloc (call 3 of the capture, thread 1, inside
 /// scope 'attention'), which returned cudaErrorStreamCaptureUnsupported".
-inline std::string describe(const offending_call& call) {
+template <class = void>
+std::string describe(const offending_call& call) {
   std::string text = call.function + " (call " + std::to_string(call.ordinal) +
                      " of the capture, thread " + std::to_string(call.thread);
   if (!call.scope.empty()) {
@@ -100,7 +103,8 @@ inline std::string describe(const offending_call& call) {
 /// `named`: the text names the call that broke it (a capture error, or any failure of the
 /// capture's thread when the capture was invalidated); otherwise it says what it saw, and the
 /// generic hint follows.
-inline std::string explain(const inspection::capture_record& capture, cudaError_t status,
+template <class = void>
+std::string explain(const inspection::capture_record& capture, cudaError_t status,
                            bool& named) {
   const std::optional<offending_call>& culprit = capture.culprit();
   named = culprit && (capture.capture_failure || status == cudaErrorStreamCaptureInvalidated);
@@ -123,19 +127,23 @@ inline std::string explain(const inspection::capture_record& capture, cudaError_
 }
 
 /// The switch's shared state: how many are alive, and what CUPTI answered the first.
-struct diagnostics_switch {
+template <class = void>
+struct basic_diagnostics_switch {
   std::mutex mutex;
   unsigned alive = 0;
   CUptiResult cupti = CUPTI_SUCCESS; // CUPTI's answer to the subscription of the first alive
 
-  static diagnostics_switch& instance() {
-    static diagnostics_switch* const shared = new diagnostics_switch; // NOLINT: never destroyed
+  static basic_diagnostics_switch& instance() {
+    static basic_diagnostics_switch* const shared = new basic_diagnostics_switch; // NOLINT: never destroyed
     return *shared;
   }
 };
+/// What to name: basic_diagnostics_switch<> (a template only so that its bodies compile where used).
+using diagnostics_switch = basic_diagnostics_switch<>;
 
 /// Why diagnostics are unavailable, for CUPTI's answer `cupti`.
-inline std::string diagnostics_unavailable(CUptiResult cupti) {
+template <class = void>
+std::string diagnostics_unavailable(CUptiResult cupti) {
   if (cupti == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
     return "capture diagnostics were unavailable: CUPTI's one callback subscriber is held by "
            "another tool or client (compute-sanitizer, Nsight Systems or Compute, cuda-gdb, a "
@@ -146,7 +154,8 @@ inline std::string diagnostics_unavailable(CUptiResult cupti) {
          cupti_result_name(cupti);
 }
 
-inline std::string explain_end_failure(cudaError_t status, cudaStream_t stream, bool& named) {
+template <class = void>
+std::string explain_end_failure(cudaError_t status, cudaStream_t stream, bool& named) {
   CUptiResult cupti = CUPTI_SUCCESS;
   {
     diagnostics_switch& on = diagnostics_switch::instance();
@@ -164,12 +173,14 @@ inline std::string explain_end_failure(cudaError_t status, cudaStream_t stream, 
   return explain(*capture, status, named);
 }
 
-inline void scope_opened(cudaStream_t stream, std::uint32_t index,
+template <class = void>
+void scope_opened(cudaStream_t stream, std::uint32_t index,
                          std::string_view label) noexcept {
   inspection::call_recorder::instance().scope_opened(stream, index, label);
 }
 
-inline void scope_closed(cudaStream_t stream, std::uint32_t index) noexcept {
+template <class = void>
+void scope_closed(cudaStream_t stream, std::uint32_t index) noexcept {
   inspection::call_recorder::instance().scope_closed(stream, index);
 }
 
@@ -180,12 +191,13 @@ inline constexpr diagnosis_hooks diagnostics_hooks{&explain_end_failure, &scope_
 
 /// Capture diagnostics, on while an instance lives (instances share one state: diagnostics stay
 /// on until the last is destroyed). Construct and destroy outside any capture on this thread.
-class capture_diagnostics {
+template <class = void>
+class basic_capture_diagnostics {
 public:
   /// Switches diagnostics on: takes CUPTI's subscriber (shared with annot::on) and its runtime
   /// and driver API callbacks. Never throws: where CUPTI refuses, available() is false, and the
   /// capture errors say why.
-  capture_diagnostics() noexcept {
+  basic_capture_diagnostics() noexcept {
     detail::diagnostics_switch& on = detail::diagnostics_switch::instance();
     const std::lock_guard lock(on.mutex);
     if (on.alive++ == 0) {
@@ -196,12 +208,12 @@ public:
       detail::install_diagnosis(&detail::diagnostics_hooks);
     }
   }
-  capture_diagnostics(const capture_diagnostics&) = delete;            ///< a scope, not a value
-  capture_diagnostics& operator=(const capture_diagnostics&) = delete; ///< a scope, not a value
-  capture_diagnostics(capture_diagnostics&&) = delete;                 ///< a scope, not a value
-  capture_diagnostics& operator=(capture_diagnostics&&) = delete;      ///< a scope, not a value
+  basic_capture_diagnostics(const basic_capture_diagnostics&) = delete;            ///< a scope, not a value
+  basic_capture_diagnostics& operator=(const basic_capture_diagnostics&) = delete; ///< a scope, not a value
+  basic_capture_diagnostics(basic_capture_diagnostics&&) = delete;                 ///< a scope, not a value
+  basic_capture_diagnostics& operator=(basic_capture_diagnostics&&) = delete;      ///< a scope, not a value
   /// The last instance switches diagnostics off and gives CUPTI's subscriber back.
-  ~capture_diagnostics() {
+  ~basic_capture_diagnostics() {
     detail::diagnostics_switch& on = detail::diagnostics_switch::instance();
     const std::lock_guard lock(on.mutex);
     if (--on.alive == 0) {
@@ -239,5 +251,7 @@ public:
     return capture->culprit();
   }
 };
+/// What to name: basic_capture_diagnostics<> (a template only so that its bodies compile where used).
+using capture_diagnostics = basic_capture_diagnostics<>;
 
 } // namespace graphcap

@@ -160,7 +160,8 @@ template <class T, std::size_t Extent>
 inline constexpr bool is_verify_argument<std::span<T, Extent>> = true;
 
 /// Throws std::invalid_argument unless output `index` lies in device (or managed) memory.
-inline void require_device_memory(const verify_slot& slot, std::size_t index) {
+template <class = void>
+void require_device_memory(const verify_slot& slot, std::size_t index) {
   if (slot.count == 0) {
     return;
   }
@@ -199,7 +200,8 @@ void run_eagerly(Work&& work, cudaStream_t stream) {
 }
 
 /// Where each output's copy starts in a host buffer (64-byte aligned), and the bytes they take.
-inline std::size_t copy_offsets(const std::vector<verify_slot>& slots,
+template <class = void>
+std::size_t copy_offsets(const std::vector<verify_slot>& slots,
                                 std::vector<std::size_t>& offsets) {
   constexpr std::size_t alignment = 64;
   std::size_t total = 0;
@@ -212,7 +214,8 @@ inline std::size_t copy_offsets(const std::vector<verify_slot>& slots,
 }
 
 /// Copies every output into `host` at its offset and waits.
-inline void copy_outputs(const std::vector<verify_slot>& slots,
+template <class = void>
+void copy_outputs(const std::vector<verify_slot>& slots,
                          const std::vector<std::size_t>& offsets, std::byte* host,
                          cudaStream_t stream) {
   for (std::size_t i = 0; i < slots.size(); ++i) {

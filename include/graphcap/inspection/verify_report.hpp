@@ -24,7 +24,8 @@ public:
 };
 
 /// One output compared by verify().
-struct output_report {
+template <class = void>
+struct basic_output_report {
   std::size_t index = 0; ///< its place among verify()'s outputs
   std::string name;      ///< the name it was given ("" if none)
   std::string type;      ///< its element type, e.g. "float"
@@ -98,12 +99,15 @@ struct output_report {
     return text;
   }
 };
+/// What to name: basic_output_report<> (a template only so that its bodies compile where used).
+using output_report = basic_output_report<>;
 
 /// What verify() found, output by output. Printable (`std::cout << report`); `require()` throws.
-class verify_report {
+template <class = void>
+class basic_verify_report {
 public:
   /// An empty report for a comparison with these settings.
-  verify_report(double atol, double rtol, unsigned char poison) noexcept
+  basic_verify_report(double atol, double rtol, unsigned char poison) noexcept
       : atol_(atol), rtol_(rtol), poison_(poison) {}
 
   /// Adds one output's comparison.
@@ -156,7 +160,7 @@ public:
   }
 
   /// Writes text().
-  friend std::ostream& operator<<(std::ostream& out, const verify_report& report) {
+  friend std::ostream& operator<<(std::ostream& out, const basic_verify_report& report) {
     return out << report.text();
   }
 
@@ -166,5 +170,7 @@ private:
   unsigned char poison_;
   std::vector<output_report> outputs_;
 };
+/// What to name: basic_verify_report<> (a template only so that its bodies compile where used).
+using verify_report = basic_verify_report<>;
 
 } // namespace graphcap

@@ -46,8 +46,11 @@ namespace liveness {
 /// Liveness checking enabled: one pass over the graph at capture end, then one driver query per
 /// input allocation (and one weak_ptr test per token) before every replay; while a
 /// liveness::free_watch runs, the queries only after a free. A dead input makes replay() throw
-/// liveness_error before anything is launched.
-class check : public policy_base<policy_kind::liveness> {
+/// liveness_error before anything is launched. `liveness::check` names it; a template only so
+/// that its bodies compile in the translation units that use it (docs/design.md, "Compile
+/// time").
+template <class Deferred = void>
+class basic_check : public policy_base<policy_kind::liveness> {
 public:
   /// How many inputs at most a liveness_error lists one by one.
   static constexpr std::size_t listed_inputs = detail::liveness::liveness_listed_inputs;
@@ -303,6 +306,9 @@ private:
   std::vector<cudaGraph_t> bodies_; // the capture's conditional bodies, until its end
   bool captured_ = false;
 };
+
+/// Liveness checking enabled: the policy to name (basic_check<>).
+using check = basic_check<>;
 
 // The optional hooks it offers (core/policy.hpp): conditional bodies are scanned too.
 static_assert(liveness_policy<check> && liveness_across_bodies<check> &&

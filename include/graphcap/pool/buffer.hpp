@@ -23,21 +23,22 @@ namespace detail {
 struct buffer_access;
 
 /// A pin on one block of a pool: keeps the block (and the pool's core) alive.
-class pool_lease {
+template <class = void>
+class basic_pool_lease {
 public:
   /// Pins `block` (of size_class `bytes`) in `core`.
-  pool_lease(std::shared_ptr<pool::pool_core> core, void* block, std::size_t bytes)
+  basic_pool_lease(std::shared_ptr<pool::pool_core> core, void* block, std::size_t bytes)
       : core_(std::move(core)), block_(block) {
     core_->pin(block_, bytes);
     core_->add_buffer();
   }
   /// Not copyable, not movable: shared through the buffer's std::shared_ptr.
-  pool_lease(const pool_lease&) = delete;
-  pool_lease& operator=(const pool_lease&) = delete;
-  pool_lease(pool_lease&&) = delete;
-  pool_lease& operator=(pool_lease&&) = delete;
+  basic_pool_lease(const basic_pool_lease&) = delete;
+  basic_pool_lease& operator=(const basic_pool_lease&) = delete;
+  basic_pool_lease(basic_pool_lease&&) = delete;
+  basic_pool_lease& operator=(basic_pool_lease&&) = delete;
   /// Unpins the block (see pool_core::unpin).
-  ~pool_lease() {
+  ~basic_pool_lease() {
     core_->remove_buffer();
     core_->unpin(block_);
   }
@@ -46,6 +47,8 @@ private:
   std::shared_ptr<pool::pool_core> core_;
   void* block_;
 };
+/// What to name: basic_pool_lease<> (a template only so that its bodies compile where used).
+using pool_lease = basic_pool_lease<>;
 } // namespace detail
 
 /// `size()` objects of type T in device memory from a graph's pool, owned jointly by every copy

@@ -28,7 +28,8 @@ namespace graphcap::pool {
 /// graph allocation's lifetime ends at its cudaFree, which returns at once while a replay that
 /// uses it still runs (probe benchmark/probes/graph_memory_free.cu), so the wait is graphcap's
 /// (a device-wide one, as private_pool's reset; not on the replay path).
-struct graph_memory_nodes : policy_base<policy_kind::pool> {
+template <class = void>
+struct basic_graph_memory_nodes : policy_base<policy_kind::pool> {
   /// scope::allocate() exists (make_buffer() does not: CUDA owns the memory).
   static constexpr bool can_allocate = true;
   /// No pool to share.
@@ -39,12 +40,12 @@ struct graph_memory_nodes : policy_base<policy_kind::pool> {
   static constexpr bool allocates_graph_nodes = true;
 
   /// Nothing allocated.
-  graph_memory_nodes() noexcept = default;
+  basic_graph_memory_nodes() noexcept = default;
   /// Takes over the other policy's allocations.
-  graph_memory_nodes(graph_memory_nodes&& other) noexcept
+  basic_graph_memory_nodes(basic_graph_memory_nodes&& other) noexcept
       : allocated_(std::move(other.allocated_)), launched_(std::exchange(other.launched_, false)) {}
   /// Frees its own allocations (on_reset), then takes over the other policy's.
-  graph_memory_nodes& operator=(graph_memory_nodes&& other) noexcept {
+  basic_graph_memory_nodes& operator=(basic_graph_memory_nodes&& other) noexcept {
     if (this != &other) {
       on_reset();
       allocated_ = std::move(other.allocated_);
@@ -52,10 +53,10 @@ struct graph_memory_nodes : policy_base<policy_kind::pool> {
     }
     return *this;
   }
-  graph_memory_nodes(const graph_memory_nodes&) = delete;
-  graph_memory_nodes& operator=(const graph_memory_nodes&) = delete;
+  basic_graph_memory_nodes(const basic_graph_memory_nodes&) = delete;
+  basic_graph_memory_nodes& operator=(const basic_graph_memory_nodes&) = delete;
   /// Frees what a launched capture left allocated (on_reset).
-  ~graph_memory_nodes() { on_reset(); }
+  ~basic_graph_memory_nodes() { on_reset(); }
 
   /// `count` objects of T: a memory-allocation node on `stream` (cudaMallocAsync in the capture).
   template <class T>
@@ -128,6 +129,8 @@ private:
       allocated_; // allocated during the capture; `freed` if the capture freed it
   bool launched_ = false;
 };
+/// What to name: basic_graph_memory_nodes<> (a template only so that its bodies compile where used).
+using graph_memory_nodes = basic_graph_memory_nodes<>;
 
 // The optional hook it offers (core/policy.hpp): CUDA memory nodes, so no conditional body.
 static_assert(pool_strategy<graph_memory_nodes> && pool_with_memory_nodes<graph_memory_nodes>);

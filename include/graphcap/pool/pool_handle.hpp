@@ -59,7 +59,8 @@ private:
 };
 
 /// The handle of a new pool, to pass to graphs that are to share it.
-[[nodiscard]] inline pool_handle graph_pool_handle() {
+template <class = void>
+[[nodiscard]] pool_handle graph_pool_handle() {
   return pool_handle{};
 }
 

@@ -48,20 +48,21 @@ struct sleepable_access;
 
 /// A handle to a sleepable pool (pool::sleepable): shares it between graphs, as pool_handle
 /// does, and puts its memory to sleep and wakes it. Copies refer to the same pool.
-class sleepable_pool_handle : public pool_handle {
+template <class = void>
+class basic_sleepable_pool_handle : public pool_handle {
 public:
   /// A handle to a new, empty sleepable pool (no CUDA call until its first allocation).
   /// \throws std::bad_alloc only.
-  sleepable_pool_handle()
-      : sleepable_pool_handle(
+  basic_sleepable_pool_handle()
+      : basic_sleepable_pool_handle(
             detail::pool_handle_access::make(std::make_shared<detail::pool::pool_core>(
                 std::make_shared<detail::pool::vmm_chunks>()))) {}
 
   /// A sleepable handle to the pool behind `pool` (a graph_family's or graph_cache's pool() of
   /// pool::sleepable graphs). \throws error if that pool cannot sleep.
-  explicit sleepable_pool_handle(const pool_handle& pool) : pool_handle(pool) {
+  explicit basic_sleepable_pool_handle(const pool_handle& pool) : pool_handle(pool) {
     if (dynamic_cast<detail::pool::vmm_chunks*>(core().custom_source().get()) == nullptr) {
-      throw error("graphcap: sleepable_pool_handle was given the handle of a pool that cannot "
+      throw error("graphcap: basic_sleepable_pool_handle was given the handle of a pool that cannot "
                   "sleep: only pool::sleepable graphs (and their families and caches) have one");
     }
   }
@@ -146,7 +147,7 @@ public:
 private:
   friend struct detail::pool::sleepable_access;
   struct trusted {};
-  sleepable_pool_handle(trusted /*tag*/, pool_handle base) noexcept
+  basic_sleepable_pool_handle(trusted /*tag*/, pool_handle base) noexcept
       : pool_handle(std::move(base)) {}
 
   [[nodiscard]] detail::pool::pool_core& core() const noexcept {
@@ -156,6 +157,8 @@ private:
     return static_cast<detail::pool::vmm_chunks&>(*core().custom_source());
   }
 };
+/// What to name: basic_sleepable_pool_handle<> (a template only so that its bodies compile where used).
+using sleepable_pool_handle = basic_sleepable_pool_handle<>;
 
 namespace detail::pool {
 

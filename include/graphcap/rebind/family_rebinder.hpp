@@ -46,13 +46,15 @@ template <class Key>
   }
 }
 
-[[noreturn]] GRAPHCAP_COLD inline void throw_one_executable() {
+template <class = void>
+[[noreturn]] GRAPHCAP_COLD void throw_one_executable() {
   throw state_error("graphcap::rebinder: a graph_family in one-executable mode hands one "
                     "executable between keys, and the rebinder patches each key's own; make the "
                     "family without family_options::one_executable to rebind it");
 }
 
-[[noreturn]] GRAPHCAP_COLD inline void throw_family_stale(const char* what,
+template <class = void>
+[[noreturn]] GRAPHCAP_COLD void throw_family_stale(const char* what,
                                                           const std::string& key) {
   throw state_error(std::string{"graphcap::rebinder: cannot "} + what + ": key " + key +
                     " of the family is not a graph the rebinder scanned (captured on demand, "

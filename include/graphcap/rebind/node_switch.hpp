@@ -36,13 +36,14 @@ namespace graphcap {
 
 /// The nodes some work added to a capture, taken with tag_nodes(): what set_enabled() turns on
 /// and off. Belongs to one capture of one graph: stale after the graph's next capture.
-class node_tag {
+template <class = void>
+class basic_node_tag {
 public:
   /// No nodes, of no capture.
-  node_tag() = default;
+  basic_node_tag() = default;
   /// What tag_nodes() makes: `nodes` of the capture of `graph` that ends as generation
   /// `generation` (the graph object's address identifies it).
-  node_tag(const void* graph, std::uint16_t generation, std::vector<cudaGraphNode_t> nodes)
+  basic_node_tag(const void* graph, std::uint16_t generation, std::vector<cudaGraphNode_t> nodes)
       : graph_(graph), generation_(generation), nodes_(std::move(nodes)) {}
 
   /// The tagged nodes (the template's handles).
@@ -60,6 +61,8 @@ private:
   std::uint16_t generation_ = 0;
   std::vector<cudaGraphNode_t> nodes_;
 };
+/// What to name: basic_node_tag<> (a template only so that its bodies compile where used).
+using node_tag = basic_node_tag<>;
 
 /// Runs `work(stream)` inside the capture of `graph` that `stream` belongs to (its main stream or
 /// a conditional body's), and tags the nodes it added. Throws state_error when `stream` is not

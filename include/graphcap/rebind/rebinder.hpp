@@ -44,17 +44,20 @@ namespace graphcap {
 /// read (to_allocation_end: up to the end of the CUDA allocation holding it). Give the size for
 /// memory a sub-allocator carved from one big allocation: there the allocation's end would also
 /// take in the neighbours' addresses.
-struct rebind_input {
+template <class = void>
+struct basic_rebind_input {
   /// The extent that reaches the end of the allocation holding the address.
   static constexpr std::size_t to_allocation_end = static_cast<std::size_t>(-1);
   /// The input at `input`, up to the end of its allocation (implicit: `{x, y}` lists two).
-  rebind_input(const void* input) noexcept
+  basic_rebind_input(const void* input) noexcept
       : address(input) {} // NOLINT(google-explicit-constructor)
   /// The input at `input`, `extent` bytes long.
-  rebind_input(const void* input, std::size_t extent) noexcept : address(input), bytes(extent) {}
+  basic_rebind_input(const void* input, std::size_t extent) noexcept : address(input), bytes(extent) {}
   const void* address = nullptr;         ///< the input's address in the captured graph
   std::size_t bytes = to_allocation_end; ///< bytes the graph may read from it
 };
+/// What to name: basic_rebind_input<> (a template only so that its bodies compile where used).
+using rebind_input = basic_rebind_input<>;
 
 /// One move: the input now at `from` (its registered address, or where an earlier rebind put
 /// it) goes to `to`. `to_bytes` is the new buffer's size; unknown_size asks CUDA (one driver

@@ -41,7 +41,8 @@
 namespace graphcap::detail::annotations {
 
 /// The bodies of one annotated capture and the scopes opened in them.
-class body_annotations {
+template <class = void>
+class basic_body_annotations {
 public:
   /// Marks a scope index as one of a body's (the marker keeps one index for either kind).
   static constexpr std::uint32_t body_scope_bit = 0x80000000U;
@@ -218,5 +219,6 @@ private:
   capture_scopes scopes_;                   // the scopes opened in bodies
   std::vector<cudaGraph_t> graph_of_scope_; // the body graph of each of scopes_' records
 };
+using body_annotations = basic_body_annotations<>;
 
 } // namespace graphcap::detail::annotations

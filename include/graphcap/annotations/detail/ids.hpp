@@ -34,7 +34,8 @@ namespace graphcap::detail::annotations {
 /// (test/control_flow/annotations_bodies.gpu.cpp; its second case, kernels before and after an
 /// if_else and a while_, tells this rule from "a conditional's bodies right after the node"). If a
 /// driver numbers otherwise, this is the one place to change.
-[[nodiscard]] inline std::optional<std::uint32_t>
+template <class = void>
+[[nodiscard]] std::optional<std::uint32_t>
 executable_node_index(const annotated_nodes& graph, std::uint64_t template_id) noexcept {
   const auto of_graph = static_cast<std::uint32_t>(template_id >> 32U);
   const auto index = static_cast<std::uint32_t>(template_id);
@@ -54,7 +55,8 @@ executable_node_index(const annotated_nodes& graph, std::uint64_t template_id) n
 /// The capture of `graph` has ended: records its node count into `nodes` if its bodies hold
 /// annotated nodes (executable_node_index numbers them after the graph's own), then forgets the
 /// template nodes (annotated_nodes::clear_nodes).
-inline void forget_template_nodes(const graph_queries& queries, cudaGraph_t graph,
+template <class = void>
+void forget_template_nodes(const graph_queries& queries, cudaGraph_t graph,
                                   annotated_nodes& nodes) noexcept {
   nodes.clear_nodes();
   std::size_t count = 0;
@@ -67,7 +69,8 @@ inline void forget_template_nodes(const graph_queries& queries, cudaGraph_t grap
 
 /// The capture of `graph` succeeded: each annotated node's type and (for a kernel) its name, read
 /// from the template; empty nodes (joins, not work) dropped; then forget_template_nodes.
-inline void name_annotated_nodes(const graph_queries& queries, cudaGraph_t graph,
+template <class = void>
+void name_annotated_nodes(const graph_queries& queries, cudaGraph_t graph,
                                  annotated_nodes& result) noexcept {
   std::vector<node_annotation>& list = result.annotations;
   kernel_names names{queries.driver};
@@ -93,7 +96,8 @@ inline void name_annotated_nodes(const graph_queries& queries, cudaGraph_t graph
 
 /// Re-keys the annotations of `graph` to the ids the replays of executable `exec_id` carry (0
 /// where either id is unknown): executable_node_index. True if any node has an id.
-inline bool rekey_to_executable(annotated_nodes& graph, std::uint32_t exec_id) noexcept {
+template <class = void>
+bool rekey_to_executable(annotated_nodes& graph, std::uint32_t exec_id) noexcept {
   bool any = false;
   for (node_annotation& node : graph.annotations) {
     const std::optional<std::uint32_t> index = exec_id != 0 && node.template_id != 0
@@ -106,7 +110,8 @@ inline bool rekey_to_executable(annotated_nodes& graph, std::uint32_t exec_id) n
 }
 
 /// Resolves annotated nodes' template ids; keeps its scratch space between captures.
-class template_id_resolver {
+template <class = void>
+class basic_template_id_resolver {
 public:
   /// Gives every annotation of `nodes` its template id (and the same id, until an executable
   /// exists), then sorts them by it: creation order. `from_log`: the creation indices are known
@@ -264,5 +269,6 @@ private:
   std::vector<std::pair<cudaGraphNode_t, std::uint32_t>> creation_index_; // (node, index)
   std::vector<std::pair<std::uint64_t, std::size_t>> order_;              // (sort key, index)
 };
+using template_id_resolver = basic_template_id_resolver<>;
 
 } // namespace graphcap::detail::annotations

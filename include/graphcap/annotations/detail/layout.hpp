@@ -14,7 +14,8 @@
 namespace graphcap::detail::annotations {
 
 /// A scope's name in a picture: its "name" value, else its pairs as "key=value, ...".
-inline std::string scope_title(const capture_scopes& scopes, const scope_record& record) {
+template <class = void>
+std::string scope_title(const capture_scopes& scopes, const scope_record& record) {
   std::string pairs;
   for (std::uint32_t e = record.entries_begin; e < record.entries_end; ++e) {
     if (scopes.entries[e].first == "name") {
@@ -29,7 +30,8 @@ inline std::string scope_title(const capture_scopes& scopes, const scope_record&
 /// Replaces `layout`'s scopes with `scopes`' closed ones, in closing order; their node ranges
 /// index `tagged` (the creation log or the walk's tagged nodes). Keeps its conditionals.
 /// Throws std::bad_alloc.
-inline void record_scope_layout(const capture_scopes& scopes,
+template <class = void>
+void record_scope_layout(const capture_scopes& scopes,
                                 std::span<const cudaGraphNode_t> tagged, graph_layout& layout) {
   layout.scope_names.clear();
   layout.scope_ranges.clear();

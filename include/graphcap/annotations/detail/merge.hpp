@@ -20,7 +20,8 @@
 namespace graphcap::detail::annotations {
 
 /// A capture's annotated nodes: what the user gets, and what finding their ids and types needs.
-struct annotated_nodes {
+template <class = void>
+struct basic_annotated_nodes {
   std::vector<node_annotation> annotations;    ///< what the graph's annotations() lists
   std::vector<cudaGraphNode_t> nodes;          ///< the template node of each annotation
   std::vector<std::uint32_t> creation_indices; ///< of each node, where known
@@ -39,9 +40,11 @@ struct annotated_nodes {
     creation_indices.clear();
   }
 };
+using annotated_nodes = basic_annotated_nodes<>;
 
 /// Merges scopes into annotated nodes; keeps its scratch space between captures.
-class scope_merge {
+template <class = void>
+class basic_scope_merge {
 public:
   /// Replaces `out` with one annotation per node of `scopes`' closed scopes. Their node ranges
   /// index `tagged`: the creation log when `by_creation_index` (the list then comes out in
@@ -159,5 +162,6 @@ private:
 
   std::vector<std::pair<std::uint64_t, std::uint32_t>> membership_; // (node key, closed position)
 };
+using scope_merge = basic_scope_merge<>;
 
 } // namespace graphcap::detail::annotations

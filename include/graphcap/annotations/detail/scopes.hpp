@@ -38,7 +38,8 @@ struct scope_record {
 };
 
 /// The scopes of the capture in progress.
-struct capture_scopes {
+template <class = void>
+struct basic_capture_scopes {
   std::vector<scope_record> records;                        ///< every scope opened, in order
   std::vector<std::pair<std::string, std::string>> entries; ///< every scope's key/values
   std::vector<std::uint32_t> closed; ///< indices of records, in the order the scopes closed
@@ -88,10 +89,12 @@ struct capture_scopes {
     closed.clear();
   }
 };
+using capture_scopes = basic_capture_scopes<>;
 
 /// What capture diagnostics call a scope (<graphcap/diagnostics.hpp>): its "name", else its first
 /// key=value.
-inline std::string scope_label(std::span<const annotation_entry> entries) {
+template <class = void>
+std::string scope_label(std::span<const annotation_entry> entries) {
   for (const annotation_entry& entry : entries) {
     if (entry.first == "name") {
       return std::string{entry.second};

@@ -24,7 +24,8 @@ namespace graphcap::detail::annotations {
 
 /// The walk of one capture's scopes. Its vectors keep their capacity between scopes and
 /// captures; a scope that tags more than 32 nodes also fills a hash set, one allocation per node.
-class scope_walk {
+template <class = void>
+class basic_scope_walk {
 public:
   /// Walks the capture whose graph is `graph`, asking through `queries`.
   void start(const graph_queries& queries, cudaGraph_t graph) noexcept {
@@ -193,5 +194,6 @@ private:
   std::unordered_set<cudaGraphNode_t> visited_;
   std::vector<cudaGraphEdgeData> edge_scratch_;
 };
+using scope_walk = basic_scope_walk<>;
 
 } // namespace graphcap::detail::annotations

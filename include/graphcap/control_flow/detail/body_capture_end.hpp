@@ -24,14 +24,16 @@ enum class body_capture_end : unsigned char {
 
 /// Graphs graphcap ended and keeps for the rest of the process because CUDA destroyed one of
 /// their bodies (destroying them would crash): one per failure of that kind.
-[[nodiscard]] inline std::atomic<std::size_t>& graphs_kept() noexcept {
+template <class = void>
+[[nodiscard]] std::atomic<std::size_t>& graphs_kept() noexcept {
   static std::atomic<std::size_t> count{0};
   return count;
 }
 
 /// The capture status of `stream`, and what its next captured node depends on; false when CUDA
 /// could not say.
-inline bool capture_status(cudaStream_t stream, cudaStreamCaptureStatus& status, cudaGraph_t* graph,
+template <class = void>
+bool capture_status(cudaStream_t stream, cudaStreamCaptureStatus& status, cudaGraph_t* graph,
                            std::vector<cudaGraphNode_t>& waited) noexcept {
   const cudaGraphNode_t* dependencies = nullptr;
   std::size_t count = 0;
@@ -51,7 +53,8 @@ inline bool capture_status(cudaStream_t stream, cudaStreamCaptureStatus& status,
 
 /// Invalidates the capture running on `parent` (a stream synchronization is refused on a
 /// capturing stream in every mode, and breaks its capture), so that it ends with an error.
-inline void invalidate_capture(cudaStream_t parent) noexcept {
+template <class = void>
+void invalidate_capture(cudaStream_t parent) noexcept {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   if (cudaStreamIsCapturing(parent, &status) == cudaSuccess &&
       status == cudaStreamCaptureStatusActive) {
@@ -63,7 +66,8 @@ inline void invalidate_capture(cudaStream_t parent) noexcept {
 /// Makes `stream` depend on every node of `graph` that nothing depends on and the stream does
 /// not already wait for: work forked to another stream and never joined back. Returns whether
 /// there was any; `known` is false when CUDA could not say (then nothing is known joined).
-inline bool join_forked_work(cudaStream_t stream, cudaGraph_t graph,
+template <class = void>
+bool join_forked_work(cudaStream_t stream, cudaGraph_t graph,
                              const std::vector<cudaGraphNode_t>& waited, bool& known) noexcept {
   known = false;
   try {
@@ -110,7 +114,8 @@ inline bool join_forked_work(cudaStream_t stream, cudaGraph_t graph,
 
 /// Ends an active capture on `stream` (into `graph`) once forked work is joined; false when it
 /// could not be made safe or CUDA refused.
-inline bool end_joined(cudaStream_t stream, cudaGraph_t graph,
+template <class = void>
+bool end_joined(cudaStream_t stream, cudaGraph_t graph,
                        const std::vector<cudaGraphNode_t>& waited, bool& joined,
                        cudaGraph_t& ended) noexcept {
   bool known = false;
@@ -130,7 +135,8 @@ inline bool end_joined(cudaStream_t stream, cudaGraph_t graph,
 /// Ends the outermost capture (on `root`) early and keeps its graph, which holds a body CUDA
 /// destroyed: destroying or instantiating it would crash. Whatever captures inside it still run
 /// end later into the kept graph; the scope of `root` then finds its stream not capturing.
-inline void end_root_and_keep(cudaStream_t root) noexcept {
+template <class = void>
+void end_root_and_keep(cudaStream_t root) noexcept {
   for (int attempt = 0; attempt < 3; ++attempt) {
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
     cudaGraph_t graph = nullptr;
@@ -168,7 +174,8 @@ inline void end_root_and_keep(cudaStream_t root) noexcept {
 ///    capture is invalidated too (if it was not), and CUDA discards the whole tree when the
 ///    outermost capture fails to end, the one teardown the probe found safe then. The body's
 ///    stream must be left as it is (body_stream_lease::keep()).
-inline body_capture_end end_body_capture(cudaStream_t stream, cudaGraph_t graph,
+template <class = void>
+body_capture_end end_body_capture(cudaStream_t stream, cudaGraph_t graph,
                                          cudaStream_t parent, cudaStream_t root) noexcept {
   bool joined = false;
   for (int attempt = 0; attempt < 3; ++attempt) {

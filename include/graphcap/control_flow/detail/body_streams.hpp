@@ -21,27 +21,28 @@
 namespace graphcap::detail::control_flow {
 
 /// A non-blocking stream of the current device, owned for one body's capture.
-class body_stream_lease {
+template <class = void>
+class basic_body_stream_lease {
 public:
   /// No stream.
-  body_stream_lease() noexcept = default;
-  body_stream_lease(body_stream_lease&& other) noexcept
+  basic_body_stream_lease() noexcept = default;
+  basic_body_stream_lease(basic_body_stream_lease&& other) noexcept
       : stream_(std::exchange(other.stream_, nullptr)) {}
-  body_stream_lease& operator=(body_stream_lease&& other) noexcept {
+  basic_body_stream_lease& operator=(basic_body_stream_lease&& other) noexcept {
     if (this != &other) {
       release();
       stream_ = std::exchange(other.stream_, nullptr);
     }
     return *this;
   }
-  body_stream_lease(const body_stream_lease&) = delete;
-  body_stream_lease& operator=(const body_stream_lease&) = delete;
-  ~body_stream_lease() { release(); }
+  basic_body_stream_lease(const basic_body_stream_lease&) = delete;
+  basic_body_stream_lease& operator=(const basic_body_stream_lease&) = delete;
+  ~basic_body_stream_lease() { release(); }
 
   /// A new stream (made under the relaxed capture mode: the parent capture is running).
-  [[nodiscard]] static body_stream_lease take() {
+  [[nodiscard]] static basic_body_stream_lease take() {
     const relaxed_capture_mode_guard relaxed;
-    body_stream_lease lease;
+    basic_body_stream_lease lease;
     check(cudaStreamCreateWithFlags(&lease.stream_, cudaStreamNonBlocking),
           "cudaStreamCreateWithFlags");
     return lease;
@@ -78,5 +79,6 @@ private:
 
   cudaStream_t stream_ = nullptr;
 };
+using body_stream_lease = basic_body_stream_lease<>;
 
 } // namespace graphcap::detail::control_flow

@@ -26,7 +26,8 @@ struct condition_use {
 /// thread). Capture ids are never reused, so the uses of an ended capture match no later
 /// condition; the oldest are dropped past `capacity`, which bounds the memory of a long-running
 /// program (a capture with more conditional nodes than that falls back to CUDA's refusal).
-class condition_uses {
+template <class = void>
+class basic_condition_uses {
 public:
   static constexpr std::size_t capacity = 4096;
 
@@ -62,5 +63,6 @@ private:
     return instance;
   }
 };
+using condition_uses = basic_condition_uses<>;
 
 } // namespace graphcap::detail::control_flow

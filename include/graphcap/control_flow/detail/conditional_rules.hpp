@@ -27,12 +27,14 @@ using detail::capture_point_of; // likewise
 using detail::check_in_capture; // likewise
 
 /// "body 0 of while_()" for messages.
-inline std::string describe_body(const char* construct, unsigned index) {
+template <class = void>
+std::string describe_body(const char* construct, unsigned index) {
   return "body " + std::to_string(index) + " of " + construct + "()";
 }
 
 /// Throws the capture_error for a body that returned with work forked from it left unjoined.
-GRAPHCAP_COLD [[noreturn]] inline void refuse_unjoined_body(const char* construct, unsigned index) {
+template <class = void>
+GRAPHCAP_COLD [[noreturn]] void refuse_unjoined_body(const char* construct, unsigned index) {
   throw_error<capture_error>(
       cudaErrorStreamCaptureUnjoined, "graphcap: " + describe_body(construct, index),
       "work forked from the body to another stream (cudaEventRecord on body.stream(), "
@@ -42,7 +44,8 @@ GRAPHCAP_COLD [[noreturn]] inline void refuse_unjoined_body(const char* construc
 }
 
 /// Throws the capture_error for a body whose capture CUDA invalidated.
-GRAPHCAP_COLD [[noreturn]] inline void
+template <class = void>
+GRAPHCAP_COLD [[noreturn]] void
 refuse_invalidated_body(const char* construct, unsigned index, cudaStream_t stream) {
   throw_error<capture_error>(
       cudaErrorStreamCaptureInvalidated, "graphcap: " + describe_body(construct, index),
@@ -57,20 +60,23 @@ refuse_invalidated_body(const char* construct, unsigned index, cudaStream_t stre
 }
 
 /// "0x7f..." for an address or handle in a message.
-inline std::string describe_address(const void* address) {
+template <class = void>
+std::string describe_address(const void* address) {
   char digits[2 * sizeof(void*) + 3] = {'0', 'x'};
   const auto end = std::to_chars(digits + 2, digits + sizeof digits,
                                  reinterpret_cast<std::uintptr_t>(address), 16) // NOLINT: printed
                        .ptr;
   return address == nullptr ? std::string{"(none)"} : std::string{digits, end};
 }
-inline std::string describe_graph(cudaGraph_t graph) {
+template <class = void>
+std::string describe_graph(cudaGraph_t graph) {
   return describe_address(graph);
 }
 
 /// Whether `pointer` is pageable host memory (no CUDA allocation and no registered range holds
 /// it), which a memcpy node in a conditional body may not touch.
-[[nodiscard]] inline bool is_pageable(const void* pointer) {
+template <class = void>
+[[nodiscard]] bool is_pageable(const void* pointer) {
   if (pointer == nullptr) {
     return false;
   }
@@ -80,7 +86,8 @@ inline std::string describe_graph(cudaGraph_t graph) {
 }
 
 /// Throws the capture_error for a memcpy node of a body that touches pageable host memory.
-GRAPHCAP_COLD [[noreturn]] inline void refuse_pageable_copy(const char* construct, unsigned index,
+template <class = void>
+GRAPHCAP_COLD [[noreturn]] void refuse_pageable_copy(const char* construct, unsigned index,
                                                             const void* host, bool source) {
   std::string message = "graphcap: " + describe_body(construct, index) +
                         " holds a memcpy node whose " + (source ? "source" : "destination") +
@@ -94,7 +101,8 @@ GRAPHCAP_COLD [[noreturn]] inline void refuse_pageable_copy(const char* construc
 }
 
 /// Checks a memcpy node of a body against CUDA's rule for host memory.
-inline void check_body_copy(cudaGraphNode_t node, const char* construct, unsigned index) {
+template <class = void>
+void check_body_copy(cudaGraphNode_t node, const char* construct, unsigned index) {
   cudaMemcpy3DParms copy{};
   check(cudaGraphMemcpyNodeGetParams(node, &copy), "cudaGraphMemcpyNodeGetParams");
   if (copy.srcArray == nullptr && is_pageable(copy.srcPtr.ptr)) [[unlikely]] {
@@ -106,7 +114,8 @@ inline void check_body_copy(cudaGraphNode_t node, const char* construct, unsigne
 }
 
 /// Throws the capture_error for a node a body may not hold.
-GRAPHCAP_COLD [[noreturn]] inline void refuse_body_node(cudaGraphNodeType type,
+template <class = void>
+GRAPHCAP_COLD [[noreturn]] void refuse_body_node(cudaGraphNodeType type,
                                                         const char* construct, unsigned index) {
   std::string message = "body ";
   message += std::to_string(index);
@@ -134,7 +143,8 @@ GRAPHCAP_COLD [[noreturn]] inline void refuse_body_node(cudaGraphNodeType type,
 }
 
 /// Checks every node of body `graph` (child graphs and nested bodies too) against CUDA's rule.
-inline void check_body_rules(cudaGraph_t graph, const char* construct, unsigned index) {
+template <class = void>
+void check_body_rules(cudaGraph_t graph, const char* construct, unsigned index) {
   std::size_t count = 0;
   check(cudaGraphGetNodes(graph, nullptr, &count), "cudaGraphGetNodes");
   std::vector<cudaGraphNode_t> nodes(count);

@@ -42,7 +42,8 @@ struct body_nodes {
 }
 
 /// Reads `graph`'s nodes and edges into `body`; cuda_error if CUDA cannot list them.
-inline void read_body(cudaGraph_t graph, body_nodes& body) {
+template <class = void>
+void read_body(cudaGraph_t graph, body_nodes& body) {
   std::size_t count = 0;
   check(cudaGraphGetNodes(graph, nullptr, &count), "cudaGraphGetNodes");
   body.nodes.assign(count, nullptr);
@@ -99,7 +100,8 @@ inline void read_body(cudaGraph_t graph, body_nodes& body) {
 }
 
 /// "" when every node of `body` can be copied node by node; else which node type cannot.
-[[nodiscard]] inline std::string flat_refusal(const body_nodes& body) {
+template <class = void>
+[[nodiscard]] std::string flat_refusal(const body_nodes& body) {
   for (const cudaGraphNodeType type : body.types) {
     if (!flat_copyable(type)) {
       return std::string{"the graph holds a "}
@@ -111,7 +113,8 @@ inline void read_body(cudaGraph_t graph, body_nodes& body) {
 }
 
 /// Adds to `chain`, without dependencies, a copy of `node` (of type `type`); returns it.
-inline cudaGraphNode_t copy_node(cudaGraph_t chain, cudaGraphNode_t node, cudaGraphNodeType type) {
+template <class = void>
+cudaGraphNode_t copy_node(cudaGraph_t chain, cudaGraphNode_t node, cudaGraphNodeType type) {
   cudaGraphNode_t copy = nullptr;
   switch (type) {
   case cudaGraphNodeTypeKernel: {
@@ -176,7 +179,8 @@ using copy_ends = std::vector<cudaGraphNode_t>;
 
 /// Makes the next copy's roots wait for `previous` (nothing for the first copy). Over 16 edges
 /// (many sinks times many roots), one empty node joins the sinks first.
-inline void link(cudaGraph_t chain, copy_ends previous, const std::vector<cudaGraphNode_t>& roots) {
+template <class = void>
+void link(cudaGraph_t chain, copy_ends previous, const std::vector<cudaGraphNode_t>& roots) {
   if (previous.empty() || roots.empty()) {
     return;
   }
@@ -199,7 +203,8 @@ inline void link(cudaGraph_t chain, copy_ends previous, const std::vector<cudaGr
 }
 
 /// Appends `copies` flat copies of `body` to the empty graph `chain`, each after the previous.
-inline void chain_flat(cudaGraph_t chain, const body_nodes& body, std::size_t copies) {
+template <class = void>
+void chain_flat(cudaGraph_t chain, const body_nodes& body, std::size_t copies) {
   const std::size_t count = body.nodes.size();
   std::vector<cudaGraphNode_t> made(count);
   copy_ends previous;
@@ -232,7 +237,8 @@ inline void chain_flat(cudaGraph_t chain, const body_nodes& body, std::size_t co
 /// Appends `copies` child-graph nodes of `body` to the empty graph `chain`, in a line. Returns
 /// cudaErrorNotSupported, with nothing thrown, where CUDA takes no such child graph
 /// (conditional or memory nodes); throws cuda_error for any other failure.
-[[nodiscard]] inline cudaError_t chain_children(cudaGraph_t chain, cudaGraph_t body,
+template <class = void>
+[[nodiscard]] cudaError_t chain_children(cudaGraph_t chain, cudaGraph_t body,
                                                 std::size_t copies) {
   cudaGraphNode_t previous = nullptr;
   for (std::size_t i = 0; i < copies; ++i) {
@@ -250,7 +256,8 @@ inline void chain_flat(cudaGraph_t chain, const body_nodes& body, std::size_t co
 }
 
 /// Instantiates `chain` (flags 0, as the graph's own executable without memory nodes).
-[[nodiscard]] inline exec_handle instantiate_chain(cudaGraph_t chain) {
+template <class = void>
+[[nodiscard]] exec_handle instantiate_chain(cudaGraph_t chain) {
   cudaGraphExec_t exec = nullptr;
   check(cudaGraphInstantiateWithFlags(&exec, chain, 0), "cudaGraphInstantiateWithFlags");
   return exec_handle{exec};

@@ -23,9 +23,10 @@
 namespace graphcap::detail::families {
 
 /// The budget's account during one capture_all().
-class byte_ladder {
+template <class = void>
+class basic_byte_ladder {
 public:
-  explicit byte_ladder(std::size_t budget) noexcept : budget_(budget) {}
+  explicit basic_byte_ladder(std::size_t budget) noexcept : budget_(budget) {}
 
   /// What a key of `pool_bytes` pool growth and `weight` weighted nodes is predicted to take.
   /// A key whose nodes the model puts in the room left in the driver's last piece is predicted at
@@ -83,6 +84,7 @@ private:
   std::size_t own_bytes_ = 0;  // executable bytes this ladder measured
   std::size_t own_weight_ = 0; // the weighted nodes they were for
 };
+using byte_ladder = basic_byte_ladder<>;
 
 /// The sentence of a key left out.
 template <class Key>

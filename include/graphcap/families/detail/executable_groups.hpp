@@ -43,7 +43,8 @@ std::size_t instantiate_measured(Graph& graph) {
 }
 
 /// What a key's switch (or its join at capture) did, for its statistics.
-struct group_switch {
+template <class = void>
+struct basic_group_switch {
   bool switched = false;     ///< the key did not hold its group's executable before
   update_result result{};    ///< updated, or instantiated (a group of its own, or none held)
   std::size_t group = 0;     ///< the key's group after the switch
@@ -74,6 +75,7 @@ struct group_switch {
     }
   }
 };
+using group_switch = basic_group_switch<>;
 
 /// Whether a switch may hand `Graph`'s executable on as it is, having set its nodes itself.
 template <class Graph>

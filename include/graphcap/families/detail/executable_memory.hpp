@@ -31,7 +31,8 @@
 namespace graphcap::detail::families {
 
 /// The lock every measured instantiation of graphcap takes.
-inline std::mutex& instantiation_lock() noexcept {
+template <class = void>
+std::mutex& instantiation_lock() noexcept {
   static std::mutex lock;
   return lock;
 }
@@ -44,7 +45,8 @@ inline constexpr std::size_t default_bytes_per_node = 2176;
 inline constexpr std::size_t executable_piece = std::size_t{2} << 20;
 
 /// The process-wide running ratio of measured executable bytes to weighted nodes.
-struct executable_rate {
+template <class = void>
+struct basic_executable_rate {
   std::atomic<std::size_t> bytes{0};
   std::atomic<std::size_t> nodes{0};
 
@@ -61,16 +63,19 @@ struct executable_rate {
                : static_cast<double>(default_bytes_per_node);
   }
 };
+using executable_rate = basic_executable_rate<>;
 
 /// The one running ratio of the process.
-inline executable_rate& process_rate() noexcept {
+template <class = void>
+executable_rate& process_rate() noexcept {
   static executable_rate rate;
   return rate;
 }
 
 /// The nodes of `graph` that take executable memory: every node but memset and empty nodes
 /// (cuda/detail/node_kinds.hpp).
-inline std::size_t weighted_nodes(cudaGraph_t graph) {
+template <class = void>
+std::size_t weighted_nodes(cudaGraph_t graph) {
   std::size_t count = 0;
   check(cudaGraphGetNodes(graph, nullptr, &count), "cudaGraphGetNodes");
   std::vector<cudaGraphNode_t> nodes(count);
@@ -98,7 +103,8 @@ std::size_t instantiate_locked(Graph& graph, std::size_t weight) {
 }
 
 /// The device current now, or what cudaGetDevice says went wrong.
-inline int current_device() {
+template <class = void>
+int current_device() {
   int device = 0;
   check(cudaGetDevice(&device), "cudaGetDevice");
   return device;
@@ -106,7 +112,8 @@ inline int current_device() {
 
 /// Throws state_error unless the current device is `device` (where `what`'s figures were
 /// measured); -1: nothing was captured yet, any device will do.
-inline void require_device(int device, const char* what) {
+template <class = void>
+void require_device(int device, const char* what) {
   if (device < 0) {
     return;
   }

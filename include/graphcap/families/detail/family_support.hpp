@@ -75,7 +75,8 @@ std::string key_text(const Key& key) {
 }
 
 /// The message of a failure: what() for a std::exception.
-inline std::string failure_message(const std::exception_ptr& failure) {
+template <class = void>
+std::string failure_message(const std::exception_ptr& failure) {
   try {
     std::rethrow_exception(failure);
   } catch (const std::exception& thrown) {
@@ -142,7 +143,8 @@ void replay_key(Graph& graph, Stream stream, Context&&... ctx) {
 }
 
 /// The error of one_executable mode with a graph that cannot share an executable.
-[[noreturn]] inline void throw_no_switch_in_place() {
+template <class = void>
+[[noreturn]] void throw_no_switch_in_place() {
   throw error("graphcap: graph_family one_executable mode hands one executable graph from key "
               "to key (basic_graph::take_executable), which this Graph does not offer (a "
               "basic_graph does, and a piecewise_graph of basic_graphs, segment by segment): use "
@@ -150,7 +152,8 @@ void replay_key(Graph& graph, Stream stream, Context&&... ctx) {
 }
 
 /// The report's line of milliseconds.
-inline std::string milliseconds(std::chrono::nanoseconds time) {
+template <class = void>
+std::string milliseconds(std::chrono::nanoseconds time) {
   std::ostringstream out;
   out.setf(std::ios::fixed);
   out.precision(3);
@@ -190,7 +193,8 @@ struct family_work {
 };
 
 /// The stream `stream` holds, made (non-blocking, on the current device) if it holds none.
-inline cudaStream_t ensure_stream(stream_handle& stream) {
+template <class = void>
+cudaStream_t ensure_stream(stream_handle& stream) {
   if (!stream) {
     cudaStream_t created = nullptr;
     check(cudaStreamCreateWithFlags(&created, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
@@ -201,7 +205,8 @@ inline cudaStream_t ensure_stream(stream_handle& stream) {
 
 /// The message of a request above the largest key (`largest` empty: the family has none);
 /// `failures`: what capture_all() said of the keys it could not capture, if any.
-inline std::string no_key_at_least(const std::string& n, const std::string& largest,
+template <class = void>
+std::string no_key_at_least(const std::string& n, const std::string& largest,
                                    const std::string& failures) {
   std::string message =
       "graphcap: graph_family has no key at least " + n +
@@ -225,7 +230,8 @@ std::string describe_failures(const std::vector<family_failure<Key>>& failures, 
 }
 
 /// capture_all()'s line on stderr for one key.
-inline void print_progress_line(const std::string& key, const family_progress& progress) {
+template <class = void>
+void print_progress_line(const std::string& key, const family_progress& progress) {
   std::fprintf(stderr,
                "graphcap: graph_family: key %s %s (%zu of %zu), %.1f s, %zu nodes, pool %.1f MiB\n",
                key.c_str(), progress.failed ? "failed" : "captured", progress.index, progress.count,

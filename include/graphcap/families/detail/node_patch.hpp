@@ -70,7 +70,8 @@ struct key_params {
 };
 
 /// The driver's failures as cuda_error (its codes are the runtime's numbers).
-inline void patch_driver_check(CUresult status, const char* call) {
+template <class = void>
+void patch_driver_check(CUresult status, const char* call) {
   if (status != CUDA_SUCCESS) [[unlikely]] {
     throw_error(static_cast<cudaError_t>(status), call);
   }
@@ -78,7 +79,8 @@ inline void patch_driver_check(CUresult status, const char* call) {
 
 /// Appends a kernel node's parameters (laid out by cuFuncGetParamInfo) to `into`; `slots`:
 /// scratch for the layout.
-inline void read_kernel_node(cudaGraphNode_t node, key_params& into, node_params& params,
+template <class = void>
+void read_kernel_node(cudaGraphNode_t node, key_params& into, node_params& params,
                              std::vector<parameter_slot>& slots) {
   constexpr const char* needs = "graph_family's patch switch";
   const driver_api& api = driver();
@@ -110,7 +112,8 @@ inline void read_kernel_node(cudaGraphNode_t node, key_params& into, node_params
 /// The parameters of every node of `nodes` (a template's, in the signature's order). A node of
 /// another kind than kernel, memcpy, memset, event record or wait, or empty leaves the key not
 /// patchable (its switches are updates). Throws cuda_error for a failed read.
-inline key_params read_key_params(const std::vector<cudaGraphNode_t>& nodes) {
+template <class = void>
+key_params read_key_params(const std::vector<cudaGraphNode_t>& nodes) {
   key_params key;
   key.nodes.resize(nodes.size());
   key.patchable = true;
@@ -164,25 +167,30 @@ inline key_params read_key_params(const std::vector<cudaGraphNode_t>& nodes) {
   return key;
 }
 
-inline bool same_pos(const cudaPos& a, const cudaPos& b) noexcept {
+template <class = void>
+bool same_pos(const cudaPos& a, const cudaPos& b) noexcept {
   return a.x == b.x && a.y == b.y && a.z == b.z;
 }
-inline bool same_pitched(const cudaPitchedPtr& a, const cudaPitchedPtr& b) noexcept {
+template <class = void>
+bool same_pitched(const cudaPitchedPtr& a, const cudaPitchedPtr& b) noexcept {
   return a.ptr == b.ptr && a.pitch == b.pitch && a.xsize == b.xsize && a.ysize == b.ysize;
 }
 /// Field by field (the structs have padding).
-inline bool same_copy(const cudaMemcpy3DParms& a, const cudaMemcpy3DParms& b) noexcept {
+template <class = void>
+bool same_copy(const cudaMemcpy3DParms& a, const cudaMemcpy3DParms& b) noexcept {
   return same_pitched(a.srcPtr, b.srcPtr) && same_pitched(a.dstPtr, b.dstPtr) &&
          a.extent.width == b.extent.width && a.extent.height == b.extent.height &&
          a.extent.depth == b.extent.depth && a.kind == b.kind && same_pos(a.srcPos, b.srcPos) &&
          same_pos(a.dstPos, b.dstPos) && a.srcArray == b.srcArray && a.dstArray == b.dstArray;
 }
-inline bool same_set(const cudaMemsetParams& a, const cudaMemsetParams& b) noexcept {
+template <class = void>
+bool same_set(const cudaMemsetParams& a, const cudaMemsetParams& b) noexcept {
   return a.dst == b.dst && a.value == b.value && a.width == b.width && a.height == b.height &&
          a.elementSize == b.elementSize && a.pitch == b.pitch;
 }
 /// The kernel's shape, function and argument bytes.
-inline bool same_kernel(const node_params& a, const unsigned char* a_bytes, const node_params& b,
+template <class = void>
+bool same_kernel(const node_params& a, const unsigned char* a_bytes, const node_params& b,
                         const unsigned char* b_bytes) noexcept {
   const CUDA_KERNEL_NODE_PARAMS_v2& x = a.kernel;
   const CUDA_KERNEL_NODE_PARAMS_v2& y = b.kernel;
@@ -204,7 +212,8 @@ struct patch_outcome {
 /// parameters differ, through `nodes` (the handles of the template `exec` was instantiated
 /// from). Not patched: a change set-params cannot express, or a set CUDA refused (its error is
 /// cleared); some nodes may be set already, and the caller updates the executable.
-inline patch_outcome patch_nodes(cudaGraphExec_t exec, const std::vector<cudaGraphNode_t>& nodes,
+template <class = void>
+patch_outcome patch_nodes(cudaGraphExec_t exec, const std::vector<cudaGraphNode_t>& nodes,
                                  const key_params& held, const key_params& target) {
   patch_outcome outcome;
   const std::size_t count = target.nodes.size();

@@ -93,7 +93,8 @@ inline constexpr std::array<cudaLaunchAttributeID, 9> launch_attributes_compared
 }
 
 /// FNV-1a, one 64-bit word at a time.
-class signature_hash {
+template <class = void>
+class basic_signature_hash {
 public:
   void add(std::uint64_t word) noexcept {
     for (int byte = 0; byte < 8; ++byte) {
@@ -105,10 +106,12 @@ public:
 private:
   std::uint64_t value_ = 0xcbf29ce484222325ULL;
 };
+using signature_hash = basic_signature_hash<>;
 
 /// What the driver says a kernel node launches: its function (a library's kernels too, which
 /// the runtime's cudaGraphKernelNodeGetParams cannot name), as a number to compare.
-inline std::uint64_t kernel_identity(cudaGraphNode_t node) {
+template <class = void>
+std::uint64_t kernel_identity(cudaGraphNode_t node) {
   CUDA_KERNEL_NODE_PARAMS_v2 params{};
   const CUresult status = driver().graph_kernel_node_get_params.require(
       "graph_family's one-executable mode")(node, &params);
@@ -121,7 +124,8 @@ inline std::uint64_t kernel_identity(cudaGraphNode_t node) {
 
 /// A kernel node's launch attribute `id` as read from the template (zero bytes where none was
 /// given; an attribute this driver cannot read reads as a marker value, equal across keys).
-inline cudaLaunchAttributeValue launch_attribute(cudaGraphNode_t node, cudaLaunchAttributeID id) {
+template <class = void>
+cudaLaunchAttributeValue launch_attribute(cudaGraphNode_t node, cudaLaunchAttributeID id) {
   cudaLaunchAttributeValue value;
   std::memset(&value, 0, sizeof value); // the bytes of the union a read leaves alone stay equal
   if (cudaGraphKernelNodeGetAttribute(node, id, &value) != cudaSuccess) {
@@ -133,7 +137,8 @@ inline cudaLaunchAttributeValue launch_attribute(cudaGraphNode_t node, cudaLaunc
 
 /// An attribute value's bytes as words (the union was zeroed before the read: its unused bytes
 /// compare equal).
-inline std::array<std::uint64_t, sizeof(cudaLaunchAttributeValue) / 8>
+template <class = void>
+std::array<std::uint64_t, sizeof(cudaLaunchAttributeValue) / 8>
 value_words(const cudaLaunchAttributeValue& value) noexcept {
   std::array<std::uint64_t, sizeof(cudaLaunchAttributeValue) / 8> words{};
   std::memcpy(words.data(), &value, sizeof words);
@@ -141,7 +146,8 @@ value_words(const cudaLaunchAttributeValue& value) noexcept {
 }
 
 /// Adds the kernel node's function and compared launch attributes to `hash`.
-inline void add_kernel_launch(signature_hash& hash, cudaGraphNode_t node) {
+template <class = void>
+void add_kernel_launch(signature_hash& hash, cudaGraphNode_t node) {
   hash.add(kernel_identity(node));
   for (const cudaLaunchAttributeID id : launch_attributes_compared) {
     for (const std::uint64_t word : value_words(launch_attribute(node, id))) {
@@ -151,7 +157,8 @@ inline void add_kernel_launch(signature_hash& hash, cudaGraphNode_t node) {
 }
 
 /// The template's nodes in creation order (the order cudaGraphExecUpdate pairs them by).
-inline std::vector<cudaGraphNode_t> nodes_of(cudaGraph_t graph) {
+template <class = void>
+std::vector<cudaGraphNode_t> nodes_of(cudaGraph_t graph) {
   std::size_t count = 0;
   check(cudaGraphGetNodes(graph, nullptr, &count), "cudaGraphGetNodes");
   std::vector<cudaGraphNode_t> nodes(count);
@@ -163,7 +170,8 @@ inline std::vector<cudaGraphNode_t> nodes_of(cudaGraph_t graph) {
 
 /// Why `graph` cannot share the executable of `held` though their topologies match: the first
 /// kernel node (in creation order) whose function or compared launch attribute differs.
-inline std::string launch_difference(cudaGraph_t graph, cudaGraph_t held) {
+template <class = void>
+std::string launch_difference(cudaGraph_t graph, cudaGraph_t held) {
   const std::vector<cudaGraphNode_t> mine = nodes_of(graph);
   const std::vector<cudaGraphNode_t> theirs = nodes_of(held);
   for (std::size_t i = 0; i < mine.size() && i < theirs.size(); ++i) {
@@ -195,7 +203,8 @@ inline std::string launch_difference(cudaGraph_t graph, cudaGraph_t held) {
 
 /// The signature of `graph` (a finished capture's template). Throws cuda_error if CUDA cannot
 /// list its nodes or edges.
-inline topology_signature signature_of(cudaGraph_t graph) {
+template <class = void>
+topology_signature signature_of(cudaGraph_t graph) {
   const std::vector<cudaGraphNode_t> nodes = nodes_of(graph);
   const std::size_t count = nodes.size();
   signature_hash hash;

@@ -32,7 +32,8 @@ namespace graphcap {
 namespace detail::inspection {
 
 /// One capture, from its begin to its end.
-struct capture_record {
+template <class = void>
+struct basic_capture_record {
   cudaStream_t stream = nullptr;
   bool global_mode = true;              // begun in cudaStreamCaptureModeGlobal
   std::vector<std::thread::id> threads; // threads[0] began it; offending_call::thread - 1
@@ -48,6 +49,7 @@ struct capture_record {
     return capture_failure ? capture_failure : own_failure;
   }
 };
+using capture_record = basic_capture_record<>;
 
 /// CUDA's capture errors: cudaErrorStreamCaptureUnsupported (900) to ...WrongThread (908), one
 /// value in the runtime and the driver.
@@ -57,11 +59,12 @@ struct capture_record {
 }
 
 /// The captures in progress and the last ones ended, fed by CUPTI's API callbacks.
-class call_recorder {
+template <class = void>
+class basic_call_recorder {
 public:
   /// The process's instance. Never destroyed: a callback may run while the process exits.
-  static call_recorder& instance() {
-    static call_recorder* const shared = new call_recorder; // NOLINT: see above
+  static basic_call_recorder& instance() {
+    static basic_call_recorder* const shared = new basic_call_recorder; // NOLINT: see above
     return *shared;
   }
 
@@ -136,7 +139,7 @@ public:
   }
 
 private:
-  call_recorder() = default;
+  basic_call_recorder() = default;
 
   static constexpr std::size_t kept_ended = 16; // ended captures remembered, for their errors
 
@@ -319,6 +322,7 @@ private:
   std::vector<capture_record> active_;
   std::vector<capture_record> ended_; // oldest first, at most kept_ended
 };
+using call_recorder = basic_call_recorder<>;
 
 } // namespace detail::inspection
 } // namespace graphcap

@@ -27,7 +27,8 @@
 namespace graphcap::detail::inspection {
 
 /// `text` inside a DOT double-quoted string.
-inline std::string dot_escaped(std::string_view text) {
+template <class = void>
+std::string dot_escaped(std::string_view text) {
   std::string escaped;
   for (const char c : text) {
     if (c == '\n') {
@@ -43,11 +44,12 @@ inline std::string dot_escaped(std::string_view text) {
 }
 
 /// Writes one graph (and the bodies of its conditional nodes) as DOT.
-class dot_writer {
+template <class = void>
+class basic_dot_writer {
 public:
   /// Writes to `out`; `layout` (may be null) gives scopes and bodies. Node ids and cluster
   /// names begin with `prefix`, so that several writers can draw into one document.
-  dot_writer(std::ostream& out, const graph_layout* layout, std::string prefix = "n")
+  basic_dot_writer(std::ostream& out, const graph_layout* layout, std::string prefix = "n")
       : out_(out), layout_(layout), names_(driver_if_available()), prefix_(std::move(prefix)) {
     if (layout_ == nullptr) {
       return;
@@ -289,5 +291,6 @@ private:
   std::string first_; // the first and last node of the graph's own level
   std::string last_;
 };
+using dot_writer = basic_dot_writer<>;
 
 } // namespace graphcap::detail::inspection

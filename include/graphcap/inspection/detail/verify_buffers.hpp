@@ -16,7 +16,8 @@
 namespace graphcap::detail::inspection {
 
 /// Two host buffers of one size, grown on demand, never zeroed (the copies write every byte).
-class host_copies {
+template <class = void>
+class basic_host_copies {
 public:
   /// Makes room for `bytes` in each buffer; growing discards what they held.
   void reserve(std::size_t bytes) {
@@ -46,6 +47,7 @@ private:
   std::unique_ptr<std::byte[]> replay_;
   std::size_t capacity_ = 0;
 };
+using host_copies = basic_host_copies<>;
 
 /// This thread's kept buffers, and whether a verify() on this thread is using them now.
 struct kept_copies {
@@ -54,7 +56,8 @@ struct kept_copies {
 };
 
 /// This thread's kept_copies (freed when the thread exits).
-inline kept_copies& thread_copies() noexcept {
+template <class = void>
+kept_copies& thread_copies() noexcept {
   thread_local kept_copies kept;
   return kept;
 }
@@ -63,10 +66,11 @@ inline kept_copies& thread_copies() noexcept {
 /// freed with the lease (`keep` false also frees what earlier calls kept). verify() takes it after
 /// the eager work, so no user code runs while it is held; should another lease on the thread
 /// hold the kept buffers all the same, this one makes its own rather than share them.
-class copies_lease {
+template <class = void>
+class basic_copies_lease {
 public:
   /// Takes this thread's kept buffers, or makes its own (see the class).
-  explicit copies_lease(bool keep) : kept_(thread_copies()) {
+  explicit basic_copies_lease(bool keep) : kept_(thread_copies()) {
     if (kept_.in_use) {
       return;
     }
@@ -77,11 +81,11 @@ public:
     kept_.in_use = true;
     using_kept_ = true;
   }
-  copies_lease(const copies_lease&) = delete;
-  copies_lease& operator=(const copies_lease&) = delete;
-  copies_lease(copies_lease&&) = delete;
-  copies_lease& operator=(copies_lease&&) = delete;
-  ~copies_lease() {
+  basic_copies_lease(const basic_copies_lease&) = delete;
+  basic_copies_lease& operator=(const basic_copies_lease&) = delete;
+  basic_copies_lease(basic_copies_lease&&) = delete;
+  basic_copies_lease& operator=(basic_copies_lease&&) = delete;
+  ~basic_copies_lease() {
     if (using_kept_) {
       kept_.in_use = false;
     }
@@ -97,5 +101,6 @@ private:
   host_copies own_;
   bool using_kept_ = false;
 };
+using copies_lease = basic_copies_lease<>;
 
 } // namespace graphcap::detail::inspection

@@ -76,7 +76,8 @@ std::string element_text(const T& value) {
 
 /// The absolute and relative difference of two floating-point values; infinite where one is NaN
 /// and the other not (or infinities of opposite signs).
-inline void float_difference(double eager, double replay, double& absolute, double& relative) {
+template <class = void>
+void float_difference(double eager, double replay, double& absolute, double& relative) {
   absolute = std::fabs(replay - eager);
   if (std::isnan(absolute)) {
     absolute = std::numeric_limits<double>::infinity();

@@ -59,6 +59,7 @@ struct liveness_input {
   std::vector<liveness_use> uses;
 
   /// Counts one more use described by `what`.
+  template <class = void>
   void add_use(std::string what) {
     const auto same = std::find_if(uses.begin(), uses.end(),
                                    [&](const liveness_use& use) { return use.what == what; });
@@ -71,15 +72,16 @@ struct liveness_input {
 };
 
 /// "0x7f3a52000000".
-inline std::string liveness_hex(std::uintptr_t address) {
+template <class = void>
+std::string liveness_hex(std::uintptr_t address) {
   char digits[2 * sizeof address + 2] = {'0', 'x'};
   const auto end = std::to_chars(digits + 2, digits + sizeof digits, address, 16).ptr;
   return {digits, end};
 }
 
 /// The cuda_error for a buffer-id query that failed with another status than "no allocation".
-GRAPHCAP_COLD [[noreturn]] inline void liveness_query_failed(CUresult status,
-                                                             std::uintptr_t address) {
+template <class = void>
+GRAPHCAP_COLD [[noreturn]] void liveness_query_failed(CUresult status, std::uintptr_t address) {
   throw_error(static_cast<cudaError_t>(status), "cuPointerGetAttribute",
               "graphcap's liveness check could not ask the driver whether " +
                   liveness_hex(address) + " is CUDA memory that it must check before replays");
@@ -90,7 +92,8 @@ GRAPHCAP_COLD [[noreturn]] inline void liveness_query_failed(CUresult status,
 /// means that. Any other failure (no context, a driver not initialized or shutting down) says
 /// nothing about the address: taken for "not CUDA memory" it would leave an input of the graph
 /// silently unchecked, so it is a cuda_error instead.
-[[nodiscard]] inline std::optional<unsigned long long>
+template <class = void>
+[[nodiscard]] std::optional<unsigned long long>
 liveness_buffer_id(liveness_pointer_query query, std::uintptr_t address) {
   unsigned long long buffer_id = 0;
   const CUresult status =
@@ -111,6 +114,7 @@ struct liveness_tracking {
   std::vector<liveness_range> excluded; // exclude()
 
   /// Whether `address` is internal memory (the graph's own, or excluded): never an input.
+  template <class = void>
   [[nodiscard]] bool is_internal(std::uintptr_t address) const noexcept {
     const auto holds = [&](const liveness_range& range) { return range.contains(address); };
     return std::any_of(internal.begin(), internal.end(), holds) ||
@@ -118,6 +122,7 @@ struct liveness_tracking {
   }
 
   /// Drops the inputs that lie in internal memory.
+  template <class = void>
   void drop_internal_inputs() {
     std::erase_if(inputs, [&](const liveness_input& input) { return is_internal(input.address); });
   }

@@ -28,7 +28,8 @@ namespace graphcap::detail::liveness {
 inline constexpr std::size_t liveness_listed_inputs = 8;
 
 /// Why `input` is dead, or nothing if it is alive.
-[[nodiscard]] inline std::optional<std::string_view>
+template <class = void>
+[[nodiscard]] std::optional<std::string_view>
 liveness_death_of(const liveness_input& input, liveness_pointer_query query) {
   if (input.token && input.token->expired()) {
     return "released by its allocator (its liveness token expired)";
@@ -59,7 +60,8 @@ using liveness_death = std::pair<const liveness_input*, std::string_view>;
 
 /// The liveness_error's message for `dead` (not empty): how many, then each input (at most
 /// liveness_listed_inputs) with every way the graph uses it, then what to do.
-inline std::string liveness_refusal(const std::vector<liveness_death>& dead) {
+template <class = void>
+std::string liveness_refusal(const std::vector<liveness_death>& dead) {
   std::string text =
       "graphcap: replay refused, nothing was launched: " + std::to_string(dead.size()) +
       (dead.size() == 1 ? " input of the graph is" : " inputs of the graph are") +
@@ -89,7 +91,8 @@ inline std::string liveness_refusal(const std::vector<liveness_death>& dead) {
 
 /// Makes the runtime's context current on this thread (a thread that has made no CUDA runtime
 /// call yet has none), clearing any error that leaves.
-inline void liveness_bind_runtime_context() noexcept {
+template <class = void>
+void liveness_bind_runtime_context() noexcept {
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess || cudaSetDevice(device) != cudaSuccess) {
     static_cast<void>(cudaGetLastError());
@@ -100,8 +103,9 @@ inline void liveness_bind_runtime_context() noexcept {
 /// cuda_error where a query fails for another reason; returns only if every input turns out
 /// alive (the first query failed for another reason, e.g. no context was current on this thread
 /// yet, which binding the runtime's one cures).
-GRAPHCAP_COLD inline void liveness_diagnose(const std::vector<liveness_input>& inputs,
-                                            liveness_pointer_query query) {
+template <class = void>
+GRAPHCAP_COLD void liveness_diagnose(const std::vector<liveness_input>& inputs,
+                                     liveness_pointer_query query) {
   liveness_bind_runtime_context();
   std::vector<liveness_death> dead;
   for (const liveness_input& input : inputs) {

@@ -43,7 +43,8 @@ struct liveness_node {
 
 /// Throws cuda_error for a failed driver call `call` (the driver's status as the runtime's of the
 /// same number).
-inline void liveness_driver_check(CUresult status, const char* call) {
+template <class = void>
+void liveness_driver_check(CUresult status, const char* call) {
   if (status != CUDA_SUCCESS) [[unlikely]] {
     throw_error(static_cast<cudaError_t>(status), call);
   }
@@ -51,8 +52,9 @@ inline void liveness_driver_check(CUresult status, const char* call) {
 
 /// Appends every node of `graph`, each with its type (one cuGraphNodeGetType per node), then
 /// those of its child graphs.
-inline void liveness_collect_nodes(cudaGraph_t graph, PFN_cuGraphNodeGetType_v10000 node_type,
-                                   std::vector<liveness_node>& nodes) {
+template <class = void>
+void liveness_collect_nodes(cudaGraph_t graph, PFN_cuGraphNodeGetType_v10000 node_type,
+                            std::vector<liveness_node>& nodes) {
   std::size_t count = 0;
   check(cudaGraphGetNodes(graph, nullptr, &count), "cudaGraphGetNodes");
   std::vector<cudaGraphNode_t> listed(count);
@@ -75,6 +77,7 @@ inline void liveness_collect_nodes(cudaGraph_t graph, PFN_cuGraphNodeGetType_v10
 }
 
 /// One pass over a captured graph's nodes, recording the inputs it uses into a liveness_tracking.
+template <class = void>
 class liveness_scan {
 public:
   /// `tracking`: its internal ranges complete (the graph's allocations, the excluded ranges).
@@ -209,8 +212,9 @@ private:
 /// The one pass over a captured graph and its conditional bodies: its memory allocation nodes
 /// become internal ranges (and inputs declared inside them are dropped), then every node's
 /// addresses are recorded.
-inline void liveness_scan_graph(cudaGraph_t graph, const std::vector<cudaGraph_t>& bodies,
-                                liveness_tracking& tracking, liveness_pointer_query query) {
+template <class = void>
+void liveness_scan_graph(cudaGraph_t graph, const std::vector<cudaGraph_t>& bodies,
+                         liveness_tracking& tracking, liveness_pointer_query query) {
   std::vector<liveness_node> nodes;
   const auto node_type = driver().graph_node_get_type.require(liveness_needs);
   liveness_collect_nodes(graph, node_type, nodes);
@@ -226,7 +230,7 @@ inline void liveness_scan_graph(cudaGraph_t graph, const std::vector<cudaGraph_t
     }
   }
   tracking.drop_internal_inputs();
-  liveness_scan scan{tracking, query};
+  liveness_scan<> scan{tracking, query};
   for (const liveness_node& node : nodes) {
     scan.node(node);
   }

@@ -21,7 +21,8 @@ namespace graphcap::detail::pool {
 /// Gives the blocks `held` marks freed back to `core` and forgets them (a shared pool's freed
 /// blocks, when the capture that freed them ends): later captures into the pool may take them;
 /// the giver's replays still use them, so memory checkers keep them valid.
-inline void give_back_freed(held_blocks& held, pool_core& core) noexcept {
+template <class = void>
+void give_back_freed(held_blocks& held, pool_core& core) noexcept {
   held.erase_if([&core](const held_block& entry) {
     if (entry.freed) {
       core.give_back(entry.address, entry.size, nullptr, /*still_used=*/true);

@@ -29,7 +29,8 @@
 namespace graphcap::detail::pool {
 
 /// `bytes` of pageable host memory for a backup (std::bad_alloc where there is none).
-inline std::byte* map_pageable(std::size_t bytes) {
+template <class = void>
+std::byte* map_pageable(std::size_t bytes) {
 #if defined(__linux__)
   void* const memory =
       mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -48,7 +49,8 @@ inline std::byte* map_pageable(std::size_t bytes) {
 }
 
 /// Gives back what map_pageable(bytes) gave.
-inline void unmap_pageable(std::byte* memory, std::size_t bytes) noexcept {
+template <class = void>
+void unmap_pageable(std::byte* memory, std::size_t bytes) noexcept {
 #if defined(__linux__)
   static_cast<void>(munmap(memory, bytes));
 #else
@@ -60,7 +62,8 @@ inline void unmap_pageable(std::byte* memory, std::size_t bytes) noexcept {
 /// Lets the kernel take back the pages of `bytes` at `memory` (from map_pageable) whenever it
 /// needs memory, keeping the range (Linux: madvise MADV_FREE; a page it has not taken yet is
 /// written again with no fault): true if so, else false and the caller unmaps it.
-inline bool free_pageable_lazily(std::byte* memory, std::size_t bytes) noexcept {
+template <class = void>
+bool free_pageable_lazily(std::byte* memory, std::size_t bytes) noexcept {
 #if defined(__linux__) && defined(MADV_FREE)
   return madvise(memory, bytes, MADV_FREE) == 0;
 #else
@@ -72,14 +75,15 @@ inline bool free_pageable_lazily(std::byte* memory, std::size_t bytes) noexcept 
 
 /// The calling thread and up to 15 others, made for one backup's or restore's copies of at most
 /// `largest` bytes each (none for copies under a few MiB), each memcpy'ing a share of a range.
-class copy_crew {
+template <class = void>
+class basic_copy_crew {
 public:
   /// Most threads, the caller included.
   static constexpr unsigned most = 16;
   /// Bytes per thread below which a copy gets no more threads.
   static constexpr std::size_t share = std::size_t{2} << 20;
 
-  explicit copy_crew(std::size_t largest) noexcept {
+  explicit basic_copy_crew(std::size_t largest) noexcept {
     const unsigned cores = std::max(1U, std::thread::hardware_concurrency());
     const auto wanted = static_cast<unsigned>(std::min<std::size_t>(
         {std::size_t{most}, std::size_t{cores}, std::max<std::size_t>(1, largest / share)}));
@@ -91,11 +95,11 @@ public:
     } catch (...) { // no thread or no memory: the threads made so far (or the caller) copy
     }
   }
-  copy_crew(const copy_crew&) = delete;
-  copy_crew& operator=(const copy_crew&) = delete;
-  copy_crew(copy_crew&&) = delete;
-  copy_crew& operator=(copy_crew&&) = delete;
-  ~copy_crew() {
+  basic_copy_crew(const basic_copy_crew&) = delete;
+  basic_copy_crew& operator=(const basic_copy_crew&) = delete;
+  basic_copy_crew(basic_copy_crew&&) = delete;
+  basic_copy_crew& operator=(basic_copy_crew&&) = delete;
+  ~basic_copy_crew() {
     {
       const std::lock_guard lock(mutex_);
       stop_ = true;
@@ -168,5 +172,6 @@ private:
   std::size_t bytes_ = 0;
   bool stop_ = false;
 };
+using copy_crew = basic_copy_crew<>;
 
 } // namespace graphcap::detail::pool

@@ -42,7 +42,8 @@ struct free_block {
 };
 
 /// The free blocks of a pool, first in first out per size class.
-class free_blocks {
+template <class = void>
+class basic_free_blocks {
 public:
   /// Enters a block, last of its size class. One given back with the event take() waited for
   /// last was used after that wait: its take waits again.
@@ -121,5 +122,6 @@ private:
   ready_event awaited_;                                  // the event take() waited for last
   bool reuse_larger_ = false;                            // take() may hand out a larger class
 };
+using free_blocks = basic_free_blocks<>;
 
 } // namespace graphcap::detail::pool

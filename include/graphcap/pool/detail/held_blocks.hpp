@@ -32,7 +32,8 @@ struct held_block {
 };
 
 /// The blocks a graph holds, in the order they were added, with an index by address.
-class held_blocks {
+template <class = void>
+class basic_held_blocks {
 public:
   /// Where the probes of the index stand, for tests: how far entries sit from their home slot.
   struct index_statistics {
@@ -182,5 +183,6 @@ private:
   std::vector<std::size_t> slots_; // the index: position + 1, or empty_slot
   unsigned shift_ = 64;            // 64 - log2(slots_.size())
 };
+using held_blocks = basic_held_blocks<>;
 
 } // namespace graphcap::detail::pool

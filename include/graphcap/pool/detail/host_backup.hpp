@@ -38,17 +38,18 @@ namespace graphcap::detail::pool {
 
 /// A sleeping pool's contents on the host, range by range (the blocks in use), the stream of
 /// their copies, and the pinned memory kept for the next backup (see the top of this file).
-class host_backup {
+template <class = void>
+class basic_host_backup {
 public:
   /// The size of each of the two pinned staging buffers at most.
   static constexpr std::size_t staging_bytes = std::size_t{32} << 20;
 
-  host_backup() noexcept = default;
-  host_backup(const host_backup&) = delete;
-  host_backup& operator=(const host_backup&) = delete;
-  host_backup(host_backup&&) = delete;
-  host_backup& operator=(host_backup&&) = delete;
-  ~host_backup() { reset(); }
+  basic_host_backup() noexcept = default;
+  basic_host_backup(const basic_host_backup&) = delete;
+  basic_host_backup& operator=(const basic_host_backup&) = delete;
+  basic_host_backup(basic_host_backup&&) = delete;
+  basic_host_backup& operator=(basic_host_backup&&) = delete;
+  ~basic_host_backup() { reset(); }
 
   /// Copies each of `slabs` (ranges of them, none across two) to the host, contiguous ranges in
   /// one copy, and waits for the copies. On failure there is no backup, and it throws.
@@ -289,5 +290,6 @@ private:
   bool pinned_ = false; // data_ is pinned (else pageable, mapped for the backup)
   bool keep_ = false;   // keep_memory()
 };
+using host_backup = basic_host_backup<>;
 
 } // namespace graphcap::detail::pool

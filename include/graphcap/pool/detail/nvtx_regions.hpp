@@ -32,13 +32,15 @@ inline constexpr bool enabled = true;
 using heap = nvtxMemHeapHandle_t;
 
 /// graphcap's NVTX domain, created on first use.
-inline nvtxDomainHandle_t domain() noexcept {
+template <class = void>
+nvtxDomainHandle_t domain() noexcept {
   static const nvtxDomainHandle_t handle = nvtxDomainCreateA("graphcap");
   return handle;
 }
 
 /// Registers a slab as a heap whose unregistered parts must not be accessed.
-inline heap add_slab(const void* base, std::size_t bytes) noexcept {
+template <class = void>
+heap add_slab(const void* base, std::size_t bytes) noexcept {
   const nvtxMemVirtualRangeDesc_t range{bytes, base};
   nvtxMemHeapDesc_t desc{};
   desc.extCompatID = NVTX_EXT_COMPATID_MEM;
@@ -52,14 +54,16 @@ inline heap add_slab(const void* base, std::size_t bytes) noexcept {
   return reinterpret_cast<std::intptr_t>(handle) == -1 ? nullptr : handle;
 }
 
-inline void remove_slab(heap slab) noexcept {
+template <class = void>
+void remove_slab(heap slab) noexcept {
   if (slab != nullptr) {
     nvtxMemHeapUnregister(domain(), slab);
   }
 }
 
 /// A block of `slab` handed out: accesses to it are valid.
-inline void mark_allocated(heap slab, const void* block, std::size_t bytes) noexcept {
+template <class = void>
+void mark_allocated(heap slab, const void* block, std::size_t bytes) noexcept {
   if (slab == nullptr) {
     return; // no tool attached when the slab was registered
   }
@@ -76,7 +80,8 @@ inline void mark_allocated(heap slab, const void* block, std::size_t bytes) noex
 }
 
 /// A block given back: accesses to it are errors until it is handed out again.
-inline void mark_freed(heap slab, const void* block) noexcept {
+template <class = void>
+void mark_freed(heap slab, const void* block) noexcept {
   if (slab == nullptr) {
     return;
   }
@@ -97,12 +102,16 @@ inline void mark_freed(heap slab, const void* block) noexcept {
 inline constexpr bool enabled = false;
 
 using heap = void*;
-inline heap add_slab(const void* /*base*/, std::size_t /*bytes*/) noexcept {
+template <class = void>
+heap add_slab(const void* /*base*/, std::size_t /*bytes*/) noexcept {
   return nullptr;
 }
-inline void remove_slab(heap /*slab*/) noexcept {}
-inline void mark_allocated(heap /*slab*/, const void* /*block*/, std::size_t /*bytes*/) noexcept {}
-inline void mark_freed(heap /*slab*/, const void* /*block*/) noexcept {}
+template <class = void>
+void remove_slab(heap /*slab*/) noexcept {}
+template <class = void>
+void mark_allocated(heap /*slab*/, const void* /*block*/, std::size_t /*bytes*/) noexcept {}
+template <class = void>
+void mark_freed(heap /*slab*/, const void* /*block*/) noexcept {}
 
 #endif
 

@@ -59,7 +59,8 @@ namespace graphcap {
 namespace detail::pool {
 
 /// Slabs of device memory and the blocks carved from them (see the top of this file).
-class pool_core {
+template <class = void>
+class basic_pool_core {
 public:
   /// The step of the small size classes.
   static constexpr std::size_t small_granule = 512;
@@ -77,19 +78,19 @@ public:
 
   /// A core drawing slabs from `source` (nullptr: the current device's current memory pool),
   /// released `how` (pool/detail/slab_memory.hpp).
-  explicit pool_core(cudaMemPool_t source = nullptr,
+  explicit basic_pool_core(cudaMemPool_t source = nullptr,
                      slab_release how = slab_release::after_wait) noexcept
       : memory_(source, how) {}
   /// A core whose slabs come from `custom` (pool::sleepable's VMM chunks), freed once the device
   /// is done with them (after the give-back's wait).
-  explicit pool_core(std::shared_ptr<slab_source> custom) noexcept : memory_(std::move(custom)) {}
+  explicit basic_pool_core(std::shared_ptr<slab_source> custom) noexcept : memory_(std::move(custom)) {}
   /// Not copyable, not movable: shared through std::shared_ptr.
-  pool_core(const pool_core&) = delete;
-  pool_core& operator=(const pool_core&) = delete;
-  pool_core(pool_core&&) = delete;
-  pool_core& operator=(pool_core&&) = delete;
+  basic_pool_core(const basic_pool_core&) = delete;
+  basic_pool_core& operator=(const basic_pool_core&) = delete;
+  basic_pool_core(basic_pool_core&&) = delete;
+  basic_pool_core& operator=(basic_pool_core&&) = delete;
   /// Frees every slab, pinned ones too (their buffers are gone: each holds the core).
-  ~pool_core() {
+  ~basic_pool_core() {
     release_slabs();
     for (const auto& [base, slab] : slabs_) { // slabs pinned by buffers that are gone too
       free_slab(base, slab);
@@ -287,7 +288,7 @@ private:
 
   using slab_map = std::map<std::byte*, slab_record, std::greater<>>; // descending addresses
 
-  slab_map::iterator find_slab(const void* block) noexcept {
+  typename slab_map::iterator find_slab(const void* block) noexcept {
     // The slab with the highest base not above the block (descending order: lower_bound).
     return slabs_.lower_bound(static_cast<std::byte*>(const_cast<void*>(block)));
   }
@@ -354,9 +355,11 @@ private:
   std::size_t buffers_ = 0;
   pool_statistics stats_{};
 };
+using pool_core = basic_pool_core<>;
 
+template <class Deferred>
 template <class F>
-void pool_core::for_each_range_in_use(F&& f) const {
+void basic_pool_core<Deferred>::for_each_range_in_use(F&& f) const {
   using range = std::pair<const std::byte*, std::size_t>;
   std::vector<range> holes; // not in use: free blocks and the current small slab's end
   free_.for_each([&](const void* block, std::size_t size) {

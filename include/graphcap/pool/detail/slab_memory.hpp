@@ -32,14 +32,15 @@ namespace graphcap::detail::pool {
 
 /// Slabs from somewhere else than the runtime's allocators (pool::sleepable's VMM chunks): what
 /// slab_memory asks of it. Growth only: a block taken from a free list never reaches it.
-class slab_source {
+template <class = void>
+class basic_slab_source {
 public:
-  slab_source() = default;
-  slab_source(const slab_source&) = delete;
-  slab_source& operator=(const slab_source&) = delete;
-  slab_source(slab_source&&) = delete;
-  slab_source& operator=(slab_source&&) = delete;
-  virtual ~slab_source() = default;
+  basic_slab_source() = default;
+  basic_slab_source(const basic_slab_source&) = delete;
+  basic_slab_source& operator=(const basic_slab_source&) = delete;
+  basic_slab_source(basic_slab_source&&) = delete;
+  basic_slab_source& operator=(basic_slab_source&&) = delete;
+  virtual ~basic_slab_source() = default;
   /// `size` bytes at `*slab`, or the status of the call that failed (allocating_call() names it
   /// then): a driver call's, which leaves the runtime's last error alone, so the pool reports it
   /// with throw_error; may throw a graphcap::error of its own (a missing driver function, a
@@ -56,6 +57,7 @@ public:
 protected:
   bool asleep_ = false; // set by the source's sleep and wake
 };
+using slab_source = basic_slab_source<>;
 
 /// cudaMemGetInfo's free figure when made; taken_since() is its drop since. Why a pool measures
 /// it: a stream-ordered pool (cudaMallocAsync) reserves more than a slab (32 MiB for a 2 MiB
@@ -103,14 +105,15 @@ enum class slab_release : unsigned char {
 };
 
 /// The memory of a pool's slabs: taken and freed as the top of this file says.
-class slab_memory {
+template <class = void>
+class basic_slab_memory {
 public:
   /// Slabs from `source` (nullptr: the current device's current memory pool), released `how`
   /// (a user's pool is always after_wait: its frees do not wait).
-  explicit slab_memory(cudaMemPool_t source, slab_release how) noexcept
+  explicit basic_slab_memory(cudaMemPool_t source, slab_release how) noexcept
       : source_(source), waits_(how == slab_release::waits_for_device && source == nullptr) {}
   /// Slabs from `custom`, freed after the giving graph's wait.
-  explicit slab_memory(std::shared_ptr<slab_source> custom) noexcept : custom_(std::move(custom)) {}
+  explicit basic_slab_memory(std::shared_ptr<slab_source> custom) noexcept : custom_(std::move(custom)) {}
 
   /// The policy's own source (null: the runtime's allocators).
   [[nodiscard]] const std::shared_ptr<slab_source>& custom() const noexcept { return custom_; }
@@ -255,5 +258,6 @@ private:
   stream_handle stream_; // never captures: slabs are taken on it
   int device_ = 0;       // the device of stream_ and of every slab
 };
+using slab_memory = basic_slab_memory<>;
 
 } // namespace graphcap::detail::pool

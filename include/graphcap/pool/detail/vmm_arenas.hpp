@@ -26,7 +26,8 @@
 namespace graphcap::detail::pool {
 
 /// One reserved address range of a sleepable pool.
-struct vmm_arena {
+template <class = void>
+struct basic_vmm_arena {
   CUdeviceptr base = 0; ///< 0: freed
   std::size_t bytes = 0;
   std::size_t used = 0;   ///< the next slab is at base + used (or after the carve: next_slab)
@@ -43,16 +44,18 @@ struct vmm_arena {
     return offset + size <= carved;
   }
 };
+using vmm_arena = basic_vmm_arena<>;
 
 /// The arenas of one sleepable pool, its device and its allocation granularity.
-class vmm_arenas {
+template <class = void>
+class basic_vmm_arenas {
 public:
-  vmm_arenas() = default;
-  vmm_arenas(const vmm_arenas&) = delete;
-  vmm_arenas& operator=(const vmm_arenas&) = delete;
-  vmm_arenas(vmm_arenas&&) = delete;
-  vmm_arenas& operator=(vmm_arenas&&) = delete;
-  ~vmm_arenas() {
+  basic_vmm_arenas() = default;
+  basic_vmm_arenas(const basic_vmm_arenas&) = delete;
+  basic_vmm_arenas& operator=(const basic_vmm_arenas&) = delete;
+  basic_vmm_arenas(basic_vmm_arenas&&) = delete;
+  basic_vmm_arenas& operator=(basic_vmm_arenas&&) = delete;
+  ~basic_vmm_arenas() {
     for (std::size_t index = 0; index < arenas_.size(); ++index) {
       arenas_[index].slabs = 0;
       arenas_[index].carved = 0;
@@ -172,10 +175,12 @@ private:
   std::size_t arena_bytes_ = 0;
   int device_ = 0;
 };
+using vmm_arenas = basic_vmm_arenas<>;
 
 /// out_of_memory_error, before any driver call, where a carve of `bytes` (`asked` before
 /// rounding) is more than the device's free memory.
-inline void require_free_memory_for_carve(std::size_t bytes, std::size_t asked) {
+template <class = void>
+void require_free_memory_for_carve(std::size_t bytes, std::size_t asked) {
   std::size_t free_bytes = 0;
   std::size_t total = 0;
   check(cudaMemGetInfo(&free_bytes, &total), "cudaMemGetInfo");

@@ -46,14 +46,15 @@ inline const vmm_driver& vmm() noexcept {
 }
 
 /// The address a driver call gave, as a pointer.
-inline void* vmm_pointer(CUdeviceptr address) noexcept {
+template <class = void>
+void* vmm_pointer(CUdeviceptr address) noexcept {
   // NOLINTNEXTLINE(performance-no-int-to-ptr): the driver hands out addresses as integers
   return reinterpret_cast<void*>(static_cast<std::uintptr_t>(address));
 }
 
 /// Throws cuda_error (Error) for a failed driver call, with `hint` (or the status's usual one).
 template <class Error = cuda_error>
-inline void vmm_check(CUresult status, const char* call, std::string_view hint = {}) {
+void vmm_check(CUresult status, const char* call, std::string_view hint = {}) {
   if (status != CUDA_SUCCESS) [[unlikely]] {
     throw_error<Error>(static_cast<cudaError_t>(status), call, hint);
   }
@@ -61,7 +62,8 @@ inline void vmm_check(CUresult status, const char* call, std::string_view hint =
 
 /// Throws for a call of a wake that failed: out_of_memory_error where the driver had no memory,
 /// else cuda_error; the pool stays asleep.
-inline void vmm_check_wake(CUresult status, const char* call) {
+template <class = void>
+void vmm_check_wake(CUresult status, const char* call) {
   if (status == CUDA_ERROR_OUT_OF_MEMORY) {
     vmm_check<out_of_memory_error>(status, call,
                                    "a sleepable pool's wake could not get its memory back: it "
@@ -87,7 +89,8 @@ struct vmm_segment {
 /// at `base`, then releases its handle (the mapping holds the memory); the status of the call
 /// that failed (`failed` names it), leaving what it did for vmm_unback to undo. A missing driver
 /// function throws cuda_error naming it.
-inline CUresult vmm_back(CUdeviceptr base, vmm_segment& segment, int device, const char*& failed) {
+template <class = void>
+CUresult vmm_back(CUdeviceptr base, vmm_segment& segment, int device, const char*& failed) {
   const vmm_driver& driver = vmm();
   if (!segment.has_physical) {
     CUmemAllocationProp prop{};
@@ -131,7 +134,8 @@ inline CUresult vmm_back(CUdeviceptr base, vmm_segment& segment, int device, con
 
 /// Unmaps and releases what the segment at `base` holds; the status of the call that failed
 /// (`failed` names it), or CUDA_SUCCESS. Never throws (a missing function: CUDA_ERROR_NOT_FOUND).
-inline CUresult vmm_unback(CUdeviceptr base, vmm_segment& segment, const char*& failed) noexcept {
+template <class = void>
+CUresult vmm_unback(CUdeviceptr base, vmm_segment& segment, const char*& failed) noexcept {
   const vmm_driver& driver = vmm();
   if (segment.mapped) {
     const auto unmap = driver.unmap.find();

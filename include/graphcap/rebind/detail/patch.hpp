@@ -39,7 +39,8 @@ namespace graphcap::detail::rebind {
 
 /// Gives the executable's counterpart of `node` its parameters; the status of the call (as the
 /// runtime's status of the same number for the driver's).
-[[nodiscard]] inline cudaError_t patch_executable(cudaGraphExec_t exec, patchable_node& node) {
+template <class = void>
+[[nodiscard]] cudaError_t patch_executable(cudaGraphExec_t exec, patchable_node& node) {
   switch (node.kind) {
   case node_kind::kernel:
     node.kernel.kernelParams = node.arguments.data();
@@ -54,7 +55,8 @@ namespace graphcap::detail::rebind {
 }
 
 /// Gives the template's `node` its parameters.
-[[nodiscard]] inline cudaError_t patch_template(patchable_node& node) {
+template <class = void>
+[[nodiscard]] cudaError_t patch_template(patchable_node& node) {
   switch (node.kind) {
   case node_kind::kernel:
     node.kernel.kernelParams = node.arguments.data();

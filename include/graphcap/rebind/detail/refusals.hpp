@@ -19,7 +19,8 @@
 
 namespace graphcap::detail::rebind {
 
-[[noreturn]] GRAPHCAP_COLD inline void throw_not_ready(const char* what, graph_state state,
+template <class = void>
+[[noreturn]] GRAPHCAP_COLD void throw_not_ready(const char* what, graph_state state,
                                                        bool keeps_graph) {
   throw state_error(std::string{"graphcap::rebinder: cannot "} + what + ": the graph is " +
                     std::string{to_string(state)} + (keeps_graph ? "" : " and keeps no template") +
@@ -27,31 +28,36 @@ namespace graphcap::detail::rebind {
                     "captured (its nodes are patched through the template's node handles)");
 }
 
-[[noreturn]] GRAPHCAP_COLD inline void throw_capture_open(const char* what) {
+template <class = void>
+[[noreturn]] GRAPHCAP_COLD void throw_capture_open(const char* what) {
   throw state_error(std::string{"graphcap::rebinder: cannot "} + what +
                     " while a capture of the graph is open; end it first");
 }
 
-[[noreturn]] GRAPHCAP_COLD inline void throw_stale(const char* what) {
+template <class = void>
+[[noreturn]] GRAPHCAP_COLD void throw_stale(const char* what) {
   throw state_error(std::string{"graphcap::rebinder: cannot "} + what +
                     ": the graph was recaptured or reset since the rebinder scanned it, and the "
                     "nodes it knew are gone. Call rescan() after the new capture");
 }
 
-[[noreturn]] GRAPHCAP_COLD inline void throw_no_extent(std::uintptr_t input) {
+template <class = void>
+[[noreturn]] GRAPHCAP_COLD void throw_no_extent(std::uintptr_t input) {
   throw rebind_error("graphcap::rebinder: input " + rebind_hex(input) +
                      " is not in memory CUDA allocated (or was freed), so its extent is unknown; "
                      "register it with its size: rebind_input{pointer, bytes}");
 }
 
-[[noreturn]] GRAPHCAP_COLD inline void throw_overlap(std::uintptr_t input, std::uintptr_t other) {
+template <class = void>
+[[noreturn]] GRAPHCAP_COLD void throw_overlap(std::uintptr_t input, std::uintptr_t other) {
   throw rebind_error("graphcap::rebinder: inputs " + rebind_hex(input) + " and " +
                      rebind_hex(other) +
                      " overlap: an address in both could not be moved with one of them alone. "
                      "Register them with sizes that do not overlap");
 }
 
-[[noreturn]] GRAPHCAP_COLD inline void throw_unknown_input(std::uintptr_t from,
+template <class = void>
+[[noreturn]] GRAPHCAP_COLD void throw_unknown_input(std::uintptr_t from,
                                                            std::size_t registered) {
   throw rebind_error("graphcap::rebinder::rebind: " + rebind_hex(from) +
                      " is not the address of a registered input (" + std::to_string(registered) +
@@ -59,12 +65,14 @@ namespace graphcap::detail::rebind {
                      "address it was moved to");
 }
 
-[[noreturn]] GRAPHCAP_COLD inline void throw_moved_twice(std::uintptr_t from) {
+template <class = void>
+[[noreturn]] GRAPHCAP_COLD void throw_moved_twice(std::uintptr_t from) {
   throw rebind_error("graphcap::rebinder::rebind: input " + rebind_hex(from) +
                      " is moved twice in one call");
 }
 
-[[noreturn]] GRAPHCAP_COLD inline void throw_null_target(std::uintptr_t from) {
+template <class = void>
+[[noreturn]] GRAPHCAP_COLD void throw_null_target(std::uintptr_t from) {
   throw rebind_error("graphcap::rebinder::rebind: input " + rebind_hex(from) +
                      " is moved to a null address, which the graph would read as address 0; "
                      "give the new buffer's address");
@@ -91,19 +99,22 @@ private:
   Graph* graph_;
 };
 
-[[noreturn]] GRAPHCAP_COLD inline void throw_moved_from(const char* what) {
+template <class = void>
+[[noreturn]] GRAPHCAP_COLD void throw_moved_from(const char* what) {
   throw state_error(std::string{"graphcap::rebinder: cannot "} + what +
                     ": this rebinder was moved from, and the one it was moved to holds its "
                     "inputs; use that one");
 }
 
-[[noreturn]] GRAPHCAP_COLD inline void throw_size_unknown(std::uintptr_t to) {
+template <class = void>
+[[noreturn]] GRAPHCAP_COLD void throw_size_unknown(std::uintptr_t to) {
   throw rebind_error("graphcap::rebinder::rebind: the new address " + rebind_hex(to) +
                      " is not in memory CUDA allocated, so its size is unknown; give it: "
                      "rebind({from, to, bytes})");
 }
 
-[[noreturn]] GRAPHCAP_COLD inline void throw_smaller(std::uintptr_t from, std::size_t extent,
+template <class = void>
+[[noreturn]] GRAPHCAP_COLD void throw_smaller(std::uintptr_t from, std::size_t extent,
                                                      std::uintptr_t to, std::size_t available) {
   throw rebind_error("graphcap::rebinder::rebind: the new buffer at " + rebind_hex(to) + " has " +
                      std::to_string(available) + " bytes, fewer than the " +
@@ -111,7 +122,8 @@ private:
 }
 
 /// The bytes available from `to`: `given`, or asked from CUDA when unknown (`unknown`).
-[[nodiscard]] inline std::size_t bytes_at(std::uintptr_t to, std::size_t given,
+template <class = void>
+[[nodiscard]] std::size_t bytes_at(std::uintptr_t to, std::size_t given,
                                           std::size_t unknown) {
   if (given != unknown) {
     return given;
@@ -125,7 +137,8 @@ private:
 
 /// Registers the input at `address` (`bytes` long; `to_end`: to its allocation's end) after the
 /// `inputs` known; rebind_error, nothing registered, for an unknown extent or an overlap.
-inline void register_input(std::vector<bound_input>& inputs, std::uintptr_t address,
+template <class = void>
+void register_input(std::vector<bound_input>& inputs, std::uintptr_t address,
                            std::size_t bytes, std::size_t to_end) {
   if (bytes == to_end) {
     const auto allocation = allocation_at(address);
@@ -142,7 +155,8 @@ inline void register_input(std::vector<bound_input>& inputs, std::uintptr_t addr
   inputs.push_back({address, bytes, {}});
 }
 
-[[noreturn]] GRAPHCAP_COLD inline void throw_default_copy_to_host(std::uintptr_t from,
+template <class = void>
+[[noreturn]] GRAPHCAP_COLD void throw_default_copy_to_host(std::uintptr_t from,
                                                                   std::uintptr_t to) {
   throw rebind_error("graphcap::rebinder::rebind: input " + rebind_hex(from) +
                      " is an operand of a cudaMemcpyDefault copy, and the new address " +
@@ -153,7 +167,8 @@ inline void register_input(std::vector<bound_input>& inputs, std::uintptr_t addr
 }
 
 /// Whether `input` is an operand of a cudaMemcpyDefault copy.
-[[nodiscard]] inline bool in_default_copy(const bound_input& input,
+template <class = void>
+[[nodiscard]] bool in_default_copy(const bound_input& input,
                                           const std::vector<patchable_node>& nodes) noexcept {
   return std::any_of(input.sites.begin(), input.sites.end(), [&](const site& place) {
     const patchable_node& node = nodes[place.node];

@@ -40,7 +40,8 @@ struct scan_result {
   std::vector<patchable_node> nodes;
 };
 
-[[noreturn]] GRAPHCAP_COLD inline void throw_unknown_bodies(std::size_t conditionals,
+template <class = void>
+[[noreturn]] GRAPHCAP_COLD void throw_unknown_bodies(std::size_t conditionals,
                                                             bool bodies_known) {
   throw rebind_error(
       "graphcap::rebinder: the graph has " + std::to_string(conditionals) +
@@ -52,7 +53,8 @@ struct scan_result {
       "liveness::check (it records every body during the capture), or recapture() the graph");
 }
 
-[[noreturn]] GRAPHCAP_COLD inline void throw_in_child(std::uintptr_t input) {
+template <class = void>
+[[noreturn]] GRAPHCAP_COLD void throw_in_child(std::uintptr_t input) {
   throw rebind_error("graphcap::rebinder: input " + rebind_hex(input) +
                      " is used inside a child graph node (graphcap::embed, "
                      "cudaGraphAddChildGraphNode). CUDA patches a child graph's nodes in an "
@@ -60,7 +62,8 @@ struct scan_result {
                      "which the rebinder does not do; recapture() the graph instead");
 }
 
-[[noreturn]] GRAPHCAP_COLD inline void throw_not_held(std::uintptr_t input, std::size_t bytes) {
+template <class = void>
+[[noreturn]] GRAPHCAP_COLD void throw_not_held(std::uintptr_t input, std::size_t bytes) {
   throw rebind_error("graphcap::rebinder: the graph holds no address in [" + rebind_hex(input) +
                      ", +" + std::to_string(bytes) +
                      " bytes): it is not an input of this capture (no kernel parameter, memcpy or "
@@ -70,7 +73,8 @@ struct scan_result {
 
 /// The pass: fills the sites of `inputs` (every one of them, or throws), and with
 /// request.all_inputs adds an input per external allocation the graph holds.
-inline scan_result scan(const scan_request& request, std::vector<bound_input>& inputs) {
+template <class = void>
+scan_result scan(const scan_request& request, std::vector<bound_input>& inputs) {
   std::vector<listed_node> listed;
   list_nodes(request.graph, false, listed);
   const auto conditionals = static_cast<std::size_t>(

@@ -22,7 +22,8 @@
 
 namespace graphcap::detail::rebind {
 
-[[noreturn]] GRAPHCAP_COLD inline void
+template <class = void>
+[[noreturn]] GRAPHCAP_COLD void
 throw_held_by_no_segment(std::uintptr_t input, std::size_t bytes, std::size_t segments) {
   throw rebind_error(
       "graphcap::rebinder: no segment of the piecewise graph (" + std::to_string(segments) +
@@ -33,7 +34,8 @@ throw_held_by_no_segment(std::uintptr_t input, std::size_t bytes, std::size_t se
       "pointer the island is given");
 }
 
-[[noreturn]] GRAPHCAP_COLD inline void throw_not_kept(const char* what) {
+template <class = void>
+[[noreturn]] GRAPHCAP_COLD void throw_not_kept(const char* what) {
   throw state_error(std::string{"graphcap::rebinder: cannot "} + what +
                     ": the piecewise graph's segments keep no template. Construct it with "
                     "graphcap::keep_graph (piecewise_graph<...> step{graphcap::keep_graph}) and "

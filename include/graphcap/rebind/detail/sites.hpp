@@ -52,14 +52,16 @@ struct held_only_t {};
 inline constexpr std::string_view rebind_needs = "graphcap's rebinder needs";
 
 /// Throws cuda_error for a failed driver call.
-inline void rebind_driver_check(CUresult status, const char* call) {
+template <class = void>
+void rebind_driver_check(CUresult status, const char* call) {
   if (status != CUDA_SUCCESS) [[unlikely]] {
     throw_error(static_cast<cudaError_t>(status), call);
   }
 }
 
 /// "0x7f3a52000000".
-inline std::string rebind_hex(std::uintptr_t address) {
+template <class = void>
+std::string rebind_hex(std::uintptr_t address) {
   static constexpr char digits[] = "0123456789abcdef";
   std::string text;
   do {
@@ -76,7 +78,8 @@ struct allocation_range {
 };
 
 /// The allocation CUDA knows at `address`, or none (not CUDA memory, or freed).
-inline std::optional<allocation_range> allocation_at(std::uintptr_t address) {
+template <class = void>
+std::optional<allocation_range> allocation_at(std::uintptr_t address) {
   const auto query = driver().pointer_get_attribute.require(rebind_needs);
   CUdeviceptr base = 0;
   CUresult status = query(&base, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, address);
@@ -98,7 +101,8 @@ inline constexpr std::uint32_t copy_destination = 1;
 inline constexpr std::uint32_t set_destination = 2;
 
 /// A node the rebinder patches, with its own copy of the node's parameters.
-struct patchable_node {
+template <class = void>
+struct basic_patchable_node {
   cudaGraphNode_t node = nullptr;
   node_kind kind = node_kind::kernel;
   bool template_stale = false; // the executable was patched, the template not yet
@@ -137,10 +141,12 @@ struct patchable_node {
                               : set.dst) = pointer;
   }
 };
+using patchable_node = basic_patchable_node<>;
 
 /// Where `at` lies in `node`, for a picture: "arg 2", "arg 2 +8" (a word inside a by-value
 /// struct), "source", "destination"; then " (input 0x...)" with the input's `address`.
-inline std::string site_text(const patchable_node& node, std::uint32_t at, std::uintptr_t address) {
+template <class = void>
+std::string site_text(const patchable_node& node, std::uint32_t at, std::uintptr_t address) {
   std::string text;
   if (node.kind != node_kind::kernel) {
     text = at == copy_source ? "source" : "destination";
@@ -167,7 +173,8 @@ struct site {
 };
 
 /// A registered input: the extent the graph may read from its current address, and its sites.
-struct bound_input {
+template <class = void>
+struct basic_bound_input {
   std::uintptr_t address = 0;
   std::size_t bytes = 0;
   std::vector<site> sites;
@@ -176,9 +183,11 @@ struct bound_input {
     return value >= address && value - address < bytes;
   }
 };
+using bound_input = basic_bound_input<>;
 
 /// What `node` holds of `inputs` (their sites index `nodes`), for rebinder::note().
-inline std::string node_note(cudaGraphNode_t node, const std::vector<bound_input>& inputs,
+template <class = void>
+std::string node_note(cudaGraphNode_t node, const std::vector<bound_input>& inputs,
                              const std::vector<patchable_node>& nodes) {
   std::string text;
   for (const bound_input& input : inputs) {
@@ -200,7 +209,8 @@ struct listed_node {
 };
 
 /// Appends every node of `graph`, then those of its child graphs.
-inline void list_nodes(cudaGraph_t graph, bool in_child, std::vector<listed_node>& nodes) {
+template <class = void>
+void list_nodes(cudaGraph_t graph, bool in_child, std::vector<listed_node>& nodes) {
   const auto node_type = driver().graph_node_get_type.require(rebind_needs);
   std::size_t count = 0;
   check(cudaGraphGetNodes(graph, nullptr, &count), "cudaGraphGetNodes");
@@ -223,7 +233,8 @@ inline void list_nodes(cudaGraph_t graph, bool in_child, std::vector<listed_node
 }
 
 /// A kernel node's parameters, copied into the rebinder's own storage.
-inline patchable_node copy_kernel_node(cudaGraphNode_t node,
+template <class = void>
+patchable_node copy_kernel_node(cudaGraphNode_t node,
                                        std::unordered_map<CUfunction, patchable_node>& layouts) {
   const driver_api& api = driver();
   patchable_node copy;

@@ -26,7 +26,8 @@
 
 namespace graphcap::detail::rebind {
 
-[[noreturn]] GRAPHCAP_COLD inline void throw_foreign_tag() {
+template <class = void>
+[[noreturn]] GRAPHCAP_COLD void throw_foreign_tag() {
   throw state_error("graphcap::set_enabled: the node_tag belongs to another graph, or to an "
                     "earlier capture of this one (a recapture or reset() drops its nodes); take "
                     "it again with tag_nodes() in the new capture");
@@ -34,7 +35,8 @@ namespace graphcap::detail::rebind {
 
 /// The capture's graph that `stream` is capturing into (a body's graph for a body stream), and
 /// its nodes now, sorted. Throws state_error when the stream is not capturing.
-inline std::pair<cudaGraph_t, std::vector<cudaGraphNode_t>> capture_nodes(cudaStream_t stream) {
+template <class = void>
+std::pair<cudaGraph_t, std::vector<cudaGraphNode_t>> capture_nodes(cudaStream_t stream) {
   const std::optional<capture_point> point = active_capture_point(stream);
   if (!point) [[unlikely]] {
     throw state_error("graphcap::tag_nodes: the stream is not capturing; tag nodes inside a "
@@ -51,7 +53,8 @@ inline std::pair<cudaGraph_t, std::vector<cudaGraphNode_t>> capture_nodes(cudaSt
 }
 
 /// The nodes of `after` not in `before` (both sorted).
-inline std::vector<cudaGraphNode_t> added_nodes(const std::vector<cudaGraphNode_t>& before,
+template <class = void>
+std::vector<cudaGraphNode_t> added_nodes(const std::vector<cudaGraphNode_t>& before,
                                                 std::vector<cudaGraphNode_t> after) {
   std::vector<cudaGraphNode_t> added;
   std::set_difference(after.begin(), after.end(), before.begin(), before.end(),
@@ -74,7 +77,8 @@ cudaGraphExec_t executable_of(const Graph& graph) {
 }
 
 /// The nodes of every scope named `scope`, without repeats.
-inline std::vector<cudaGraphNode_t> scope_nodes(const graph_layout& layout,
+template <class = void>
+std::vector<cudaGraphNode_t> scope_nodes(const graph_layout& layout,
                                                 std::string_view scope) {
   std::vector<cudaGraphNode_t> nodes;
   bool found = false;
@@ -97,7 +101,8 @@ inline std::vector<cudaGraphNode_t> scope_nodes(const graph_layout& layout,
 
 /// Refuses (rebind_error, naming it) a node CUDA cannot turn off: only kernel, memset and memcpy
 /// nodes can be.
-inline void check_switchable(std::span<const cudaGraphNode_t> nodes, const std::string& what) {
+template <class = void>
+void check_switchable(std::span<const cudaGraphNode_t> nodes, const std::string& what) {
   for (cudaGraphNode_t node : nodes) {
     const cudaGraphNodeType type = node_type_of(node);
     if (!kind_of(type).can_disable) [[unlikely]] {
@@ -111,7 +116,8 @@ inline void check_switchable(std::span<const cudaGraphNode_t> nodes, const std::
 
 /// Whether `exec` knows the template's nodes: after a recapture that updated it in place it
 /// knows none (CUDA names an executable's nodes by the graph it was instantiated from).
-inline bool names_nodes(cudaGraphExec_t exec, std::span<const cudaGraphNode_t> nodes) {
+template <class = void>
+bool names_nodes(cudaGraphExec_t exec, std::span<const cudaGraphNode_t> nodes) {
   if (nodes.empty()) {
     return true;
   }
@@ -127,7 +133,8 @@ inline bool names_nodes(cudaGraphExec_t exec, std::span<const cudaGraphNode_t> n
 
 /// cudaGraphNodeSetEnabled on each of `nodes` (switchable: check_switchable), each one's state
 /// read first, and on a failure midway the changed ones set back.
-inline void switch_nodes(cudaGraphExec_t exec, std::span<const cudaGraphNode_t> nodes,
+template <class = void>
+void switch_nodes(cudaGraphExec_t exec, std::span<const cudaGraphNode_t> nodes,
                          bool enabled) {
   std::vector<unsigned int> was(nodes.size());
   for (std::size_t i = 0; i < nodes.size(); ++i) {
@@ -160,7 +167,8 @@ void set_nodes_enabled(Graph& graph, std::span<const cudaGraphNode_t> nodes, boo
 }
 
 /// Whether each of `nodes` is on.
-inline bool all_enabled(cudaGraphExec_t exec, std::span<const cudaGraphNode_t> nodes) {
+template <class = void>
+bool all_enabled(cudaGraphExec_t exec, std::span<const cudaGraphNode_t> nodes) {
   for (cudaGraphNode_t node : nodes) {
     unsigned int on = 0;
     check(cudaGraphNodeGetEnabled(exec, node, &on), "cudaGraphNodeGetEnabled");

@@ -51,9 +51,10 @@ SESSION_FOLDERS = {
     4: ["2026-11-30-h200-session4"], 5: ["2026-12-01-h200-session5"],
 }
 for d in sorted(os.listdir(RES)):
-    m = re.match(r"\d{4}-\d\d-\d\d-h[12]00-session(\d+)$", d)  # H200, or an H100 lent instead
+    # H200, or an H100 lent instead; a session's compile-time runs on the CI machine's kind too
+    m = re.match(r"\d{4}-\d\d-\d\d-(?:h[12]00|compile-time)-session(\d+)$", d)
     if m:
-        SESSION_FOLDERS[int(m.group(1))] = [d]
+        SESSION_FOLDERS.setdefault(int(m.group(1)), []).append(d)
 DATE_FOLDERS = {"2026-11-29": ["2026-11-29-h200", "2026-11-29-h200-bench_replay.csv"],
                 "2026-11-30": ["2026-11-30-h200", "2026-11-30-h200-session4"],
                 "2026-12-01": ["2026-12-01-h200-session5"]}
@@ -66,7 +67,7 @@ TESTS = re.compile(r"(\d[\d,]*) tests?, (\d[\d,]*) passed|(\d[\d,]*) of (\d[\d,]
 SKIP_BEFORE = re.compile(r"(>=|<=|≥|≤|under|within|\+-|±|goal|below|above|over|at least|at most|~|less than|more than"
                          r"|up to|multiples of)\s*$")
 NOT_STORED = re.compile(r"\bnot stored\b|\bnever stored\b|\bunstored\b", re.I)
-CITE_PATH = re.compile(r"(?:docs/)?results/(\d{4}-\d\d-\d\d-h200[\w.-]*)((?:/[\w.*{},-]+)*)")
+CITE_PATH = re.compile(r"(?:docs/)?results/(\d{4}-\d\d-\d\d-h[12]00[\w.-]*)((?:/[\w.*{},-]+)*)")
 CITE_SESSION = re.compile(r"[Ss]essions? ((?:\d+(?:, | and | to |-|–))*\d+)")
 CITE_DATE = re.compile(r"\b(2026-1[12]-\d\d)\b")
 

@@ -110,8 +110,7 @@ void write_annotations_json(std::ostream& out, const std::vector<node_annotation
 
 /// The same, into the file at `path` (replaced). Throws graphcap::error if it cannot be written.
 template <class = void>
-void write_annotations_json(const std::string& path,
-                                   const std::vector<node_annotation>& list) {
+void write_annotations_json(const std::string& path, const std::vector<node_annotation>& list) {
   std::ofstream file;
   detail::open_for_writing(file, path, "annotations");
   write_annotations_json(file, list);

@@ -6,12 +6,8 @@
 //   using annotated = graphcap::graph_with<graphcap::annot::on>;
 //   annotated g;
 //   g.capture([&](annotated::scope& cap) {
-//     auto attention = cap.mark("attention");                    // {"name": "attention"}
+//     auto attention = cap.mark({{"name", "attention"}, {"layer", "3"}}); // inner scopes' keys win
 //     attention_kernels(cap.stream());
-//     {
-//       auto mlp = cap.mark({{"name", "mlp"}, {"layer", "3"}});  // inner keys win
-//       mlp_kernels(cap.stream());
-//     }
 //   });
 //   for (const graphcap::node_annotation& node : g.annotations()) { ... }
 //
@@ -81,7 +77,8 @@ public:
   /// No capture yet, nothing annotated.
   basic_on() = default;
   // Moving a graph while it captures invalidates its scope and markers, as moving a container
-  // invalidates iterators; the creation log is basic_on the heap, so CUPTI's callback never loses it.
+  // invalidates iterators; the creation log is basic_on the heap, so CUPTI's callback never loses
+  // it.
   /// Takes `other`'s annotations and its place in the registry.
   basic_on(basic_on&&) noexcept = default;
   /// Withdraws this graph's annotations from the registry, then takes `other`'s.
@@ -91,8 +88,8 @@ public:
   /// Withdraws the annotations from the registry.
   ~basic_on() = default;
 
-  /// Opens a scope named `name` ({"name": name}) basic_on `stream`, a stream of this graph's capture;
-  /// elsewhere (no capture, another graph's stream) it does nothing.
+  /// Opens a scope named `name` ({"name": name}) basic_on `stream`, a stream of this graph's
+  /// capture; elsewhere (no capture, another graph's stream) it does nothing.
   marker mark(cudaStream_t stream, std::string_view name);
   /// Opens a scope with key/value pairs; a key given twice keeps its first value.
   marker mark(cudaStream_t stream, std::initializer_list<annotation_entry> entries);
@@ -172,7 +169,8 @@ public:
       }
       watch_.finish();
       if (logged() && watch_.log().incomplete) {
-        scopes_.closed.clear(); // a callback ran out of memory: the capture goes basic_on, unannotated
+        scopes_.closed
+            .clear(); // a callback ran out of memory: the capture goes basic_on, unannotated
       }
       const std::span<const cudaGraphNode_t> tagged =
           logged() ? std::span<const cudaGraphNode_t>{watch_.log().nodes}
@@ -298,7 +296,8 @@ using on = basic_on<>;
 /// The RAII scope on::mark returns: the nodes added while it lives are tagged. It must not
 /// outlive the capture's graph; ending the capture first is fine (the scope closes there).
 template <class Deferred>
-class [[nodiscard("a marker tags the nodes captured while it lives; name it")]] basic_on<Deferred>::marker {
+class [[nodiscard(
+    "a marker tags the nodes captured while it lives; name it")]] basic_on<Deferred>::marker {
 public:
   /// A marker that tags nothing (what mark returns outside a capture).
   marker() noexcept = default;
@@ -332,8 +331,9 @@ public:
   void close() noexcept;
 
 private:
-  template <class> friend class basic_on;
-  marker(basic_on* owner, std::uint32_t scope, std::uint64_t generation) noexcept
+  template <class>
+  friend class basic_on;
+  marker(basic_on * owner, std::uint32_t scope, std::uint64_t generation) noexcept
       : owner_(owner), scope_(scope), generation_(generation) {}
 
   basic_on* owner_ = nullptr;

@@ -169,7 +169,8 @@ private:
   std::map<std::uint32_t, list> kept_; // withdrawn while a recorder records
   unsigned recorders_ = 0;
 };
-/// What to name: basic_annotation_registry<> (a template only so that its bodies compile where used).
+/// What to name: basic_annotation_registry<> (a template only so that its bodies compile where
+/// used).
 using annotation_registry = basic_annotation_registry<>;
 
 /// The process's registry. Never destroyed: graphs with static storage duration withdraw from it

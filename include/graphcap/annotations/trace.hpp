@@ -61,7 +61,7 @@ std::string lane_of(const kernel_record& kernel, const node_annotation* annotati
 /// slices must nest. Times start at 0 us.
 template <class = void>
 void write_chrome_trace(std::ostream& out, const std::vector<kernel_record>& kernels,
-                               const std::vector<node_annotation>& annotations) {
+                        const std::vector<node_annotation>& annotations) {
   std::unordered_map<std::uint64_t, const node_annotation*> by_id;
   for (const node_annotation& node : annotations) {
     if (node.id != 0) {

@@ -60,7 +60,7 @@ inline constexpr std::size_t activity_buffer_alignment = 8;
 /// CUPTI asks for a buffer to fill with activity records.
 template <class = void>
 void CUPTIAPI activity_buffer_requested(std::uint8_t** buffer, std::size_t* size,
-                                               std::size_t* max_records) {
+                                        std::size_t* max_records) {
   // NOLINTNEXTLINE: CUPTI owns the buffer until it hands it back to activity_buffer_completed
   *buffer = static_cast<std::uint8_t*>(
       std::aligned_alloc(activity_buffer_alignment, activity_buffer_bytes));
@@ -71,8 +71,8 @@ void CUPTIAPI activity_buffer_requested(std::uint8_t** buffer, std::size_t* size
 /// CUPTI hands a filled buffer back: its kernel records go to the sink, the buffer is freed.
 template <class = void>
 void CUPTIAPI activity_buffer_completed(CUcontext /*context*/, std::uint32_t /*stream*/,
-                                               std::uint8_t* buffer, std::size_t /*size*/,
-                                               std::size_t valid_size) {
+                                        std::uint8_t* buffer, std::size_t /*size*/,
+                                        std::size_t valid_size) {
   try {
     std::vector<kernel_record> kernels;
     CUpti_Activity* record = nullptr;
@@ -112,8 +112,9 @@ public:
   basic_trace_recorder() {
     detail::activity_sink& target = detail::sink();
     if (target.recording.exchange(true)) {
-      throw state_error("graphcap: a basic_trace_recorder is already recording in this process; stop() "
-                        "or destroy it before starting another");
+      throw state_error(
+          "graphcap: a basic_trace_recorder is already recording in this process; stop() "
+          "or destroy it before starting another");
     }
     owns_recording_ = true;
     const CUptiResult probe = detail::cupti_probe();
@@ -144,10 +145,11 @@ public:
     recording_ = true;
   }
 
-  basic_trace_recorder(const basic_trace_recorder&) = delete;            ///< one recorder, not copied
-  basic_trace_recorder& operator=(const basic_trace_recorder&) = delete; ///< one recorder, not copied
-  basic_trace_recorder(basic_trace_recorder&&) = delete;                 ///< stays where it records
-  basic_trace_recorder& operator=(basic_trace_recorder&&) = delete;      ///< stays where it records
+  basic_trace_recorder(const basic_trace_recorder&) = delete; ///< one recorder, not copied
+  basic_trace_recorder&
+  operator=(const basic_trace_recorder&) = delete;                  ///< one recorder, not copied
+  basic_trace_recorder(basic_trace_recorder&&) = delete;            ///< stays where it records
+  basic_trace_recorder& operator=(basic_trace_recorder&&) = delete; ///< stays where it records
 
   /// Stops (errors swallowed: call stop() to see them).
   ~basic_trace_recorder() {

@@ -73,7 +73,8 @@ public:
   }
 
   /// The same pairs (a shared list compares equal without looking at its strings).
-  friend bool operator==(const basic_annotation_values& a, const basic_annotation_values& b) noexcept {
+  friend bool operator==(const basic_annotation_values& a,
+                         const basic_annotation_values& b) noexcept {
     return a.pairs_ == b.pairs_ || a.list() == b.list();
   }
 

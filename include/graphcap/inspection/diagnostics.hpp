@@ -104,8 +104,7 @@ std::string describe(const offending_call& call) {
 /// capture's thread when the capture was invalidated); otherwise it says what it saw, and the
 /// generic hint follows.
 template <class = void>
-std::string explain(const inspection::capture_record& capture, cudaError_t status,
-                           bool& named) {
+std::string explain(const inspection::capture_record& capture, cudaError_t status, bool& named) {
   const std::optional<offending_call>& culprit = capture.culprit();
   named = culprit && (capture.capture_failure || status == cudaErrorStreamCaptureInvalidated);
   if (!culprit) {
@@ -134,11 +133,13 @@ struct basic_diagnostics_switch {
   CUptiResult cupti = CUPTI_SUCCESS; // CUPTI's answer to the subscription of the first alive
 
   static basic_diagnostics_switch& instance() {
-    static basic_diagnostics_switch* const shared = new basic_diagnostics_switch; // NOLINT: never destroyed
+    static basic_diagnostics_switch* const shared =
+        new basic_diagnostics_switch; // NOLINT: never destroyed
     return *shared;
   }
 };
-/// What to name: basic_diagnostics_switch<> (a template only so that its bodies compile where used).
+/// What to name: basic_diagnostics_switch<> (a template only so that its bodies compile where
+/// used).
 using diagnostics_switch = basic_diagnostics_switch<>;
 
 /// Why diagnostics are unavailable, for CUPTI's answer `cupti`.
@@ -174,8 +175,7 @@ std::string explain_end_failure(cudaError_t status, cudaStream_t stream, bool& n
 }
 
 template <class = void>
-void scope_opened(cudaStream_t stream, std::uint32_t index,
-                         std::string_view label) noexcept {
+void scope_opened(cudaStream_t stream, std::uint32_t index, std::string_view label) noexcept {
   inspection::call_recorder::instance().scope_opened(stream, index, label);
 }
 
@@ -208,10 +208,12 @@ public:
       detail::install_diagnosis(&detail::diagnostics_hooks);
     }
   }
-  basic_capture_diagnostics(const basic_capture_diagnostics&) = delete;            ///< a scope, not a value
-  basic_capture_diagnostics& operator=(const basic_capture_diagnostics&) = delete; ///< a scope, not a value
-  basic_capture_diagnostics(basic_capture_diagnostics&&) = delete;                 ///< a scope, not a value
-  basic_capture_diagnostics& operator=(basic_capture_diagnostics&&) = delete;      ///< a scope, not a value
+  basic_capture_diagnostics(const basic_capture_diagnostics&) = delete; ///< a scope, not a value
+  basic_capture_diagnostics&
+  operator=(const basic_capture_diagnostics&) = delete;            ///< a scope, not a value
+  basic_capture_diagnostics(basic_capture_diagnostics&&) = delete; ///< a scope, not a value
+  basic_capture_diagnostics&
+  operator=(basic_capture_diagnostics&&) = delete; ///< a scope, not a value
   /// The last instance switches diagnostics off and gives CUPTI's subscriber back.
   ~basic_capture_diagnostics() {
     detail::diagnostics_switch& on = detail::diagnostics_switch::instance();
@@ -251,7 +253,8 @@ public:
     return capture->culprit();
   }
 };
-/// What to name: basic_capture_diagnostics<> (a template only so that its bodies compile where used).
+/// What to name: basic_capture_diagnostics<> (a template only so that its bodies compile where
+/// used).
 using capture_diagnostics = basic_capture_diagnostics<>;
 
 } // namespace graphcap

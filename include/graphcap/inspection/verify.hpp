@@ -201,8 +201,7 @@ void run_eagerly(Work&& work, cudaStream_t stream) {
 
 /// Where each output's copy starts in a host buffer (64-byte aligned), and the bytes they take.
 template <class = void>
-std::size_t copy_offsets(const std::vector<verify_slot>& slots,
-                                std::vector<std::size_t>& offsets) {
+std::size_t copy_offsets(const std::vector<verify_slot>& slots, std::vector<std::size_t>& offsets) {
   constexpr std::size_t alignment = 64;
   std::size_t total = 0;
   offsets.clear();
@@ -215,9 +214,8 @@ std::size_t copy_offsets(const std::vector<verify_slot>& slots,
 
 /// Copies every output into `host` at its offset and waits.
 template <class = void>
-void copy_outputs(const std::vector<verify_slot>& slots,
-                         const std::vector<std::size_t>& offsets, std::byte* host,
-                         cudaStream_t stream) {
+void copy_outputs(const std::vector<verify_slot>& slots, const std::vector<std::size_t>& offsets,
+                  std::byte* host, cudaStream_t stream) {
   for (std::size_t i = 0; i < slots.size(); ++i) {
     if (slots[i].bytes != 0) {
       check(cudaMemcpyAsync(host + offsets[i], slots[i].data, slots[i].bytes,

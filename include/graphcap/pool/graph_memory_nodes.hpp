@@ -129,7 +129,8 @@ private:
       allocated_; // allocated during the capture; `freed` if the capture freed it
   bool launched_ = false;
 };
-/// What to name: basic_graph_memory_nodes<> (a template only so that its bodies compile where used).
+/// What to name: basic_graph_memory_nodes<> (a template only so that its bodies compile where
+/// used).
 using graph_memory_nodes = basic_graph_memory_nodes<>;
 
 // The optional hook it offers (core/policy.hpp): CUDA memory nodes, so no conditional body.

@@ -62,8 +62,9 @@ public:
   /// pool::sleepable graphs). \throws error if that pool cannot sleep.
   explicit basic_sleepable_pool_handle(const pool_handle& pool) : pool_handle(pool) {
     if (dynamic_cast<detail::pool::vmm_chunks*>(core().custom_source().get()) == nullptr) {
-      throw error("graphcap: basic_sleepable_pool_handle was given the handle of a pool that cannot "
-                  "sleep: only pool::sleepable graphs (and their families and caches) have one");
+      throw error(
+          "graphcap: basic_sleepable_pool_handle was given the handle of a pool that cannot "
+          "sleep: only pool::sleepable graphs (and their families and caches) have one");
     }
   }
 
@@ -157,7 +158,8 @@ private:
     return static_cast<detail::pool::vmm_chunks&>(*core().custom_source());
   }
 };
-/// What to name: basic_sleepable_pool_handle<> (a template only so that its bodies compile where used).
+/// What to name: basic_sleepable_pool_handle<> (a template only so that its bodies compile where
+/// used).
 using sleepable_pool_handle = basic_sleepable_pool_handle<>;
 
 namespace detail::pool {

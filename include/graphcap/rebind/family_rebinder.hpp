@@ -54,8 +54,7 @@ template <class = void>
 }
 
 template <class = void>
-[[noreturn]] GRAPHCAP_COLD void throw_family_stale(const char* what,
-                                                          const std::string& key) {
+[[noreturn]] GRAPHCAP_COLD void throw_family_stale(const char* what, const std::string& key) {
   throw state_error(std::string{"graphcap::rebinder: cannot "} + what + ": key " + key +
                     " of the family is not a graph the rebinder scanned (captured on demand, "
                     "evicted or cleared since). Call rescan() after the family's keys change");

@@ -52,7 +52,8 @@ struct basic_rebind_input {
   basic_rebind_input(const void* input) noexcept
       : address(input) {} // NOLINT(google-explicit-constructor)
   /// The input at `input`, `extent` bytes long.
-  basic_rebind_input(const void* input, std::size_t extent) noexcept : address(input), bytes(extent) {}
+  basic_rebind_input(const void* input, std::size_t extent) noexcept
+      : address(input), bytes(extent) {}
   const void* address = nullptr;         ///< the input's address in the captured graph
   std::size_t bytes = to_allocation_end; ///< bytes the graph may read from it
 };

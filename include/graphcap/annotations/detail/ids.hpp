@@ -57,7 +57,7 @@ executable_node_index(const annotated_nodes& graph, std::uint64_t template_id) n
 /// template nodes (annotated_nodes::clear_nodes).
 template <class = void>
 void forget_template_nodes(const graph_queries& queries, cudaGraph_t graph,
-                                  annotated_nodes& nodes) noexcept {
+                           annotated_nodes& nodes) noexcept {
   nodes.clear_nodes();
   std::size_t count = 0;
   if (nodes.bodies.empty() || !queries.nodes(graph, nullptr, count) || count == 0) {
@@ -71,7 +71,7 @@ void forget_template_nodes(const graph_queries& queries, cudaGraph_t graph,
 /// from the template; empty nodes (joins, not work) dropped; then forget_template_nodes.
 template <class = void>
 void name_annotated_nodes(const graph_queries& queries, cudaGraph_t graph,
-                                 annotated_nodes& result) noexcept {
+                          annotated_nodes& result) noexcept {
   std::vector<node_annotation>& list = result.annotations;
   kernel_names names{queries.driver};
   std::size_t kept = 0;

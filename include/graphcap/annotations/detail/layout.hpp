@@ -31,8 +31,8 @@ std::string scope_title(const capture_scopes& scopes, const scope_record& record
 /// index `tagged` (the creation log or the walk's tagged nodes). Keeps its conditionals.
 /// Throws std::bad_alloc.
 template <class = void>
-void record_scope_layout(const capture_scopes& scopes,
-                                std::span<const cudaGraphNode_t> tagged, graph_layout& layout) {
+void record_scope_layout(const capture_scopes& scopes, std::span<const cudaGraphNode_t> tagged,
+                         graph_layout& layout) {
   layout.scope_names.clear();
   layout.scope_ranges.clear();
   layout.members.clear();

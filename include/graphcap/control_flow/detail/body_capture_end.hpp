@@ -34,7 +34,7 @@ template <class = void>
 /// could not say.
 template <class = void>
 bool capture_status(cudaStream_t stream, cudaStreamCaptureStatus& status, cudaGraph_t* graph,
-                           std::vector<cudaGraphNode_t>& waited) noexcept {
+                    std::vector<cudaGraphNode_t>& waited) noexcept {
   const cudaGraphNode_t* dependencies = nullptr;
   std::size_t count = 0;
   status = cudaStreamCaptureStatusNone;
@@ -68,7 +68,7 @@ void invalidate_capture(cudaStream_t parent) noexcept {
 /// there was any; `known` is false when CUDA could not say (then nothing is known joined).
 template <class = void>
 bool join_forked_work(cudaStream_t stream, cudaGraph_t graph,
-                             const std::vector<cudaGraphNode_t>& waited, bool& known) noexcept {
+                      const std::vector<cudaGraphNode_t>& waited, bool& known) noexcept {
   known = false;
   try {
     std::size_t node_count = 0;
@@ -115,9 +115,8 @@ bool join_forked_work(cudaStream_t stream, cudaGraph_t graph,
 /// Ends an active capture on `stream` (into `graph`) once forked work is joined; false when it
 /// could not be made safe or CUDA refused.
 template <class = void>
-bool end_joined(cudaStream_t stream, cudaGraph_t graph,
-                       const std::vector<cudaGraphNode_t>& waited, bool& joined,
-                       cudaGraph_t& ended) noexcept {
+bool end_joined(cudaStream_t stream, cudaGraph_t graph, const std::vector<cudaGraphNode_t>& waited,
+                bool& joined, cudaGraph_t& ended) noexcept {
   bool known = false;
   joined = join_forked_work(stream, graph, waited, known) || joined;
   if (!known) {
@@ -175,8 +174,8 @@ void end_root_and_keep(cudaStream_t root) noexcept {
 ///    outermost capture fails to end, the one teardown the probe found safe then. The body's
 ///    stream must be left as it is (body_stream_lease::keep()).
 template <class = void>
-body_capture_end end_body_capture(cudaStream_t stream, cudaGraph_t graph,
-                                         cudaStream_t parent, cudaStream_t root) noexcept {
+body_capture_end end_body_capture(cudaStream_t stream, cudaGraph_t graph, cudaStream_t parent,
+                                  cudaStream_t root) noexcept {
   bool joined = false;
   for (int attempt = 0; attempt < 3; ++attempt) {
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;

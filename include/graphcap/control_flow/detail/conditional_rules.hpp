@@ -45,8 +45,8 @@ GRAPHCAP_COLD [[noreturn]] void refuse_unjoined_body(const char* construct, unsi
 
 /// Throws the capture_error for a body whose capture CUDA invalidated.
 template <class = void>
-GRAPHCAP_COLD [[noreturn]] void
-refuse_invalidated_body(const char* construct, unsigned index, cudaStream_t stream) {
+GRAPHCAP_COLD [[noreturn]] void refuse_invalidated_body(const char* construct, unsigned index,
+                                                        cudaStream_t stream) {
   throw_error<capture_error>(
       cudaErrorStreamCaptureInvalidated, "graphcap: " + describe_body(construct, index),
       capture::failure_hint(cudaErrorStreamCaptureInvalidated, stream) +
@@ -88,7 +88,7 @@ template <class = void>
 /// Throws the capture_error for a memcpy node of a body that touches pageable host memory.
 template <class = void>
 GRAPHCAP_COLD [[noreturn]] void refuse_pageable_copy(const char* construct, unsigned index,
-                                                            const void* host, bool source) {
+                                                     const void* host, bool source) {
   std::string message = "graphcap: " + describe_body(construct, index) +
                         " holds a memcpy node whose " + (source ? "source" : "destination") +
                         " is pageable host memory (" + describe_address(host) +
@@ -115,8 +115,8 @@ void check_body_copy(cudaGraphNode_t node, const char* construct, unsigned index
 
 /// Throws the capture_error for a node a body may not hold.
 template <class = void>
-GRAPHCAP_COLD [[noreturn]] void refuse_body_node(cudaGraphNodeType type,
-                                                        const char* construct, unsigned index) {
+GRAPHCAP_COLD [[noreturn]] void refuse_body_node(cudaGraphNodeType type, const char* construct,
+                                                 unsigned index) {
   std::string message = "body ";
   message += std::to_string(index);
   message += " of ";

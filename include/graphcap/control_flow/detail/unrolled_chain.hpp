@@ -238,8 +238,7 @@ void chain_flat(cudaGraph_t chain, const body_nodes& body, std::size_t copies) {
 /// cudaErrorNotSupported, with nothing thrown, where CUDA takes no such child graph
 /// (conditional or memory nodes); throws cuda_error for any other failure.
 template <class = void>
-[[nodiscard]] cudaError_t chain_children(cudaGraph_t chain, cudaGraph_t body,
-                                                std::size_t copies) {
+[[nodiscard]] cudaError_t chain_children(cudaGraph_t chain, cudaGraph_t body, std::size_t copies) {
   cudaGraphNode_t previous = nullptr;
   for (std::size_t i = 0; i < copies; ++i) {
     cudaGraphNode_t node = nullptr;

@@ -207,7 +207,7 @@ cudaStream_t ensure_stream(stream_handle& stream) {
 /// `failures`: what capture_all() said of the keys it could not capture, if any.
 template <class = void>
 std::string no_key_at_least(const std::string& n, const std::string& largest,
-                                   const std::string& failures) {
+                            const std::string& failures) {
   std::string message =
       "graphcap: graph_family has no key at least " + n +
       (largest.empty() ? std::string{" (it has no key)"} : " (the largest is " + largest + ")");

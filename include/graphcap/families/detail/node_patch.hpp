@@ -81,7 +81,7 @@ void patch_driver_check(CUresult status, const char* call) {
 /// scratch for the layout.
 template <class = void>
 void read_kernel_node(cudaGraphNode_t node, key_params& into, node_params& params,
-                             std::vector<parameter_slot>& slots) {
+                      std::vector<parameter_slot>& slots) {
   constexpr const char* needs = "graph_family's patch switch";
   const driver_api& api = driver();
   patch_driver_check(api.graph_kernel_node_get_params.require(needs)(node, &params.kernel),
@@ -191,7 +191,7 @@ bool same_set(const cudaMemsetParams& a, const cudaMemsetParams& b) noexcept {
 /// The kernel's shape, function and argument bytes.
 template <class = void>
 bool same_kernel(const node_params& a, const unsigned char* a_bytes, const node_params& b,
-                        const unsigned char* b_bytes) noexcept {
+                 const unsigned char* b_bytes) noexcept {
   const CUDA_KERNEL_NODE_PARAMS_v2& x = a.kernel;
   const CUDA_KERNEL_NODE_PARAMS_v2& y = b.kernel;
   return x.gridDimX == y.gridDimX && x.gridDimY == y.gridDimY && x.gridDimZ == y.gridDimZ &&
@@ -214,7 +214,7 @@ struct patch_outcome {
 /// cleared); some nodes may be set already, and the caller updates the executable.
 template <class = void>
 patch_outcome patch_nodes(cudaGraphExec_t exec, const std::vector<cudaGraphNode_t>& nodes,
-                                 const key_params& held, const key_params& target) {
+                          const key_params& held, const key_params& target) {
   patch_outcome outcome;
   const std::size_t count = target.nodes.size();
   if (!held.patchable || !target.patchable || held.nodes.size() != count || nodes.size() != count) {

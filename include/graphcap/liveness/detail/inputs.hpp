@@ -93,8 +93,8 @@ GRAPHCAP_COLD [[noreturn]] void liveness_query_failed(CUresult status, std::uint
 /// nothing about the address: taken for "not CUDA memory" it would leave an input of the graph
 /// silently unchecked, so it is a cuda_error instead.
 template <class = void>
-[[nodiscard]] std::optional<unsigned long long>
-liveness_buffer_id(liveness_pointer_query query, std::uintptr_t address) {
+[[nodiscard]] std::optional<unsigned long long> liveness_buffer_id(liveness_pointer_query query,
+                                                                   std::uintptr_t address) {
   unsigned long long buffer_id = 0;
   const CUresult status =
       query(&buffer_id, CU_POINTER_ATTRIBUTE_BUFFER_ID, static_cast<CUdeviceptr>(address));

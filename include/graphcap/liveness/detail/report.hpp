@@ -29,8 +29,8 @@ inline constexpr std::size_t liveness_listed_inputs = 8;
 
 /// Why `input` is dead, or nothing if it is alive.
 template <class = void>
-[[nodiscard]] std::optional<std::string_view>
-liveness_death_of(const liveness_input& input, liveness_pointer_query query) {
+[[nodiscard]] std::optional<std::string_view> liveness_death_of(const liveness_input& input,
+                                                                liveness_pointer_query query) {
   if (input.token && input.token->expired()) {
     return "released by its allocator (its liveness token expired)";
   }

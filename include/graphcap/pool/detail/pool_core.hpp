@@ -16,19 +16,15 @@
 //  - a block a graph gives back while others may take it (a shared pool) goes back after that
 //    graph waited for the device, at its reset or recapture (never at replay);
 //  - a block held by an owning buffer (graphcap::buffer) is pinned: it outlives its graph, and
-//    its slab is freed when the last pin goes (pins per slab, as PyTorch frees a segment of a
-//    released private pool once its last block is free);
-//  - memory comes from the device's current memory pool, or from a user's cudaMemPool_t.
+//    its slab is freed when the last pin goes (as PyTorch frees a released pool's segment).
 //
-// Cost per block: take() and give_back() are O(1) in the free blocks (pool/detail/free_blocks.hpp:
-// a queue per size class) and O(log) in the size classes that have free blocks and in the slabs (a
-// block's slab is found by address); pin() and unpin() are O(1) on average (a hash map by
-// address), and give_back() looks a block up there only while some buffer is alive.
+// Cost per block: take() and give_back() are O(1) in the free blocks (a queue per size class,
+// pool/detail/free_blocks.hpp), O(log) in the size classes with free blocks and in the slabs (by
+// address); pin() and unpin() O(1) on average, looked up only while some buffer is alive.
 //
-// A core is shared (std::shared_ptr) by every graph of a shared pool, by every pool_handle and by
-// every buffer. It is not internally synchronized: graphs sharing a pool must not capture
-// concurrently, and a buffer must not be dropped while its pool's graph captures or resets on
-// another thread.
+// A core is shared (std::shared_ptr) by the graphs of a shared pool, its pool_handles and its
+// buffers, and is not internally synchronized: graphs sharing a pool must not capture at once,
+// nor may a buffer be dropped while its pool's graph captures or resets on another thread.
 #pragma once
 
 #include <graphcap/cuda/detail/capture_mode_guard.hpp>
@@ -79,11 +75,12 @@ public:
   /// A core drawing slabs from `source` (nullptr: the current device's current memory pool),
   /// released `how` (pool/detail/slab_memory.hpp).
   explicit basic_pool_core(cudaMemPool_t source = nullptr,
-                     slab_release how = slab_release::after_wait) noexcept
+                           slab_release how = slab_release::after_wait) noexcept
       : memory_(source, how) {}
   /// A core whose slabs come from `custom` (pool::sleepable's VMM chunks), freed once the device
   /// is done with them (after the give-back's wait).
-  explicit basic_pool_core(std::shared_ptr<slab_source> custom) noexcept : memory_(std::move(custom)) {}
+  explicit basic_pool_core(std::shared_ptr<slab_source> custom) noexcept
+      : memory_(std::move(custom)) {}
   /// Not copyable, not movable: shared through std::shared_ptr.
   basic_pool_core(const basic_pool_core&) = delete;
   basic_pool_core& operator=(const basic_pool_core&) = delete;

@@ -113,7 +113,8 @@ public:
   explicit basic_slab_memory(cudaMemPool_t source, slab_release how) noexcept
       : source_(source), waits_(how == slab_release::waits_for_device && source == nullptr) {}
   /// Slabs from `custom`, freed after the giving graph's wait.
-  explicit basic_slab_memory(std::shared_ptr<slab_source> custom) noexcept : custom_(std::move(custom)) {}
+  explicit basic_slab_memory(std::shared_ptr<slab_source> custom) noexcept
+      : custom_(std::move(custom)) {}
 
   /// The policy's own source (null: the runtime's allocators).
   [[nodiscard]] const std::shared_ptr<slab_source>& custom() const noexcept { return custom_; }

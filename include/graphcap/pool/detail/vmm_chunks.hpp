@@ -45,16 +45,15 @@
 namespace graphcap::detail::pool {
 
 /// The slabs of one sleepable pool, and its sleep and wake (see the top of this file).
-template <class = void>
-class basic_vmm_chunks final : public slab_source {
+class vmm_chunks final : public slab_source {
 public:
-  basic_vmm_chunks() = default;
-  basic_vmm_chunks(const basic_vmm_chunks&) = delete;
-  basic_vmm_chunks& operator=(const basic_vmm_chunks&) = delete;
-  basic_vmm_chunks(basic_vmm_chunks&&) = delete;
-  basic_vmm_chunks& operator=(basic_vmm_chunks&&) = delete;
+  vmm_chunks() = default;
+  vmm_chunks(const vmm_chunks&) = delete;
+  vmm_chunks& operator=(const vmm_chunks&) = delete;
+  vmm_chunks(vmm_chunks&&) = delete;
+  vmm_chunks& operator=(vmm_chunks&&) = delete;
   /// Gives every slab back (pool_core frees its slabs first: normally none is left).
-  ~basic_vmm_chunks() override {
+  ~vmm_chunks() override {
     while (!slabs_.empty()) {
       free(vmm_pointer(slabs_.begin()->first));
     }
@@ -195,10 +194,8 @@ private:
   bool unmap_runs_ = true; // the driver unmaps a range over several mappings (until refused)
   const char* failed_call_ = "cuMemCreate";
 };
-using vmm_chunks = basic_vmm_chunks<>;
 
-template <class Deferred>
-cudaError_t basic_vmm_chunks<Deferred>::allocate(void** slab, std::size_t size) {
+inline cudaError_t vmm_chunks::allocate(void** slab, std::size_t size) {
   if (asleep_) { // pool::sleepable refuses first; a pool shared otherwise lands here
     throw state_error("graphcap: a sleepable pool cannot grow while it is asleep: call wake() "
                       "first");
@@ -228,8 +225,7 @@ cudaError_t basic_vmm_chunks<Deferred>::allocate(void** slab, std::size_t size) 
   return cudaSuccess;
 }
 
-template <class Deferred>
-void basic_vmm_chunks<Deferred>::carve(std::size_t size) {
+inline void vmm_chunks::carve(std::size_t size) {
   if (asleep_ || carved_bytes() > 0) {
     throw state_error(asleep_ ? "graphcap: carve() on a sleepable pool that is asleep: wake() it "
                                 "first"
@@ -263,8 +259,7 @@ void basic_vmm_chunks<Deferred>::carve(std::size_t size) {
   arenas_[arenas_.size() - 1].carved = bytes;
 }
 
-template <class Deferred>
-void basic_vmm_chunks<Deferred>::free(void* slab) noexcept {
+inline void vmm_chunks::free(void* slab) noexcept {
   const auto found = slabs_.find(static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(slab)));
   if (found == slabs_.end()) {
     return;
@@ -285,8 +280,7 @@ void basic_vmm_chunks<Deferred>::free(void* slab) noexcept {
   arenas_.gone(index); // the carve stays, for the next slabs
 }
 
-template <class Deferred>
-void basic_vmm_chunks<Deferred>::make_backup(const device_ranges& in_use) {
+inline void vmm_chunks::make_backup(const device_ranges& in_use) {
   device_ranges mapped; // a failed sleep may have released some already
   for (const auto& [base, bytes] : in_use) {
     const auto segment = segment_at(base);
@@ -299,8 +293,7 @@ void basic_vmm_chunks<Deferred>::make_backup(const device_ranges& in_use) {
   }
 }
 
-template <class Deferred>
-bool basic_vmm_chunks<Deferred>::drop_run(segment_iterator first, segment_iterator last,
+inline bool vmm_chunks::drop_run(segment_iterator first, segment_iterator last,
                                  CUresult& status) noexcept {
   if (unmap_runs_ && std::next(first) != last) {
     std::size_t bytes = 0;
@@ -331,8 +324,7 @@ bool basic_vmm_chunks<Deferred>::drop_run(segment_iterator first, segment_iterat
   return true;
 }
 
-template <class Deferred>
-void basic_vmm_chunks<Deferred>::sleep(bool keep_contents, const device_ranges& in_use) {
+inline void vmm_chunks::sleep(bool keep_contents, const device_ranges& in_use) {
   if (keep_contents && backup_.data() == nullptr) {
     make_backup(in_use); // throws with nothing changed
   }
@@ -349,8 +341,7 @@ void basic_vmm_chunks<Deferred>::sleep(bool keep_contents, const device_ranges& 
   }
 }
 
-template <class Deferred>
-void basic_vmm_chunks<Deferred>::wake() {
+inline void vmm_chunks::wake() {
   std::vector<CUdeviceptr> taken; // segments this wake made: given back if it fails
   try {
     // A segment a failed sleep could not release, but unmapped: release it now.

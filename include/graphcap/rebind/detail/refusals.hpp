@@ -21,7 +21,7 @@ namespace graphcap::detail::rebind {
 
 template <class = void>
 [[noreturn]] GRAPHCAP_COLD void throw_not_ready(const char* what, graph_state state,
-                                                       bool keeps_graph) {
+                                                bool keeps_graph) {
   throw state_error(std::string{"graphcap::rebinder: cannot "} + what + ": the graph is " +
                     std::string{to_string(state)} + (keeps_graph ? "" : " and keeps no template") +
                     ". A rebinder needs a graph constructed with graphcap::keep_graph and "
@@ -57,8 +57,7 @@ template <class = void>
 }
 
 template <class = void>
-[[noreturn]] GRAPHCAP_COLD void throw_unknown_input(std::uintptr_t from,
-                                                           std::size_t registered) {
+[[noreturn]] GRAPHCAP_COLD void throw_unknown_input(std::uintptr_t from, std::size_t registered) {
   throw rebind_error("graphcap::rebinder::rebind: " + rebind_hex(from) +
                      " is not the address of a registered input (" + std::to_string(registered) +
                      " registered). Name an input by its current address: after a rebind, the "
@@ -115,7 +114,7 @@ template <class = void>
 
 template <class = void>
 [[noreturn]] GRAPHCAP_COLD void throw_smaller(std::uintptr_t from, std::size_t extent,
-                                                     std::uintptr_t to, std::size_t available) {
+                                              std::uintptr_t to, std::size_t available) {
   throw rebind_error("graphcap::rebinder::rebind: the new buffer at " + rebind_hex(to) + " has " +
                      std::to_string(available) + " bytes, fewer than the " +
                      std::to_string(extent) + " the graph may read from input " + rebind_hex(from));
@@ -123,8 +122,7 @@ template <class = void>
 
 /// The bytes available from `to`: `given`, or asked from CUDA when unknown (`unknown`).
 template <class = void>
-[[nodiscard]] std::size_t bytes_at(std::uintptr_t to, std::size_t given,
-                                          std::size_t unknown) {
+[[nodiscard]] std::size_t bytes_at(std::uintptr_t to, std::size_t given, std::size_t unknown) {
   if (given != unknown) {
     return given;
   }
@@ -138,8 +136,8 @@ template <class = void>
 /// Registers the input at `address` (`bytes` long; `to_end`: to its allocation's end) after the
 /// `inputs` known; rebind_error, nothing registered, for an unknown extent or an overlap.
 template <class = void>
-void register_input(std::vector<bound_input>& inputs, std::uintptr_t address,
-                           std::size_t bytes, std::size_t to_end) {
+void register_input(std::vector<bound_input>& inputs, std::uintptr_t address, std::size_t bytes,
+                    std::size_t to_end) {
   if (bytes == to_end) {
     const auto allocation = allocation_at(address);
     if (!allocation) [[unlikely]] {
@@ -156,8 +154,7 @@ void register_input(std::vector<bound_input>& inputs, std::uintptr_t address,
 }
 
 template <class = void>
-[[noreturn]] GRAPHCAP_COLD void throw_default_copy_to_host(std::uintptr_t from,
-                                                                  std::uintptr_t to) {
+[[noreturn]] GRAPHCAP_COLD void throw_default_copy_to_host(std::uintptr_t from, std::uintptr_t to) {
   throw rebind_error("graphcap::rebinder::rebind: input " + rebind_hex(from) +
                      " is an operand of a cudaMemcpyDefault copy, and the new address " +
                      rebind_hex(to) +
@@ -169,7 +166,7 @@ template <class = void>
 /// Whether `input` is an operand of a cudaMemcpyDefault copy.
 template <class = void>
 [[nodiscard]] bool in_default_copy(const bound_input& input,
-                                          const std::vector<patchable_node>& nodes) noexcept {
+                                   const std::vector<patchable_node>& nodes) noexcept {
   return std::any_of(input.sites.begin(), input.sites.end(), [&](const site& place) {
     const patchable_node& node = nodes[place.node];
     return node.kind == node_kind::memcpy && node.copy.kind == cudaMemcpyDefault;

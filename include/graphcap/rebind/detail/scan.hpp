@@ -41,8 +41,7 @@ struct scan_result {
 };
 
 template <class = void>
-[[noreturn]] GRAPHCAP_COLD void throw_unknown_bodies(std::size_t conditionals,
-                                                            bool bodies_known) {
+[[noreturn]] GRAPHCAP_COLD void throw_unknown_bodies(std::size_t conditionals, bool bodies_known) {
   throw rebind_error(
       "graphcap::rebinder: the graph has " + std::to_string(conditionals) +
       " conditional node(s) (if_, if_else, switch_, while_, device_loop), and CUDA 13.0 lists no "

@@ -23,8 +23,8 @@
 namespace graphcap::detail::rebind {
 
 template <class = void>
-[[noreturn]] GRAPHCAP_COLD void
-throw_held_by_no_segment(std::uintptr_t input, std::size_t bytes, std::size_t segments) {
+[[noreturn]] GRAPHCAP_COLD void throw_held_by_no_segment(std::uintptr_t input, std::size_t bytes,
+                                                         std::size_t segments) {
   throw rebind_error(
       "graphcap::rebinder: no segment of the piecewise graph (" + std::to_string(segments) +
       " segment(s)) holds an address in [" + rebind_hex(input) + ", +" + std::to_string(bytes) +

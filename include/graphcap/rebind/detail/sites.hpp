@@ -188,7 +188,7 @@ using bound_input = basic_bound_input<>;
 /// What `node` holds of `inputs` (their sites index `nodes`), for rebinder::note().
 template <class = void>
 std::string node_note(cudaGraphNode_t node, const std::vector<bound_input>& inputs,
-                             const std::vector<patchable_node>& nodes) {
+                      const std::vector<patchable_node>& nodes) {
   std::string text;
   for (const bound_input& input : inputs) {
     for (const site& place : input.sites) {
@@ -235,7 +235,7 @@ void list_nodes(cudaGraph_t graph, bool in_child, std::vector<listed_node>& node
 /// A kernel node's parameters, copied into the rebinder's own storage.
 template <class = void>
 patchable_node copy_kernel_node(cudaGraphNode_t node,
-                                       std::unordered_map<CUfunction, patchable_node>& layouts) {
+                                std::unordered_map<CUfunction, patchable_node>& layouts) {
   const driver_api& api = driver();
   patchable_node copy;
   copy.node = node;

@@ -55,7 +55,7 @@ std::pair<cudaGraph_t, std::vector<cudaGraphNode_t>> capture_nodes(cudaStream_t 
 /// The nodes of `after` not in `before` (both sorted).
 template <class = void>
 std::vector<cudaGraphNode_t> added_nodes(const std::vector<cudaGraphNode_t>& before,
-                                                std::vector<cudaGraphNode_t> after) {
+                                         std::vector<cudaGraphNode_t> after) {
   std::vector<cudaGraphNode_t> added;
   std::set_difference(after.begin(), after.end(), before.begin(), before.end(),
                       std::back_inserter(added));
@@ -78,8 +78,7 @@ cudaGraphExec_t executable_of(const Graph& graph) {
 
 /// The nodes of every scope named `scope`, without repeats.
 template <class = void>
-std::vector<cudaGraphNode_t> scope_nodes(const graph_layout& layout,
-                                                std::string_view scope) {
+std::vector<cudaGraphNode_t> scope_nodes(const graph_layout& layout, std::string_view scope) {
   std::vector<cudaGraphNode_t> nodes;
   bool found = false;
   for (std::size_t index = 0; index < layout.scope_names.size(); ++index) {
@@ -134,8 +133,7 @@ bool names_nodes(cudaGraphExec_t exec, std::span<const cudaGraphNode_t> nodes) {
 /// cudaGraphNodeSetEnabled on each of `nodes` (switchable: check_switchable), each one's state
 /// read first, and on a failure midway the changed ones set back.
 template <class = void>
-void switch_nodes(cudaGraphExec_t exec, std::span<const cudaGraphNode_t> nodes,
-                         bool enabled) {
+void switch_nodes(cudaGraphExec_t exec, std::span<const cudaGraphNode_t> nodes, bool enabled) {
   std::vector<unsigned int> was(nodes.size());
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     check(cudaGraphNodeGetEnabled(exec, nodes[i], &was[i]), "cudaGraphNodeGetEnabled");

@@ -78,10 +78,10 @@ void write_chrome_trace(std::ostream& out, const std::vector<kernel_record>& ker
   });
   const std::uint64_t origin = order.empty() ? 0 : order.front()->start_ns;
   struct lane {
-    std::uint32_t device;
+    std::uint32_t device = 0;
     std::string base;  // the annotation's name
     std::string title; // base, or "base (k)" for the k-th parallel lane of that name
-    std::uint64_t busy_until;
+    std::uint64_t busy_until = 0;
   };
   std::vector<lane> lanes; // tid = index + 1, in order of first use
   out << "{\"displayTimeUnit\": \"ns\", \"traceEvents\": [";

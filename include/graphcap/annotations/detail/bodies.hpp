@@ -191,9 +191,9 @@ private:
   }
 
   struct body {
-    cudaGraphNode_t conditional;
-    cudaGraph_t graph;
-    cudaStream_t stream;            // the stream graphcap captures it on
+    cudaGraphNode_t conditional = nullptr;
+    cudaGraph_t graph = nullptr;
+    cudaStream_t stream = nullptr;  // the stream graphcap captures it on
     unsigned long long capture = 0; // its capture's id: streams forked inside it share it
   };
 

@@ -269,14 +269,14 @@ public:
 
 private:
   struct slab_record {
-    std::size_t bytes;
+    std::size_t bytes = 0;
     nvtx_regions::heap heap = nullptr; // null when no memory checker is attached
     std::size_t pins = 0;              // blocks of this slab held by buffers
     bool orphaned = false;             // released by its pool; kept only for its pinned blocks
     std::size_t tail = 0;              // bytes at its end never carved (a small slab left behind)
   };
   struct pinned_block {
-    std::size_t bytes;
+    std::size_t bytes = 0;
     std::size_t refs = 0;
     bool returned = false; // its graph gave it back: the pool gets it with the last pin
     ready_event ready;

@@ -213,7 +213,8 @@ private:
     query_ = detail::driver().pointer_get_attribute.require(detail::liveness::liveness_needs);
   }
 
-  void declare(const void* pointer, const std::optional<std::weak_ptr<const void>>& token) {
+  // NOLINTNEXTLINE(performance-unnecessary-value-param): moved into the input's record below
+  void declare(const void* pointer, std::optional<std::weak_ptr<const void>> token) {
     resolve_query();
     const auto address = reinterpret_cast<std::uintptr_t>(pointer);
     if (tracking_.is_internal(address) || (address == 0 && !token)) {

@@ -27,6 +27,18 @@ inline std::size_t device_free_bytes() {
   return free_bytes;
 }
 
+/// The device's free bytes, or 0 where cudaMemGetInfo fails (its error cleared): for a measure
+/// that must never fail the work it measures (a pool's slab growth).
+inline std::size_t device_free_bytes_or_zero() noexcept {
+  std::size_t free_bytes = 0;
+  std::size_t total = 0;
+  if (cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) {
+    static_cast<void>(cudaGetLastError()); // its own error: the figure is only a measure
+    return 0;
+  }
+  return free_bytes;
+}
+
 /// Presses the driver to give back the unused pieces of the current device's executable cache;
 /// returns the bytes cudaMemGetInfo's free figure gained (0 where it gave none). Leaves no error
 /// of its own pending (a failed cudaMalloc's is cleared); where an error was pending before, it

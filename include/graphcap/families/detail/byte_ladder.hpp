@@ -1,13 +1,14 @@
 // graphcap/families/detail/byte_ladder.hpp - capture_all() under a byte_budget: which keys the
 // family keeps. Keys come largest first; each is captured (its template: the pool's growth is
-// then known, and its nodes), and instantiated only if its pool growth and its predicted
-// executable bytes fit what is left. The prediction is its weighted nodes times the measured
-// bytes per node (the process's, or this ladder's own where larger), less the slack of the
-// driver's last 2 MiB piece (at most a piece), rounded up to whole pieces
-// (families/detail/executable_memory.hpp); the charge is what was measured. A key that does not
-// fit is left out (its template dropped; while no key is kept, the pool's slabs go back too) and
-// the next smaller key is tried: smaller keys cost no more, so the ladder kept is the largest key
-// that fits and every smaller one that still fits, the densest within about a key.
+// then known, and its nodes), and instantiated only if its pool growth (the device bytes it
+// took, pool_statistics::device_bytes) and its predicted executable bytes fit what is left. The
+// prediction is its weighted nodes times the measured bytes per node (the process's, or this
+// ladder's own where larger), less the slack of the driver's last 2 MiB piece (at most a piece),
+// rounded up to whole pieces (families/detail/executable_memory.hpp); the charge is what was
+// measured. A key that does not fit is left out (its template dropped; while no key is kept, the
+// pool's slabs go back too, their stream synchronized so that an allocator's reserve goes with
+// them) and the next smaller key is tried: smaller keys cost no more, so the ladder kept is the
+// largest key that fits and every smaller one that still fits, the densest within about a key.
 #pragma once
 
 #include <graphcap/families/detail/executable_memory.hpp>

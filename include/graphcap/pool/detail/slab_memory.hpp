@@ -16,6 +16,7 @@
 
 #include <graphcap/cuda/detail/capture_mode_guard.hpp>
 #include <graphcap/cuda/detail/cuda_check.hpp>
+#include <graphcap/cuda/detail/executable_cache.hpp>
 #include <graphcap/cuda/detail/unique_handle.hpp>
 #include <graphcap/error.hpp>
 #include <graphcap/pool/detail/nvtx_regions.hpp>
@@ -65,9 +66,9 @@ using slab_source = basic_slab_source<>;
 /// A failed reading is cleared and gives `otherwise` (a measure never fails a growth).
 class free_figure {
 public:
-  free_figure() noexcept : free_(read()) {}
+  free_figure() noexcept : free_(device_free_bytes_or_zero()) {}
   [[nodiscard]] std::size_t taken_since(std::size_t otherwise) const noexcept {
-    const std::size_t now = read();
+    const std::size_t now = device_free_bytes_or_zero();
     if (free_ == 0 || now == 0) {
       return otherwise;
     }
@@ -75,15 +76,6 @@ public:
   }
 
 private:
-  static std::size_t read() noexcept {
-    std::size_t free_bytes = 0;
-    std::size_t total = 0;
-    if (cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) {
-      static_cast<void>(cudaGetLastError()); // its own error: the figure is only a measure
-      return 0;
-    }
-    return free_bytes;
-  }
   std::size_t free_ = 0;
 };
 

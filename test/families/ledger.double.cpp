@@ -54,6 +54,9 @@ struct ladder_fixture {
   void fresh_device(std::size_t bytes_per_node = per_node) {
     owned.reset();
     cuda_double::reset();
+    // The measured rate is the process's: each case starts from none, whatever ran before it.
+    gc::detail::families::process_rate().bytes = 0;
+    gc::detail::families::process_rate().nodes = 0;
     cuda_double::set_executable_memory(bytes_per_node, bytes_per_node);
     owned = std::make_unique<gctest::stream>();
     stream = *owned;
@@ -167,6 +170,80 @@ TEST_CASE_METHOD(ladder_fixture, "family ledger predicts a second family of the 
   // The driver's last piece of the first family has slack the second draws on: within a piece.
   CHECK(drop <= predicted);
   CHECK(predicted - drop <= 2 * mib);
+}
+
+TEST_CASE_METHOD(ladder_fixture, "family ledger predicts a second family that a stream-ordered "
+                                 "pool's reserve already holds") {
+  // bench_family_memory on an H100 (session 22): the first family's 2 MiB slab took a 32 MiB
+  // reserve, the second family's slabs came from that reserve's room and took nothing more;
+  // a prediction that charged the reserve again read 68 MiB against a 40 MiB drop.
+  cuda_double::set_mempool_reserve(32 * mib);
+  {
+    gc::graph_family<> first;
+    REQUIRE(first.capture_all({1, 2, 4, 8}, stream, work()).complete());
+    const gc::family_ledger<std::size_t> ledger = first.ledger();
+    REQUIRE(ledger.pool_device_bytes == 32 * mib); // what the first took: the reserve
+    const std::size_t predicted = ledger.predicted_bytes();
+    const std::size_t before = free_now();
+    gc::graph_family<> second;
+    REQUIRE(second.capture_all({1, 2, 4, 8}, stream, work()).complete());
+    const std::size_t drop = before - free_now();
+    CHECK(second.ledger().pool_device_bytes == 0); // from the reserve's room
+    CHECK(drop <= predicted);
+    CHECK(predicted - drop <= 2 * mib);
+    CHECK(predicted < 32 * mib); // the reserve is not charged twice
+  }
+  // With no room left (a reserve the size of a slab), the growth is predicted at what it took.
+  fresh_device();
+  cuda_double::set_mempool_reserve(0);
+  gc::graph_family<> exact;
+  REQUIRE(exact.capture_all({1, 2, 4, 8}, stream, work()).complete());
+  const gc::family_ledger<std::size_t> exact_ledger = exact.ledger();
+  std::size_t pool_predicted = 0;
+  for (const auto& row : exact_ledger.rows) {
+    pool_predicted += row.would_add_bytes - row.executable_bytes;
+  }
+  CHECK(pool_predicted == exact_ledger.pool_device_bytes);
+}
+
+TEST_CASE_METHOD(ladder_fixture, "family ledger counts the streams the family and its pool "
+                                 "make, and a budget charges them") {
+  // An H100 (session 22, benchmark/probes/budget_drop.cu): a stream takes device memory from the
+  // driver's 2 MiB pieces; the family's capture stream and its pool's slab stream went uncounted,
+  // and a budgeted capture_all() dropped a piece more than its budget in some rounds.
+  fresh_device();
+  cuda_double::set_stream_memory(1536 * 1024); // two streams: two pieces
+  const std::size_t before = free_now();
+  gc::graph_family<> family;
+  REQUIRE(family.capture_all({1, 2, 4, 8}, stream, work()).complete());
+  const std::size_t drop = before - free_now();
+  const gc::family_ledger<std::size_t> ledger = family.ledger();
+  CHECK(ledger.stream_bytes > 0);
+  CHECK(ledger.total_bytes() == drop);
+  std::size_t rows = ledger.stream_bytes;
+  for (const auto& row : ledger.rows) {
+    rows += row.pool_device_bytes + row.executable_bytes;
+  }
+  CHECK(rows == ledger.total_bytes());
+  CHECK(family.report().find("stream " + std::to_string(ledger.stream_bytes)) != std::string::npos);
+  // Under a budget of what the largest key alone takes with its streams, the drop stays in it.
+  fresh_device();
+  cuda_double::set_stream_memory(1536 * 1024);
+  std::size_t largest = 0;
+  {
+    gc::graph_family<> alone;
+    REQUIRE(alone.capture_all({8}, stream, work()).complete());
+    largest = alone.ledger().total_bytes();
+  }
+  fresh_device();
+  cuda_double::set_stream_memory(1536 * 1024);
+  const std::size_t start = free_now();
+  gc::graph_family<> budgeted;
+  const auto result =
+      budgeted.capture_all({1, 2, 4, 8}, gc::byte_budget{largest + mib}, stream, work());
+  CHECK(result.captured.size() >= 1);
+  CHECK(start - free_now() <= largest + mib);
+  CHECK(budgeted.ledger().total_bytes() == start - free_now());
 }
 
 TEST_CASE_METHOD(ladder_fixture, "family release_executables keeps templates, restore needs no "

@@ -283,8 +283,7 @@ private:
     this->before_capture(core);
     const pool_statistics before = core.statistics();
     const family_clock::time_point begin = now();
-    graph.capture(detail::families::ensure_stream(stream_),
-                  [&](scope& cap) { work_.capture(key, cap); });
+    graph.capture(this->measured_stream(stream_), [&](scope& cap) { work_.capture(key, cap); });
     const family_clock::time_point captured = now();
     counts.capture_time = captured - begin;
     counts.nodes = graph.node_count();

@@ -16,6 +16,7 @@
 #include <graphcap/families/detail/family_support.hpp>
 #include <graphcap/families/family_types.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <iomanip>
 #include <ostream>
@@ -38,9 +39,10 @@ struct ledger_row {
   std::size_t executable_bytes = 0;
   std::size_t measured_bytes = 0; ///< cudaMemGetInfo's drops at its own instantiations (lumpy)
   bool executable = false;        ///< it holds an executable now (false: released, or a template)
-  /// What a capture of this key adds now, from this capture's figures: its pool growth's device
-  /// bytes and its executable share (a prediction for the same key in a new family, exact to
-  /// 2 MiB, and to the pool's reserve)
+  /// What a capture of this key in a new family would add now, from this capture's figures: its
+  /// executable share, and its pool growth's device bytes unless the room the pool's allocator
+  /// holds free now (a stream-ordered pool's reserve beyond its allocations, read at ledger(),
+  /// drawn down by the rows before it) takes the growth (a prediction exact to 2 MiB)
   std::size_t would_add_bytes = 0;
 };
 
@@ -62,16 +64,22 @@ struct family_ledger {
   /// Of the released keys' bytes, what the driver gave back at release_executables(
   /// executable_memory::give_back) (cudaMemGetInfo's gain), not in executable_held_bytes
   std::size_t executable_given_back_bytes = 0;
+  /// The family's capture stream (made at its first capture, kept until it is destroyed): what
+  /// cudaMemGetInfo dropped by at its creation, 0 or a 2 MiB piece of the driver's (a stream
+  /// takes about 0.4 MiB: benchmark/probes/budget_drop.cu); in no row
+  std::size_t stream_bytes = 0;
   double bytes_per_node = 0; ///< the process-wide measured ratio (before any measure: 2176)
 
-  /// Device bytes the family holds: the pool's device bytes and the executables' (less what
-  /// the driver gave back).
+  /// Device bytes the family holds: the pool's device bytes, its stream's and the executables'
+  /// (less what the driver gave back). The rows' pool_device_bytes and executable_bytes add up
+  /// to it with stream_bytes.
   [[nodiscard]] std::size_t total_bytes() const noexcept {
-    return pool_device_bytes + executable_bytes - executable_given_back_bytes;
+    return pool_device_bytes + stream_bytes + executable_bytes - executable_given_back_bytes;
   }
-  /// What capturing these keys again in a new family would take: the rows' would_add_bytes.
+  /// What capturing these keys again in a new family would take: the rows' would_add_bytes, and
+  /// the new family's stream (as much as this one's took).
   [[nodiscard]] std::size_t predicted_bytes() const noexcept {
-    std::size_t bytes = 0;
+    std::size_t bytes = stream_bytes;
     for (const ledger_row<Key>& row : rows) {
       bytes += row.would_add_bytes;
     }
@@ -86,8 +94,8 @@ struct family_ledger {
         << ", " << ledger.pool_in_use_bytes << " in use, " << ledger.pool_high_water_bytes
         << " high-water; executables " << ledger.executable_bytes << " measured ("
         << ledger.executable_held_bytes << " of them released and held by the driver, "
-        << ledger.executable_given_back_bytes << " given back), "
-        << static_cast<std::size_t>(ledger.bytes_per_node) << " bytes per node\n"
+        << ledger.executable_given_back_bytes << " given back), stream " << ledger.stream_bytes
+        << ", " << static_cast<std::size_t>(ledger.bytes_per_node) << " bytes per node\n"
         << std::setw(10) << "key" << std::setw(14) << "pool bytes" << std::setw(12) << "in use"
         << std::setw(12) << "high-water" << std::setw(14) << "exec bytes" << std::setw(12)
         << "measured" << std::setw(14) << "would add"
@@ -106,9 +114,12 @@ struct family_ledger {
 namespace detail::families {
 
 /// Shares `total` among the rows by executable_nodes (the remainder to the last row with
-/// nodes), so that the shares add up to it; each row's would_add_bytes follows.
+/// nodes), so that the shares add up to it; each row's would_add_bytes follows, its pool growth
+/// drawn first from `room`, the free bytes the pool's allocator holds now
+/// (slab_memory::allocator_room): a new family's slabs take that before the allocator reserves
+/// more, and a growth it cannot hold takes what this one's took (the room keeps the rest).
 template <class Key>
-void spread_executable_bytes(family_ledger<Key>& ledger, std::size_t total) {
+void spread_executable_bytes(family_ledger<Key>& ledger, std::size_t total, std::size_t room) {
   std::size_t weight = 0;
   for (const ledger_row<Key>& row : ledger.rows) {
     weight += row.executable_nodes;
@@ -131,7 +142,14 @@ void spread_executable_bytes(family_ledger<Key>& ledger, std::size_t total) {
   }
   ledger.executable_bytes = total;
   for (ledger_row<Key>& row : ledger.rows) {
-    row.would_add_bytes = row.pool_device_bytes + row.executable_bytes;
+    std::size_t pool = 0;
+    if (row.pool_reserved_bytes <= room) {
+      room -= row.pool_reserved_bytes;
+    } else {
+      pool = std::max(row.pool_device_bytes, row.pool_reserved_bytes - room);
+      room = room + pool - row.pool_reserved_bytes;
+    }
+    row.would_add_bytes = pool + row.executable_bytes;
     ledger.executable_held_bytes += row.executable ? 0 : row.executable_bytes;
   }
 }

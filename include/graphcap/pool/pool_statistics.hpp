@@ -17,8 +17,9 @@ namespace graphcap {
 struct pool_statistics {
   std::size_t reserved_bytes = 0; ///< device memory held in slabs
   /// What the device's free memory (cudaMemGetInfo) dropped by at the slabs' allocations: the
-  /// slabs and what the allocator reserved beyond them (a stream-ordered pool's 32 MiB, or 0
-  /// where its reserve had room); less each freed slab's size, 0 with no slab. Other code's
+  /// slabs, what the allocator reserved beyond them (a stream-ordered pool's 32 MiB, or 0
+  /// where its reserve had room) and the pool's own stream, made at its first slab (0 or a
+  /// 2 MiB piece of the driver's); less each freed slab's size, 0 with no slab. Other code's
   /// allocations at the same moment count too.
   std::size_t device_bytes = 0;
   std::size_t in_use_bytes = 0;  ///< bytes of the blocks in use (see above)

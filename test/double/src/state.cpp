@@ -128,6 +128,7 @@ void reset() {
   st.mempool_reserve = 0;
   st.exec_bytes_per_kernel_node = 0;
   st.exec_bytes_per_other_node = 0;
+  st.stream_bytes = 0;
   st.exec_caches.clear();
   st.vmm_out_of_memory_call = kDefaultVmmOutOfMemoryCall;
   ++st.generation;
@@ -166,6 +167,11 @@ void set_executable_memory(std::size_t per_kernel_node, std::size_t per_other_no
   std::lock_guard<std::recursive_mutex> lock(state().mu);
   state().exec_bytes_per_kernel_node = per_kernel_node;
   state().exec_bytes_per_other_node = per_other_node;
+}
+
+void set_stream_memory(std::size_t bytes) {
+  std::lock_guard<std::recursive_mutex> lock(state().mu);
+  state().stream_bytes = bytes;
 }
 
 std::size_t executable_cache_bytes(int device) {

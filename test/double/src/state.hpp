@@ -80,6 +80,7 @@ struct CUstream_st {
   int priority = 0;
   int device = 0;
   unsigned long long id = 0;
+  std::size_t cache_bytes = 0; // of its device's executable cache (set_stream_memory)
   // Capture membership: the sequence this stream takes part in, and the
   // stream's capture frontier (the dependencies of the next captured node).
   cuda_double::detail::Capture* capture = nullptr;
@@ -300,6 +301,7 @@ struct State {
   std::size_t mempool_reserve = 0; // set_mempool_reserve
   std::size_t exec_bytes_per_kernel_node = 0;
   std::size_t exec_bytes_per_other_node = 0;
+  std::size_t stream_bytes = 0; // set_stream_memory: each live stream's share of the cache
   struct ExecCache {
     std::size_t used = 0;     // live executables' bytes
     std::size_t reserved = 0; // 2 MiB pieces taken, counted by cudaMemGetInfo

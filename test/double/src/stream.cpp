@@ -49,7 +49,20 @@ cudaError_t create_stream(cudaStream_t* out, unsigned flags, int priority) {
   if (flags & ~static_cast<unsigned>(cudaStreamNonBlocking))
     return cudaErrorInvalidValue;
   State& st = state();
+  const int device = thread_state().device;
+  if (st.stream_bytes > 0) { // from the device's cache of 2 MiB pieces, as executables
+    constexpr std::size_t piece = std::size_t{2} << 20;
+    State::ExecCache& cache = st.exec_caches[device];
+    const std::size_t need = (cache.used + st.stream_bytes + piece - 1) / piece * piece;
+    if (need > cache.reserved) {
+      if (device_bytes_in_use() + (need - cache.reserved) > st.total_memory)
+        return cudaErrorMemoryAllocation;
+      cache.reserved = need;
+    }
+    cache.used += st.stream_bytes;
+  }
   auto* s = new CUstream_st;
+  s->cache_bytes = st.stream_bytes;
   s->flags = flags;
   // Priorities are clamped to the device's range [-5, 0], as CUDA does.
   s->priority = priority > 0 ? 0 : (priority < -5 ? -5 : priority);
@@ -107,6 +120,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
         c->origin = nullptr;
     }
     st.streams.erase(stream);
+    st.exec_caches[stream->device].used -= stream->cache_bytes; // the pieces stay
     delete stream;
     return cudaSuccess;
   });

@@ -58,7 +58,8 @@ public:
     // every key, each admitted with the budget spent (session 19: every key kept on an H100).
     slack_ = slack_ < executable_piece ? slack_ : executable_piece - 1;
   }
-  /// Charges pool growth alone (a key left out whose slabs stay with the pool).
+  /// Charges device bytes no key is admitted for: a left-out key's pool growth that stays with
+  /// the pool, or the family's capture stream.
   void charge_pool(std::size_t pool_bytes) noexcept { spent_ += pool_bytes; }
 
   /// The budget.

@@ -13,6 +13,7 @@
 #include <graphcap/core/stream_ref.hpp>
 #include <graphcap/error.hpp>
 #include <graphcap/fwd.hpp>
+#include <graphcap/pool/pool_handle.hpp>
 #include <graphcap/pool/pool_statistics.hpp>
 
 #include <algorithm>
@@ -173,6 +174,23 @@ protected:
     }
   }
 
+  /// The family's capture stream in `stream`, made at the first capture and measured (the
+  /// ledger's stream_bytes; charged to a budget).
+  cudaStream_t measured_stream(stream_handle& stream) {
+    if (stream) {
+      return stream.get();
+    }
+    const std::size_t before = device_free_bytes_or_zero();
+    ensure_stream(stream);
+    const std::size_t after = device_free_bytes_or_zero();
+    const std::size_t taken = before > after && after != 0 ? before - after : 0;
+    stream_bytes_ += taken;
+    if (ladder_) {
+      ladder_->charge_pool(taken);
+    }
+    return stream.get();
+  }
+
   /// Then, unless the budget leaves `key` out (false: the caller drops it, and while
   /// `nothing_kept` the pool's slabs go back), its measured instantiation.
   template <class Graph, class Core>
@@ -182,11 +200,15 @@ protected:
       const std::size_t bytes = ladder_->predict(counts.pool_device_bytes, counts.executable_nodes);
       if (!ladder_->fits(bytes)) {
         left_out_.push_back(left_out_entry(key, bytes, ladder_->left()));
-        ladder_->charge_pool(nothing_kept ? 0 : counts.pool_device_bytes);
+        std::size_t stays = counts.pool_device_bytes;
         if (nothing_kept) {
           graph.reset(); // its blocks back to the pool, then the pool's slabs to the device
+          const std::size_t held = core.statistics().device_bytes;
           core.release_slabs(true); // and their reserve: the next key's drop is measured
+          const std::size_t gone = held - core.statistics().device_bytes; // the pool's stream stays
+          stays = stays > gone ? stays - gone : 0;
         }
+        ladder_->charge_pool(stays);
         return false;
       }
     }
@@ -209,6 +231,7 @@ protected:
     family_ledger<Key> ledger;
     ledger.pool_reserved_bytes = pool.reserved_bytes;
     ledger.pool_device_bytes = pool.device_bytes;
+    ledger.stream_bytes = stream_bytes_;
     ledger.pool_in_use_bytes = pool.in_use_bytes;
     ledger.pool_high_water_bytes = pool.high_water_bytes;
     ledger.bytes_per_node = process_rate().per_node();
@@ -223,7 +246,8 @@ protected:
       ledger.pool_high_water_bytes =
           std::max(ledger.pool_high_water_bytes, row.pool_high_water_bytes);
     }
-    spread_executable_bytes(ledger, self.executable_bytes());
+    spread_executable_bytes(ledger, self.executable_bytes(),
+                            pool_handle_access::core(self.pool_)->allocator_room());
     if (!released_) { // one-executable mode: a key without its group's executable holds none
       ledger.executable_held_bytes = 0;
     }
@@ -280,7 +304,8 @@ private:
   std::vector<family_left_out<Key>> left_out_;
   int device_ = -1; // where the first key was captured
   bool released_ = false;
-  std::size_t given_back_ = 0; // bytes the driver gave back at release_executables(give_back)
+  std::size_t given_back_ = 0;   // bytes the driver gave back at release_executables(give_back)
+  std::size_t stream_bytes_ = 0; // what the capture stream took at its creation (kept by clear())
 };
 
 } // namespace graphcap::detail::families

@@ -177,7 +177,7 @@ public:
       note_given_back(block, pinned.bytes, pinned.heap);
       if (slab->second.pins == 0) {
         const relaxed_capture_mode_guard relaxed;
-        count_slab_freed(stats_, slab->second.bytes);
+        count_slab_freed(stats_, slab->second.bytes, memory_.stream_bytes());
         free_slab(slab->first, slab->second);
         slabs_.erase(slab);
       }
@@ -195,7 +195,7 @@ public:
     const relaxed_capture_mode_guard relaxed;
     for (auto slab = slabs_.begin(); slab != slabs_.end();) {
       if (slab->second.pins == 0) {
-        count_slab_freed(stats_, slab->second.bytes);
+        count_slab_freed(stats_, slab->second.bytes, memory_.stream_bytes());
         free_slab(slab->first, slab->second);
         slab = slabs_.erase(slab);
       } else {
@@ -264,8 +264,8 @@ public:
   [[nodiscard]] const std::shared_ptr<slab_source>& custom_source() const noexcept {
     return memory_.custom();
   }
-  /// The user's memory pool the slabs come from (nullptr: the device's current pool).
-  [[nodiscard]] cudaMemPool_t source() const noexcept { return memory_.source(); }
+  /// What the slabs' allocator holds free beyond its allocations now (slab_memory).
+  [[nodiscard]] std::size_t allocator_room() const noexcept { return memory_.allocator_room(); }
 
 private:
   struct slab_record {

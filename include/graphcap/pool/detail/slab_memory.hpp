@@ -62,7 +62,9 @@ using slab_source = basic_slab_source<>;
 
 /// cudaMemGetInfo's free figure when made; taken_since() is its drop since. Why a pool measures
 /// it: a stream-ordered pool (cudaMallocAsync) reserves more than a slab (32 MiB for a 2 MiB
-/// slab on an H100: benchmark/probes/first_use_memory.cu), which the device no longer has.
+/// slab on an H100 and an H200: benchmark/probes/first_use_memory.cu), which the device no
+/// longer has; and the pool's own stream takes device memory, 2 MiB at a time from the driver
+/// (64 streams took 26 MiB on an H200: benchmark/probes/budget_drop.cu).
 /// A failed reading is cleared and gives `otherwise` (a measure never fails a growth).
 class free_figure {
 public:
@@ -80,12 +82,15 @@ private:
 };
 
 /// A slab of `bytes` gone from `stats`: its reserve, and its share of the device bytes measured
-/// at growth (what an allocator reserved beyond the slabs goes back with the last one).
-inline void count_slab_freed(pool_statistics& stats, std::size_t bytes) noexcept {
+/// at growth (what an allocator reserved beyond the slabs goes back with the last one; the
+/// pool's stream, `stream_bytes`, stays while the pool lives).
+inline void count_slab_freed(pool_statistics& stats, std::size_t bytes,
+                             std::size_t stream_bytes) noexcept {
   stats.reserved_bytes -= bytes;
   --stats.slabs;
-  stats.device_bytes =
-      stats.slabs == 0 ? 0 : stats.device_bytes - std::min(stats.device_bytes, bytes);
+  const std::size_t slabs =
+      stats.device_bytes > stream_bytes ? stats.device_bytes - stream_bytes : 0;
+  stats.device_bytes = stream_bytes + (stats.slabs == 0 ? 0 : slabs - std::min(slabs, bytes));
 }
 
 /// How slabs go back, which decides what must order them after the last replay.
@@ -120,6 +125,8 @@ public:
   [[nodiscard]] bool registers_slabs() const noexcept {
     return nvtx_regions::enabled && source_ == nullptr && !custom_;
   }
+  /// What the slabs' stream took of the device when made (counted with the first slab's).
+  [[nodiscard]] std::size_t stream_bytes() const noexcept { return stream_bytes_; }
   /// The call that takes a slab, for error messages.
   [[nodiscard]] const char* allocating_call() const noexcept {
     return custom_              ? custom_->allocating_call()
@@ -141,13 +148,17 @@ public:
   /// for a source of the policy's own (its VMM chunks take exactly their size).
   [[nodiscard]] cudaError_t allocate(void** slab, std::size_t size, std::size_t& device_taken) {
     const relaxed_capture_mode_guard relaxed; // a global capture may be running on this thread
+    std::size_t stream_bytes = 0; // a stream takes device memory too (about 0.4 MiB on an H200)
     if (!stream_) {
+      const free_figure before_stream;
       cudaStream_t stream = nullptr;
       ignore(cudaGetDevice(&device_)); // for wait_for_device(); a failure fails the next call
       check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
       stream_.reset(stream);
+      stream_bytes = before_stream.taken_since(0);
+      stream_bytes_ = stream_bytes;
     }
-    device_taken = size;
+    device_taken = size + stream_bytes;
     if (custom_) {
       return custom_->allocate(slab, size);
     }
@@ -167,7 +178,7 @@ public:
         throw_cuda(synced, "cudaStreamSynchronize");
       }
     }
-    device_taken = before.taken_since(size);
+    device_taken = before.taken_since(size) + stream_bytes;
     return cudaSuccess;
   }
 
@@ -196,6 +207,32 @@ public:
       static_cast<void>(cudaGetLastError());
       ignore(cudaFree(slab));
     }
+  }
+
+  /// What the allocator the slabs come from holds free beyond its allocations now, which its
+  /// next slabs take before it reserves more: a stream-ordered memory pool's reserved minus used
+  /// bytes (the device's current pool, or the user's); 0 for cudaMalloc'ed slabs, a source of
+  /// the policy's own (each slab its exact size), and where a reading fails.
+  [[nodiscard]] std::size_t allocator_room() const noexcept {
+    if (custom_ || malloced()) {
+      return 0;
+    }
+    cudaMemPool_t pool = source_;
+    int device = device_;
+    if (!stream_ && cudaGetDevice(&device) != cudaSuccess) { // no slab yet: the current device
+      static_cast<void>(cudaGetLastError());
+      return 0;
+    }
+    unsigned long long reserved = 0;
+    unsigned long long used = 0;
+    if ((pool == nullptr && cudaDeviceGetMemPool(&pool, device) != cudaSuccess) ||
+        cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved) !=
+            cudaSuccess ||
+        cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used) != cudaSuccess) {
+      static_cast<void>(cudaGetLastError());
+      return 0;
+    }
+    return reserved > used ? static_cast<std::size_t>(reserved - used) : 0;
   }
 
   /// Waits for the frees on the slabs' own stream: a stream-ordered pool gives back the reserve
@@ -247,9 +284,10 @@ private:
 
   std::shared_ptr<slab_source> custom_; // the policy's own source, if any
   cudaMemPool_t source_ = nullptr;
-  bool waits_ = false;   // slab_release::waits_for_device
-  stream_handle stream_; // never captures: slabs are taken on it
-  int device_ = 0;       // the device of stream_ and of every slab
+  bool waits_ = false;           // slab_release::waits_for_device
+  stream_handle stream_;         // never captures: slabs are taken on it
+  int device_ = 0;               // the device of stream_ and of every slab
+  std::size_t stream_bytes_ = 0; // cudaMemGetInfo's drop at stream_'s creation
 };
 using slab_memory = basic_slab_memory<>;
 

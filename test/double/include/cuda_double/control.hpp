@@ -45,6 +45,11 @@ void set_mempool_reserve(std::size_t bytes);
 // instantiation the device's memory cannot hold fails with cudaErrorMemoryAllocation. Both 0
 // (the default) until reset(): executables take no memory.
 void set_executable_memory(std::size_t per_kernel_node, std::size_t per_other_node = 0);
+// Each stream created from now on takes `bytes` from its device's executable cache (above) while
+// it lives: the driver's 2 MiB pieces, counted by cudaMemGetInfo once taken and kept when the
+// stream is destroyed (64 streams took 26 MiB on an H200: benchmark/probes/budget_drop.cu).
+// 0 (the default) until reset(): streams take no memory.
+void set_stream_memory(std::size_t bytes);
 // The bytes of `device`'s executable cache: taken in 2 MiB pieces (what cudaMemGetInfo counts),
 // and used by live executables.
 std::size_t executable_cache_bytes(int device = 0);

@@ -25,6 +25,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -110,6 +111,12 @@ public:
         continue;
       }
       candidate.members.reserve(candidate.members.size() + 1); // no throw after the update
+      if (!candidate.members.empty()) { // against the base's parameters, if it is still first
+        const key_params& base = candidate.members.front().params;
+        if (base.base == candidate.base && base.differs.empty()) {
+          note_differences(params, base, candidate.base);
+        }
+      }
       update_result result = graph.take_executable(*candidate.holder);
       if (result.updated()) {
         candidate.holder = &graph;
@@ -262,6 +269,7 @@ private:
     const Graph* instantiated_from = nullptr; // whose template the executable was made from
     std::vector<cudaGraphNode_t> nodes;       // that template's nodes, for the set-params
     std::vector<member> members;
+    std::uint64_t base = 0; // the id of its founder's parameters, which members list differences to
   };
 
   static key_params read_params(Graph& graph) {
@@ -318,8 +326,12 @@ private:
     members.reserve(1);
     std::vector<cudaGraphNode_t> nodes = nodes_of(graph.raw_graph());
     const std::size_t bytes = instantiate_measured(graph);
+    params.differs.clear(); // the base of its group: differs from itself nowhere
+    params.base = params.patchable ? next_base_++ : 0;
+    const std::uint64_t base = params.base;
     members.push_back({&graph, std::move(params)});
-    groups_.push_back({signature, &graph, bytes, &graph, std::move(nodes), std::move(members)});
+    groups_.push_back(
+        {signature, &graph, bytes, &graph, std::move(nodes), std::move(members), base});
     return {true,
             {update_outcome::instantiated, cudaGraphExecUpdateSuccess,
              "no group of its topology took it: an executable graph of its own", cudaSuccess},
@@ -330,6 +342,7 @@ private:
   }
 
   std::vector<group> groups_;
+  std::uint64_t next_base_ = 1; // the next group's base id
 };
 
 } // namespace graphcap::detail::families

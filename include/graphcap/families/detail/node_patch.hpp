@@ -10,12 +10,15 @@
 // topology.hpp signs them (cudaGraphGetNodes); a switch compares the target key's copy with the
 // copy of the key the executable holds (the last one switched to), node by node, and sets the nodes
 // that differ through the handles of the template the executable was instantiated from (CUDA's
-// set-params take those). Where set-params cannot express a change (another context, a memcpy or
-// memset that is not 1-D, another copy kind, CUDA refusing a set: docs/rebinding.md's table of
-// refusals) the switch falls back to the update, which overwrites every node: the executable's
-// state after a switch is the same either way (a test on the double compares them field by field).
-// Templates carry no enable state: every key's node is enabled, and a switch never calls
-// cudaGraphNodeSetEnabled.
+// set-params take those). Each key also lists the nodes where it differs from its group's first
+// key (its base, compared once as it joins): two keys of one base can differ only where one of
+// them differs from the base, so a switch compares those nodes alone (a switch that changes one
+// node of 201 compares two, not 201). Where set-params cannot express a change (another context, a
+// memcpy or memset that is not 1-D, another copy kind, CUDA refusing a set: docs/rebinding.md's
+// table of refusals) the switch falls back to the update, which overwrites every node: the
+// executable's state after a switch is the same either way (a test on the double compares them
+// field by field). Templates carry no enable state: every key's node is enabled, and a switch never
+// calls cudaGraphNodeSetEnabled.
 #pragma once
 
 #include <graphcap/cuda/detail/cuda_check.hpp>
@@ -60,6 +63,9 @@ struct key_params {
   std::vector<unsigned char> bytes; ///< every kernel's parameter block, one after another
   std::vector<void*> arguments;     ///< every kernel's kernelParams, pointing into `bytes`
   bool patchable = false; ///< false: a node of a kind set-params cannot set (host, event, ...)
+  /// The nodes where it differs from the base key `base` names (ascending)
+  std::vector<std::uint32_t> differs;
+  std::uint64_t base = 0; ///< the base's id (0: none; a switch compares every node)
 
   key_params() = default;
   key_params(key_params&&) noexcept = default;
@@ -201,6 +207,46 @@ bool same_kernel(const node_params& a, const unsigned char* a_bytes, const node_
          std::memcmp(a_bytes + a.first_byte, b_bytes + b.first_byte, a.byte_count) == 0;
 }
 
+/// Whether node `a` of one key and node `b` of another have the same parameters.
+template <class = void>
+bool same_node(const node_params& a, const unsigned char* a_bytes, const node_params& b,
+               const unsigned char* b_bytes) noexcept {
+  if (a.kind != b.kind) {
+    return false;
+  }
+  switch (a.kind) {
+  case patch_kind::kernel:
+    return same_kernel(a, a_bytes, b, b_bytes);
+  case patch_kind::memcpy:
+    return same_copy(a.copy, b.copy);
+  case patch_kind::memset:
+    return same_set(a.set, b.set);
+  case patch_kind::event_record:
+  case patch_kind::event_wait:
+    return a.event == b.event;
+  case patch_kind::empty:
+    return true;
+  }
+  return false;
+}
+
+/// Lists the nodes where `key` differs from `base`, the key whose id is `base_id` (a key of
+/// another node count, or one that cannot be patched, gets none and compares every node).
+template <class = void>
+void note_differences(key_params& key, const key_params& base, std::uint64_t base_id) {
+  key.differs.clear();
+  key.base = 0;
+  if (!key.patchable || !base.patchable || key.nodes.size() != base.nodes.size()) {
+    return;
+  }
+  for (std::size_t i = 0; i < key.nodes.size(); ++i) {
+    if (!same_node(key.nodes[i], key.bytes.data(), base.nodes[i], base.bytes.data())) {
+      key.differs.push_back(static_cast<std::uint32_t>(i));
+    }
+  }
+  key.base = base_id;
+}
+
 /// What a patch did: how many nodes it set, or that it could not (then nothing is known of the
 /// executable's nodes but that an update from the target's template makes them right).
 struct patch_outcome {
@@ -223,61 +269,83 @@ patch_outcome patch_nodes(cudaGraphExec_t exec, const std::vector<cudaGraphNode_
   const unsigned char* held_bytes = held.bytes.data();
   const unsigned char* target_bytes = target.bytes.data();
   const auto set_kernel = driver().graph_exec_kernel_node_set_params.find();
-  for (std::size_t i = 0; i < count; ++i) {
+  // Node i: false where the switch cannot set it (the caller updates), else set if it differs.
+  const auto patch_one = [&](std::size_t i) {
     const node_params& was = held.nodes[i];
     const node_params& now = target.nodes[i];
     if (now.kind != was.kind) {
-      return outcome;
+      return false;
     }
     cudaError_t status = cudaSuccess;
     switch (now.kind) {
     case patch_kind::kernel:
       if (same_kernel(now, target_bytes, was, held_bytes)) {
-        continue;
+        return true;
       }
       if (set_kernel == nullptr || now.kernel.ctx != was.kernel.ctx) {
-        return outcome; // another context: set-params refuse it
+        return false; // another context: set-params refuse it
       }
       status = static_cast<cudaError_t>(set_kernel(exec, nodes[i], &now.kernel));
       break;
     case patch_kind::memcpy:
       if (same_copy(now.copy, was.copy)) {
-        continue;
+        return true;
       }
       if (now.copy.extent.height != 1 || now.copy.extent.depth != 1 ||
           was.copy.extent.height != 1 || was.copy.extent.depth != 1 ||
           now.copy.kind != was.copy.kind || now.copy.srcArray != nullptr ||
           now.copy.dstArray != nullptr) {
-        return outcome; // CUDA sets 1-D copies of one kind only
+        return false; // CUDA sets 1-D copies of one kind only
       }
       status = cudaGraphExecMemcpyNodeSetParams(exec, nodes[i], &now.copy);
       break;
     case patch_kind::memset:
       if (same_set(now.set, was.set)) {
-        continue;
+        return true;
       }
       if (now.set.height != 1 || was.set.height != 1) {
-        return outcome; // CUDA sets 1-D memsets only
+        return false; // CUDA sets 1-D memsets only
       }
       status = cudaGraphExecMemsetNodeSetParams(exec, nodes[i], &now.set);
       break;
     case patch_kind::event_record:
     case patch_kind::event_wait:
       if (now.event == was.event) {
-        continue;
+        return true;
       }
       status = now.kind == patch_kind::event_record
                    ? cudaGraphExecEventRecordNodeSetEvent(exec, nodes[i], now.event)
                    : cudaGraphExecEventWaitNodeSetEvent(exec, nodes[i], now.event);
       break;
     case patch_kind::empty:
-      continue;
+      return true;
     }
     if (status != cudaSuccess) {
       static_cast<void>(cudaGetLastError()); // graphcap's own refused set: the update follows
-      return outcome;
+      return false;
     }
     ++outcome.nodes_set;
+    return true;
+  };
+  if (held.base != 0 && held.base == target.base) { // only where either differs from the base
+    const std::vector<std::uint32_t>& a = held.differs;
+    const std::vector<std::uint32_t>& b = target.differs;
+    std::size_t x = 0;
+    std::size_t y = 0;
+    while (x < a.size() || y < b.size()) {
+      const std::uint32_t i = y == b.size() || (x < a.size() && a[x] < b[y]) ? a[x] : b[y];
+      x += x < a.size() && a[x] == i ? 1 : 0;
+      y += y < b.size() && b[y] == i ? 1 : 0;
+      if (!patch_one(i)) {
+        return outcome;
+      }
+    }
+  } else {
+    for (std::size_t i = 0; i < count; ++i) {
+      if (!patch_one(i)) {
+        return outcome;
+      }
+    }
   }
   outcome.patched = true;
   return outcome;

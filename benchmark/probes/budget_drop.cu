@@ -13,6 +13,8 @@
 #include <graphcap/family.hpp>
 #include <graphcap/graphcap.hpp>
 
+#include "memory_steps.hpp"
+
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -34,14 +36,9 @@ __global__ void layer_kernel(const float* in, float* out, int n) {
 constexpr int layers = 200;
 constexpr int hidden = 1024;
 constexpr double mib = 1024.0 * 1024.0;
-long long last_free = 0;
-
-long long free_bytes() {
-  cudaDeviceSynchronize();
-  std::size_t free = 0, total = 0;
-  cudaMemGetInfo(&free, &total);
-  return static_cast<long long>(free);
-}
+using probe::free_bytes;
+using probe::last_free;
+using probe::step;
 
 void pool_line() {
   int device = 0;
@@ -53,14 +50,6 @@ void pool_line() {
   cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used);
   std::printf("    current memory pool: reserved %.2f MiB, used %.2f MiB\n",
               static_cast<double>(reserved) / mib, static_cast<double>(used) / mib);
-}
-
-double step(const char* what) {
-  const long long now = free_bytes();
-  const double dropped = static_cast<double>(last_free - now) / mib;
-  std::printf("  %-62s drop %8.2f MiB\n", what, dropped);
-  last_free = now;
-  return dropped;
 }
 
 template <class Scope>

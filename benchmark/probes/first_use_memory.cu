@@ -10,6 +10,8 @@
 //   nvcc -std=c++20 -arch=sm_90 -Iinclude -o first_use_memory first_use_memory.cu
 #include <graphcap/family.hpp>
 
+#include "memory_steps.hpp"
+
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -22,21 +24,9 @@ namespace gc = graphcap;
 namespace {
 
 constexpr std::size_t bytes = 4096;
-long long last_free = 0;
-
-long long free_bytes() {
-  cudaDeviceSynchronize();
-  std::size_t free = 0, total = 0;
-  cudaMemGetInfo(&free, &total);
-  return static_cast<long long>(free);
-}
-
-void step(const char* what) {
-  const long long now = free_bytes();
-  std::printf("  %-58s drop %8.2f MiB\n", what,
-              static_cast<double>(last_free - now) / (1024.0 * 1024.0));
-  last_free = now;
-}
+using probe::free_bytes;
+using probe::last_free;
+using probe::step;
 
 void raw_steps(cudaStream_t stream, unsigned char* device, unsigned char* host) {
   cudaMemsetAsync(device, 1, bytes, stream);

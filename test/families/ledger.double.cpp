@@ -244,6 +244,18 @@ TEST_CASE_METHOD(ladder_fixture, "family ledger counts the streams the family an
   CHECK(result.captured.size() >= 1);
   CHECK(start - free_now() <= largest + mib);
   CHECK(budgeted.ledger().total_bytes() == start - free_now());
+  // A budget that keeps no key: the slabs go back, the two streams stay and stay counted.
+  fresh_device();
+  cuda_double::set_stream_memory(1536 * 1024);
+  const std::size_t empty_start = free_now();
+  gc::graph_family<> empty;
+  CHECK_THROWS_AS(empty.capture_all({1, 2, 4, 8}, gc::byte_budget{mib}, stream, work()),
+                  gc::family_budget_error);
+  const gc::family_ledger<std::size_t> left = empty.ledger();
+  CHECK(left.pool_reserved_bytes == 0);
+  CHECK(left.pool_device_bytes > 0); // the pool's stream, kept when its slabs went
+  CHECK(left.stream_bytes > 0);
+  CHECK(left.total_bytes() == empty_start - free_now());
 }
 
 TEST_CASE_METHOD(ladder_fixture, "family release_executables keeps templates, restore needs no "

@@ -9,6 +9,9 @@
 // cudaMalloc of the free figure (freed at once) and one larger than it, which fails, and returns
 // what cudaMemGetInfo gained. While it runs the device has no free memory: another thread's or
 // process's allocation at that moment can fail, so it is only ever called on request.
+//
+// Also the readings of cudaMemGetInfo's free figure that the ledger's figures come from
+// (device_free_bytes, its no-throw form, and free_figure for the drop around an allocation).
 #pragma once
 
 #include <graphcap/cuda/detail/cuda_check.hpp>
@@ -38,6 +41,24 @@ inline std::size_t device_free_bytes_or_zero() noexcept {
   }
   return free_bytes;
 }
+
+/// cudaMemGetInfo's free figure when made; taken_since() is its drop since, for what an
+/// allocation takes of the device beyond its size (a pool's slab and its allocator's reserve, a
+/// stream). A failed reading is cleared and gives `otherwise` (a measure never fails the work).
+class free_figure {
+public:
+  free_figure() noexcept : free_(device_free_bytes_or_zero()) {}
+  [[nodiscard]] std::size_t taken_since(std::size_t otherwise) const noexcept {
+    const std::size_t now = device_free_bytes_or_zero();
+    if (free_ == 0 || now == 0) {
+      return otherwise;
+    }
+    return free_ > now ? free_ - now : 0;
+  }
+
+private:
+  std::size_t free_ = 0;
+};
 
 /// Presses the driver to give back the unused pieces of the current device's executable cache;
 /// returns the bytes cudaMemGetInfo's free figure gained (0 where it gave none). Leaves no error

@@ -180,10 +180,9 @@ protected:
     if (stream) {
       return stream.get();
     }
-    const std::size_t before = device_free_bytes_or_zero();
+    const free_figure before;
     ensure_stream(stream);
-    const std::size_t after = device_free_bytes_or_zero();
-    const std::size_t taken = before > after && after != 0 ? before - after : 0;
+    const std::size_t taken = before.taken_since(0);
     stream_bytes_ += taken;
     if (ladder_) {
       ladder_->charge_pool(taken);

@@ -60,27 +60,6 @@ protected:
 };
 using slab_source = basic_slab_source<>;
 
-/// cudaMemGetInfo's free figure when made; taken_since() is its drop since. Why a pool measures
-/// it: a stream-ordered pool (cudaMallocAsync) reserves more than a slab (32 MiB for a 2 MiB
-/// slab on an H100 and an H200: benchmark/probes/first_use_memory.cu), which the device no
-/// longer has; and the pool's own stream takes device memory, 2 MiB at a time from the driver
-/// (64 streams took 26 MiB on an H200: benchmark/probes/budget_drop.cu).
-/// A failed reading is cleared and gives `otherwise` (a measure never fails a growth).
-class free_figure {
-public:
-  free_figure() noexcept : free_(device_free_bytes_or_zero()) {}
-  [[nodiscard]] std::size_t taken_since(std::size_t otherwise) const noexcept {
-    const std::size_t now = device_free_bytes_or_zero();
-    if (free_ == 0 || now == 0) {
-      return otherwise;
-    }
-    return free_ > now ? free_ - now : 0;
-  }
-
-private:
-  std::size_t free_ = 0;
-};
-
 /// A slab of `bytes` gone from `stats`: its reserve, and its share of the device bytes measured
 /// at growth (what an allocator reserved beyond the slabs goes back with the last one; the
 /// pool's stream, `stream_bytes`, stays while the pool lives).
@@ -148,7 +127,10 @@ public:
   /// for a source of the policy's own (its VMM chunks take exactly their size).
   [[nodiscard]] cudaError_t allocate(void** slab, std::size_t size, std::size_t& device_taken) {
     const relaxed_capture_mode_guard relaxed; // a global capture may be running on this thread
-    std::size_t stream_bytes = 0; // a stream takes device memory too (about 0.4 MiB on an H200)
+    // A stream takes device memory too, 2 MiB at a time from the driver (64 streams took 26 MiB on
+    // an H200: benchmark/probes/budget_drop.cu); a stream-ordered pool reserves more than a slab
+    // (32 MiB for a 2 MiB slab: benchmark/probes/first_use_memory.cu). Both are measured.
+    std::size_t stream_bytes = 0;
     if (!stream_) {
       const free_figure before_stream;
       cudaStream_t stream = nullptr;

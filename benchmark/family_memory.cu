@@ -7,8 +7,11 @@
 //    running): goal within 2% or 2 MiB, whichever is larger; and A's per-key figures add up to
 //    its total (the rows' sum minus the total, 0 bytes);
 //  - budget: capture_all() under a byte_budget of half of A's total: the measured drop against
-//    the budget (never over), and the keys kept against the densest ladder A's per-key figures
-//    say fits (the largest key that fits, then the cheapest others: goal within one key);
+//    the budget (never over), and the keys kept against a bound on the densest ladder: the keys
+//    kept plus those the budget's remainder (budget - drop) pays for at the budgeted family's own
+//    executable bytes per key (every key is 202 nodes, the smaller keys reuse the largest one's
+//    pool): goal within one key. The densest by A's per-key shares is listed (A's shares spread
+//    A's measured executables over its keys, not what a key adds: session 22);
 //  - sleep: family C's release_executables(): cudaMemGetInfo's figure awake against asleep (the
 //    driver keeps executables' memory: benchmark/probes/executable_memory_release.cu), what the
 //    ledger counts as held; then the wake to the first correct replay of every key, eagerly
@@ -16,18 +19,29 @@
 //    first replay), against capturing the 64 keys again (capture_all of a new family); goal
 //    <= 0.1x. Then release_executables(executable_memory::give_back): what cudaMemGetInfo
 //    gained, family B asleep against awake (goal <= 1%), and the eager wake after it.
+//  - a family asleep as a server puts one to sleep: family D of pool::sleepable_shared graphs,
+//    its pool slept (backup::none) and its executables released with the cache given back; what
+//    it holds asleep (its ledger total awake less cudaMemGetInfo's gain), and the wake (pool,
+//    restore_executables, a correct replay of every key) against its own capture_all + replays;
+//  - the floor of a wake in plain CUDA (the same steps on two preallocated buffers): capture +
+//    instantiate + a correct replay of every key, against instantiating the kept templates again
+//    + the replays, and the replays alone (what any wake to a replay of every key pays).
 // Every family stays alive to the end: the driver keeps destroyed executables' memory for the
 // context's next instantiations, which would make every later measure read 0.
 #include <graphcap/family.hpp>
 #include <graphcap/graphcap.hpp>
+#include <graphcap/sleepable_pool.hpp>
 
 #include "harness.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -57,15 +71,20 @@ std::vector<std::size_t> batch_sizes() {
 
 using family = graphcap::graph_family<>;
 
+/// A family of the same keys whose pool can sleep (pool::sleepable_shared).
+using sleepy_family =
+    graphcap::graph_family<std::size_t, graphcap::graph_with<graphcap::pool::sleepable_shared>>;
+
 /// The step for `batch`: a memset, `layers` kernels, the result of key `slot` into `results`.
-void step(std::size_t batch, family::scope& cap, float* results, std::size_t slot) {
+template <class Scope>
+void step(std::size_t batch, Scope& cap, float* results, std::size_t slot) {
   const int n = static_cast<int>(batch) * hidden;
-  float* activation = cap.allocate<float>(static_cast<std::size_t>(n));
+  float* activation = cap.template allocate<float>(static_cast<std::size_t>(n));
   bench::check(
       cudaMemsetAsync(activation, 0, sizeof(float) * static_cast<std::size_t>(n), cap.stream()),
       "cudaMemsetAsync");
   for (int layer = 0; layer < layers; ++layer) {
-    float* next = cap.allocate<float>(static_cast<std::size_t>(n));
+    float* next = cap.template allocate<float>(static_cast<std::size_t>(n));
     layer_kernel<<<(n + 255) / 256, 256, 0, cap.stream()>>>(activation, next, n);
     cap.deallocate(activation);
     activation = next;
@@ -83,15 +102,24 @@ struct bench_state {
   std::size_t slot_of(std::size_t key) const {
     return static_cast<std::size_t>(std::find(keys.begin(), keys.end(), key) - keys.begin());
   }
+  std::vector<std::unique_ptr<sleepy_family>> sleepy_alive;
+  float* raw_in = nullptr; // the raw floor's two buffers, of the largest key's activation
+  float* raw_out = nullptr;
+  std::vector<cudaGraph_t> raw_templates; // kept to the end, as every family
+  std::vector<cudaGraphExec_t> raw_executables;
+
   auto work() {
-    return [this](std::size_t batch, family::scope& cap) {
-      step(batch, cap, results, slot_of(batch));
-    };
+    return [this](std::size_t batch, auto& cap) { step(batch, cap, results, slot_of(batch)); };
   }
   family& make() {
     alive.push_back(
         std::make_unique<family>(graphcap::family_options<std::size_t>{.progress_line = false}));
     return *alive.back();
+  }
+  sleepy_family& make_sleepy() {
+    sleepy_alive.push_back(std::make_unique<sleepy_family>(
+        graphcap::family_options<std::size_t>{.progress_line = false}));
+    return *sleepy_alive.back();
   }
   std::size_t free_bytes() const {
     bench::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
@@ -101,7 +129,8 @@ struct bench_state {
     return free;
   }
   /// Replays every key of `f` and checks its result (layers).
-  bool replay_all_correct(family& f) {
+  template <class Family>
+  bool replay_all_correct(Family& f) {
     bench::check(cudaMemsetAsync(results, 0, sizeof(float) * keys.size(), stream), "memset");
     for (const std::size_t key : keys) {
       f.replay_at_least(key, stream);
@@ -114,6 +143,75 @@ struct bench_state {
     return std::all_of(host.begin(), host.end(), [](float v) { return v == float{layers}; });
   }
 };
+
+/// The floor of a wake, in plain CUDA on two preallocated buffers (milliseconds each, a correct
+/// replay of every key included in each, as in the family's arms): the keys' step captured,
+/// instantiated and replayed (capturing again); the kept templates instantiated again and
+/// replayed (a wake by instantiation); the executables replayed alone (any wake's floor). Every
+/// template and executable stays in `state` (destroyed ones' memory would serve later measures).
+struct raw_floor {
+  double capture_again_ms;
+  double wake_ms;
+  double replays_ms;
+};
+raw_floor raw_wake_floor(bench_state& state) {
+  const cudaStream_t stream = state.stream;
+  const std::size_t first = state.raw_templates.size();
+  const auto instantiate_all = [&] {
+    for (std::size_t i = first; i < first + state.keys.size(); ++i) {
+      cudaGraphExec_t exec = nullptr;
+      bench::check(cudaGraphInstantiate(&exec, state.raw_templates[i], 0), "instantiate");
+      state.raw_executables.push_back(exec);
+    }
+  };
+  const auto replay_all_correct = [&] {
+    bench::check(cudaMemsetAsync(state.results, 0, sizeof(float) * state.keys.size(), stream),
+                 "memset");
+    const std::size_t last = state.raw_executables.size();
+    for (std::size_t i = last - state.keys.size(); i < last; ++i) {
+      bench::check(cudaGraphLaunch(state.raw_executables[i], stream), "cudaGraphLaunch");
+    }
+    std::vector<float> host(state.keys.size());
+    bench::check(cudaMemcpyAsync(host.data(), state.results, sizeof(float) * host.size(),
+                                 cudaMemcpyDeviceToHost, stream),
+                 "cudaMemcpyAsync");
+    bench::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    if (!std::all_of(host.begin(), host.end(), [](float v) { return v == float{layers}; })) {
+      std::fprintf(stderr, "bench_family_memory: a raw replay was wrong\n");
+      std::exit(1);
+    }
+  };
+  auto start = bench::steady::now();
+  for (const std::size_t batch : state.keys) {
+    const int n = static_cast<int>(batch) * hidden;
+    cudaGraph_t graph = nullptr;
+    bench::check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), "begin capture");
+    bench::check(
+        cudaMemsetAsync(state.raw_in, 0, sizeof(float) * static_cast<std::size_t>(n), stream),
+        "cudaMemsetAsync");
+    float* in = state.raw_in;
+    float* out = state.raw_out;
+    for (int layer = 0; layer < layers; ++layer) {
+      layer_kernel<<<(n + 255) / 256, 256, 0, stream>>>(in, out, n);
+      std::swap(in, out);
+    }
+    result_kernel<<<1, 1, 0, stream>>>(in, state.results + state.slot_of(batch));
+    bench::check(cudaStreamEndCapture(stream, &graph), "end capture");
+    state.raw_templates.push_back(graph);
+  }
+  instantiate_all();
+  replay_all_correct();
+  raw_floor floor{};
+  floor.capture_again_ms = bench::micros(start, bench::steady::now()) / 1000.0;
+  start = bench::steady::now();
+  instantiate_all();
+  replay_all_correct();
+  floor.wake_ms = bench::micros(start, bench::steady::now()) / 1000.0;
+  start = bench::steady::now();
+  replay_all_correct();
+  floor.replays_ms = bench::micros(start, bench::steady::now()) / 1000.0;
+  return floor;
+}
 
 double as_mib(std::size_t bytes) {
   return static_cast<double>(bytes) / mib;
@@ -159,12 +257,17 @@ int main() {
   bench_state state;
   state.stream = stream;
   bench::check(cudaMalloc(&state.results, sizeof(float) * state.keys.size()), "cudaMalloc");
+  const std::size_t largest = state.keys.back() * hidden;
+  bench::check(cudaMalloc(&state.raw_in, sizeof(float) * largest), "cudaMalloc");
+  bench::check(cudaMalloc(&state.raw_out, sizeof(float) * largest), "cudaMalloc");
   bench::report report("bench_family_memory", "a family of 64 batch sizes (1..512) of a "
                                               "200-kernel step: ledger, budget, sleep");
   std::vector<double> predicted_mib, measured_mib, error_percent, sum_error, budget_mib,
       budget_drop_mib, kept_keys, densest_keys, awake_mib, asleep_mib, held_mib, eager_ratio,
       lazy_ratio, eager_ms, lazy_ms, capture_ms, given_back_mib, asleep_given_mib, ledger_given_mib,
-      given_ms, given_ratio, budget_ledger_mib;
+      given_ms, given_ratio, budget_ledger_mib, densest_bound, sleepy_awake_mib, sleepy_asleep_mib,
+      sleepy_capture_ms, sleepy_wake_ms, sleepy_ratio, raw_again_ms, raw_wake_ms, raw_replays_ms,
+      raw_wake_ratio, raw_replays_ratio;
   const int runs = std::max(1, bench::scaled(3));
   for (int run = 0; run < runs; ++run) {
     // ---- ledger --------------------------------------------------------------------------
@@ -199,6 +302,17 @@ int main() {
     budget_ledger_mib.push_back(as_mib(c.ledger().total_bytes())); // what it says it took
     budget_mib.push_back(as_mib(budget));
     kept_keys.push_back(static_cast<double>(c.size()));
+    // A bound on the densest ladder under the budget: every key is the same 202 nodes and the
+    // smaller keys reuse the largest one's pool, so a ladder of more keys costs C's drop plus
+    // C's executable bytes per key for each more: what the budget's remainder pays for.
+    std::size_t executables = 0;
+    for (const auto& row : c.ledger().rows) {
+      executables += row.executable_bytes;
+    }
+    const double remainder =
+        std::max(0.0, static_cast<double>(budget) - budget_drop_mib.back() * mib);
+    const double per_key = static_cast<double>(executables) / static_cast<double>(c.size());
+    densest_bound.push_back(static_cast<double>(c.size()) + std::floor(remainder / per_key));
     densest_keys.push_back(static_cast<double>(densest(ledger, budget)));
     if (run == 0 && !result.left_out.empty()) {
       std::printf("budget %zu bytes: %zu keys kept; first left out: %s\n", budget, c.size(),
@@ -244,6 +358,40 @@ int main() {
                    eager_ok, lazy_ok, again_ok, given_ok);
       return 1;
     }
+    // ---- a family asleep: its pool slept, its executables released, the cache given back ----
+    start = bench::steady::now();
+    sleepy_family& d = state.make_sleepy();
+    static_cast<void>(d.capture_all(state.keys, stream, state.work()));
+    const bool sleepy_first = state.replay_all_correct(d);
+    sleepy_capture_ms.push_back(bench::micros(start, bench::steady::now()) / 1000.0);
+    const std::size_t sleepy_awake = d.ledger().total_bytes();
+    const std::size_t before_sleep = state.free_bytes();
+    graphcap::sleepable_pool_handle sleepy_pool{d.pool()};
+    sleepy_pool.sleep();
+    d.release_executables(graphcap::executable_memory::give_back);
+    const double sleepy_gain = drop(state.free_bytes(), before_sleep);
+    sleepy_awake_mib.push_back(as_mib(sleepy_awake));
+    sleepy_asleep_mib.push_back((static_cast<double>(sleepy_awake) - sleepy_gain) / mib);
+    start = bench::steady::now();
+    sleepy_pool.wake();
+    d.restore_executables();
+    const bool sleepy_ok = state.replay_all_correct(d);
+    sleepy_wake_ms.push_back(bench::micros(start, bench::steady::now()) / 1000.0);
+    sleepy_ratio.push_back(sleepy_wake_ms.back() / sleepy_capture_ms.back());
+    if (!sleepy_first || !sleepy_ok) {
+      std::fprintf(stderr,
+                   "bench_family_memory: the sleepable family's replay was wrong (before "
+                   "its sleep %d, after its wake %d)\n",
+                   sleepy_first, sleepy_ok);
+      return 1;
+    }
+    // ---- the same wake in plain CUDA: its floor ----------------------------------------------
+    const raw_floor floor = raw_wake_floor(state);
+    raw_again_ms.push_back(floor.capture_again_ms);
+    raw_wake_ms.push_back(floor.wake_ms);
+    raw_replays_ms.push_back(floor.replays_ms);
+    raw_wake_ratio.push_back(floor.wake_ms / floor.capture_again_ms);
+    raw_replays_ratio.push_back(floor.replays_ms / floor.capture_again_ms);
     eager_ms.push_back(eager);
     lazy_ms.push_back(lazy);
     capture_ms.push_back(recapture);
@@ -260,7 +408,9 @@ int main() {
   report.add("budget", 64, "measured drop", "MiB", budget_drop_mib);
   report.add("budget", 64, "the budgeted family's ledger total", "MiB", budget_ledger_mib);
   report.add("budget ladder", 64, "keys kept", "keys", kept_keys);
-  report.add("budget ladder", 64, "densest by A's ledger", "keys", densest_keys);
+  report.add("budget ladder", 64, "densest by A's per-key shares (listed)", "keys", densest_keys);
+  report.add("budget ladder", 64, "bound: kept + what the remainder pays at C's bytes per key",
+             "keys", densest_bound);
   report.add("sleep", 64, "awake (ledger total)", "MiB", awake_mib);
   report.add("sleep", 64, "asleep (awake - cudaMemGetInfo's gain)", "MiB", asleep_mib);
   report.add("sleep", 64, "ledger: held by the driver", "MiB", held_mib);
@@ -274,9 +424,31 @@ int main() {
   report.add("wake / capture again", 64, "lazy", "x", lazy_ratio);
   report.add("wake to correct replays", 64, "restore after give_back (eager)", "ms", given_ms);
   report.add("wake / capture again", 64, "eager after give_back", "x", given_ratio);
+  report.add("family asleep (sleepable pool)", 64, "awake (ledger total)", "MiB", sleepy_awake_mib);
+  report.add("family asleep (sleepable pool)", 64,
+             "asleep: pool slept, executables released, cache given back", "MiB",
+             sleepy_asleep_mib);
+  report.add("wake to correct replays, sleepable pool", 64, "capture_all + replays", "ms",
+             sleepy_capture_ms);
+  report.add("wake to correct replays, sleepable pool", 64, "wake + restore_executables + replays",
+             "ms", sleepy_wake_ms);
+  report.add("wake / capture again", 64, "sleepable pool: wake + restore", "x", sleepy_ratio);
+  report.add("raw floor of a wake", 64, "capture + instantiate + replays", "ms", raw_again_ms);
+  report.add("raw floor of a wake", 64, "instantiate + replays", "ms", raw_wake_ms);
+  report.add("raw floor of a wake", 64, "replays alone", "ms", raw_replays_ms);
+  report.add("wake / capture again", 64, "raw: instantiate + replays", "x", raw_wake_ratio);
+  report.add("wake / capture again", 64, "raw: replays alone", "x", raw_replays_ratio);
   report.note("goals: ledger error within 2% or 2 MiB; budget drop <= budget, kept >= densest "
               "- 1; asleep <= 1% of awake (or the probe shows the driver keeps it); wake <= 0.1x");
   report.finish();
+  for (const cudaGraphExec_t exec : state.raw_executables) {
+    bench::check(cudaGraphExecDestroy(exec), "cudaGraphExecDestroy");
+  }
+  for (const cudaGraph_t graph : state.raw_templates) {
+    bench::check(cudaGraphDestroy(graph), "cudaGraphDestroy");
+  }
+  bench::check(cudaFree(state.raw_in), "cudaFree");
+  bench::check(cudaFree(state.raw_out), "cudaFree");
   bench::check(cudaFree(state.results), "cudaFree");
   return 0;
 }

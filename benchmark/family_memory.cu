@@ -24,8 +24,9 @@
 //    it holds asleep (its ledger total awake less cudaMemGetInfo's gain), and the wake (pool,
 //    restore_executables, a correct replay of every key) against its own capture_all + replays;
 //  - the floor of a wake in plain CUDA (the same steps on two preallocated buffers): capture +
-//    instantiate + a correct replay of every key, against instantiating the kept templates again
-//    + the replays, and the replays alone (what any wake to a replay of every key pays).
+//    instantiate + a correct replay of every key, against destroying the executables and
+//    instantiating the kept templates again + the replays, and the replays alone (what any wake
+//    to a replay of every key pays).
 // Every family stays alive to the end: the driver keeps destroyed executables' memory for the
 // context's next instantiations, which would make every later measure read 0.
 #include <graphcap/family.hpp>
@@ -146,9 +147,11 @@ struct bench_state {
 
 /// The floor of a wake, in plain CUDA on two preallocated buffers (milliseconds each, a correct
 /// replay of every key included in each, as in the family's arms): the keys' step captured,
-/// instantiated and replayed (capturing again); the kept templates instantiated again and
-/// replayed (a wake by instantiation); the executables replayed alone (any wake's floor). Every
-/// template and executable stays in `state` (destroyed ones' memory would serve later measures).
+/// instantiated and replayed (capturing again); the executables destroyed (not timed) and the
+/// kept templates instantiated again and replayed (a wake by instantiation, as
+/// release_executables() + restore_executables(): the driver's cache serves the new ones); the
+/// executables replayed alone (any wake's floor). The templates and the last executables stay
+/// in `state` (the cache of destroyed ones would serve later measures).
 struct raw_floor {
   double capture_again_ms;
   double wake_ms;
@@ -203,6 +206,10 @@ raw_floor raw_wake_floor(bench_state& state) {
   replay_all_correct();
   raw_floor floor{};
   floor.capture_again_ms = bench::micros(start, bench::steady::now()) / 1000.0;
+  for (std::size_t i = 0; i < state.keys.size(); ++i) { // released, as release_executables()
+    bench::check(cudaGraphExecDestroy(state.raw_executables.back()), "cudaGraphExecDestroy");
+    state.raw_executables.pop_back();
+  }
   start = bench::steady::now();
   instantiate_all();
   replay_all_correct();

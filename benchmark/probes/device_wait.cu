@@ -107,6 +107,7 @@ int main() {
     cudaStreamCreateWithFlags(&capturing, cudaStreamNonBlocking);
     std::atomic<bool> ready{false};
     cudaError_t began = cudaSuccess;
+    cudaError_t end = cudaSuccess;
     std::atomic<bool> called{false};
     cudaError_t way_status = cudaSuccess;
     std::thread capturer([&] {
@@ -118,6 +119,12 @@ int main() {
         std::this_thread::yield();
       }
       touch<<<1, 1, 0, capturing>>>(flag);
+      cudaGraph_t graph = nullptr; // a global capture ends on the thread that began it
+      end = cudaStreamEndCapture(capturing, &graph);
+      if (graph != nullptr) {
+        cudaGraphDestroy(graph);
+      }
+      cudaGetLastError();
     });
     while (!ready) {
       std::this_thread::yield();
@@ -129,11 +136,6 @@ int main() {
     cudaThreadExchangeStreamCaptureMode(&mode);
     called = true;
     capturer.join();
-    cudaGraph_t graph = nullptr;
-    const cudaError_t end = cudaStreamEndCapture(capturing, &graph);
-    if (graph != nullptr) {
-      cudaGraphDestroy(graph);
-    }
     cudaGetLastError();
     std::printf("  during another thread's global capture (begin %s): %-52s way: %s, capture "
                 "end: %s\n",

@@ -194,13 +194,7 @@ void fixed_step(std::size_t batch, cudaStream_t stream, float* a, float* b) {
 int fresh_memory(const std::vector<std::size_t>& keys, bool single) {
   bench::check(cudaFree(nullptr), "cudaFree"); // the context, before the first figure
   const bench::owned_stream stream;
-  const auto free_bytes = [&] {
-    bench::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-    std::size_t free = 0;
-    std::size_t total = 0;
-    bench::check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
-    return free;
-  };
+  const auto free_bytes = [&] { return bench::free_bytes_after(stream); };
   const std::size_t before = free_bytes();
   graphcap::family_options<std::size_t> options{.one_executable = single};
   const auto made = capture_family(keys, stream, std::move(options));
@@ -324,13 +318,7 @@ int main(int argc, char** argv) {
   report.add("lookup find_at_least", 64, "shape_family", "ns", lookup_ns);
 
   // ---- device memory: one executable per key, against one per topology ------------------------
-  const auto free_bytes = [&] {
-    bench::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-    std::size_t free = 0;
-    std::size_t total = 0;
-    bench::check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
-    return free;
-  };
+  const auto free_bytes = [&] { return bench::free_bytes_after(stream); };
   const std::size_t free_at_start = free_bytes();
   const auto kept = capture_family(keys, stream);
   const std::size_t free_per_key = free_bytes();

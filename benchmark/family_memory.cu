@@ -112,30 +112,31 @@ struct bench_state {
   auto work() {
     return [this](std::size_t batch, auto& cap) { step(batch, cap, results, slot_of(batch)); };
   }
-  family& make() {
-    alive.push_back(
-        std::make_unique<family>(graphcap::family_options<std::size_t>{.progress_line = false}));
-    return *alive.back();
+  /// A new family, kept alive to the end in `kept`.
+  template <class Family>
+  static Family& make_in(std::vector<std::unique_ptr<Family>>& kept) {
+    kept.push_back(
+        std::make_unique<Family>(graphcap::family_options<std::size_t>{.progress_line = false}));
+    return *kept.back();
   }
-  sleepy_family& make_sleepy() {
-    sleepy_alive.push_back(std::make_unique<sleepy_family>(
-        graphcap::family_options<std::size_t>{.progress_line = false}));
-    return *sleepy_alive.back();
-  }
-  std::size_t free_bytes() const {
-    bench::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-    std::size_t free = 0;
-    std::size_t total = 0;
-    bench::check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
-    return free;
-  }
+  family& make() { return make_in(alive); }
+  sleepy_family& make_sleepy() { return make_in(sleepy_alive); }
+  std::size_t free_bytes() const { return bench::free_bytes_after(stream); }
   /// Replays every key of `f` and checks its result (layers).
   template <class Family>
   bool replay_all_correct(Family& f) {
+    return launched_all_correct([&] {
+      for (const std::size_t key : keys) {
+        f.replay_at_least(key, stream);
+      }
+    });
+  }
+  /// Clears the result slots, runs `launch_all` (a launch of every key), and checks every key's
+  /// result (layers).
+  template <class Launch>
+  bool launched_all_correct(Launch&& launch_all) {
     bench::check(cudaMemsetAsync(results, 0, sizeof(float) * keys.size(), stream), "memset");
-    for (const std::size_t key : keys) {
-      f.replay_at_least(key, stream);
-    }
+    launch_all();
     std::vector<float> host(keys.size());
     bench::check(cudaMemcpyAsync(host.data(), results, sizeof(float) * keys.size(),
                                  cudaMemcpyDeviceToHost, stream),
@@ -168,22 +169,17 @@ raw_floor raw_wake_floor(bench_state& state) {
     }
   };
   const auto replay_all_correct = [&] {
-    bench::check(cudaMemsetAsync(state.results, 0, sizeof(float) * state.keys.size(), stream),
-                 "memset");
     const std::size_t last = state.raw_executables.size();
-    for (std::size_t i = last - state.keys.size(); i < last; ++i) {
-      bench::check(cudaGraphLaunch(state.raw_executables[i], stream), "cudaGraphLaunch");
-    }
-    std::vector<float> host(state.keys.size());
-    bench::check(cudaMemcpyAsync(host.data(), state.results, sizeof(float) * host.size(),
-                                 cudaMemcpyDeviceToHost, stream),
-                 "cudaMemcpyAsync");
-    bench::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-    if (!std::all_of(host.begin(), host.end(), [](float v) { return v == float{layers}; })) {
+    if (!state.launched_all_correct([&] {
+          for (std::size_t i = last - state.keys.size(); i < last; ++i) {
+            bench::check(cudaGraphLaunch(state.raw_executables[i], stream), "cudaGraphLaunch");
+          }
+        })) {
       std::fprintf(stderr, "bench_family_memory: a raw replay was wrong\n");
       std::exit(1);
     }
   };
+
   auto start = bench::steady::now();
   for (const std::size_t batch : state.keys) {
     const int n = static_cast<int>(batch) * hidden;

@@ -101,6 +101,16 @@ private:
   T* data_ = nullptr;
 };
 
+/// cudaMemGetInfo's free bytes once `stream`'s work is done: what the memory cases' drops are
+/// read from.
+inline std::size_t free_bytes_after(cudaStream_t stream) {
+  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  std::size_t free = 0;
+  std::size_t total = 0;
+  check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
+  return free;
+}
+
 using steady = std::chrono::steady_clock;
 
 /// Microseconds between two time points.

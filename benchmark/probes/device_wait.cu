@@ -11,7 +11,8 @@
 //     while the capture is open, as graphcap calls it; then the capture's end status).
 #include <cuda_runtime.h>
 
-#include <algorithm>
+#include "probe_support.hpp"
+
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -30,10 +31,8 @@ __global__ void touch(int* out) {
   *out = 1;
 }
 
-using clock_type = std::chrono::steady_clock;
-
-double micros(clock_type::time_point from) {
-  return std::chrono::duration<double, std::micro>(clock_type::now() - from).count();
+double micros(probe::clock_type::time_point from) { // the waits are microseconds
+  return std::chrono::duration<double, std::micro>(probe::clock_type::now() - from).count();
 }
 
 struct way {
@@ -51,9 +50,7 @@ void probe_free(std::size_t bytes) {
 } // namespace
 
 int main() {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::printf("device_wait: no CUDA device\n");
+  if (!probe::device_present("device_wait")) {
     return 0;
   }
   cudaFree(nullptr);
@@ -84,18 +81,17 @@ int main() {
   for (const way& w : ways) {
     std::vector<double> idle;
     for (int i = 0; i < 200; ++i) {
-      const auto start = clock_type::now();
+      const auto start = probe::clock_type::now();
       w.wait();
       idle.push_back(micros(start));
     }
-    std::sort(idle.begin(), idle.end());
     spin<<<1, 1, 0, other>>>(spin_cycles);
-    const auto start = clock_type::now();
+    const auto start = probe::clock_type::now();
     w.wait();
     const double after = micros(start);
     cudaDeviceSynchronize();
     const bool waited = after > 15000.0;
-    std::printf("%-56s %12.1f %14.1f %s\n", w.name, idle[idle.size() / 2], after,
+    std::printf("%-56s %12.1f %14.1f %s\n", w.name, probe::median(idle), after,
                 waited ? "yes" : "no");
   }
 

@@ -11,8 +11,8 @@
 //     each: what one executable per topology pays per key instead.
 #include <cuda_runtime.h>
 
-#include <algorithm>
-#include <chrono>
+#include "probe_support.hpp"
+
 #include <cstdio>
 #include <thread>
 #include <vector>
@@ -24,15 +24,6 @@ __global__ void layer(const float* in, float* out, int n) {
   if (i < n) {
     out[i] = in[i] + 1.0F;
   }
-}
-
-using clock_type = std::chrono::steady_clock;
-double millis(clock_type::time_point from) {
-  return std::chrono::duration<double, std::milli>(clock_type::now() - from).count();
-}
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 constexpr int keys = 64;
@@ -54,9 +45,7 @@ cudaGraph_t capture_key(cudaStream_t stream, float* a, float* b, int key) {
 } // namespace
 
 int main() {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::printf("parallel_instantiate: no CUDA device\n");
+  if (!probe::device_present("parallel_instantiate")) {
     return 0;
   }
   cudaDeviceProp prop{};
@@ -90,14 +79,14 @@ int main() {
         cudaGraphDestroy(g);
       }
     }
-    auto start = clock_type::now();
+    auto start = probe::clock_type::now();
     for (int k = 0; k < keys; ++k) {
       templates[k] = capture_key(stream, a, b, k);
     }
-    const double captured = millis(start);
+    const double captured = probe::millis(start);
     for (int t = 0; t < 4; ++t) {
       destroy_execs();
-      start = clock_type::now();
+      start = probe::clock_type::now();
       std::vector<std::thread> crew;
       for (int w = 0; w < threads[t]; ++w) {
         crew.emplace_back([&, w] {
@@ -109,13 +98,13 @@ int main() {
       for (std::thread& worker : crew) {
         worker.join();
       }
-      const double spread = millis(start);
+      const double spread = probe::millis(start);
       if (round > 0) {
         spread_ms[t].push_back(spread);
       }
     }
     // One executable updated from each template in turn (then a launch, as a switch would).
-    start = clock_type::now();
+    start = probe::clock_type::now();
     int refused = 0;
     for (int k = 0; k < keys; ++k) {
       cudaGraphExecUpdateResultInfo info{};
@@ -126,7 +115,7 @@ int main() {
       cudaGraphLaunch(execs[0], stream);
     }
     cudaStreamSynchronize(stream);
-    const double updated = millis(start);
+    const double updated = probe::millis(start);
     if (round > 0) {
       capture_ms.push_back(captured);
       instantiate_ms.push_back(spread_ms[0].back());
@@ -137,19 +126,19 @@ int main() {
       std::printf("  round %d: %d updates refused\n", round, refused);
     }
   }
-  const double both = median(both_ms);
-  std::printf("  capture of %d templates            %8.2f ms\n", keys, median(capture_ms));
+  const double both = probe::median(both_ms);
+  std::printf("  capture of %d templates            %8.2f ms\n", keys, probe::median(capture_ms));
   std::printf("  instantiation, 1 thread            %8.2f ms  (%.3fx capture + instantiation)\n",
-              median(instantiate_ms), median(instantiate_ms) / both);
+              probe::median(instantiate_ms), probe::median(instantiate_ms) / both);
   for (int t = 1; t < 4; ++t) {
     std::printf("  instantiation, %d threads           %8.2f ms  (%.3fx capture + instantiation, "
                 "%.2fx one thread)\n",
-                threads[t], median(spread_ms[t]), median(spread_ms[t]) / both,
-                median(instantiate_ms) / median(spread_ms[t]));
+                threads[t], probe::median(spread_ms[t]), probe::median(spread_ms[t]) / both,
+                probe::median(instantiate_ms) / probe::median(spread_ms[t]));
   }
   std::printf("  one executable updated from each   %8.2f ms  (%.3fx capture + instantiation; "
               "launches included)\n",
-              median(update_ms), median(update_ms) / both);
+              probe::median(update_ms), probe::median(update_ms) / both);
   const cudaError_t status = cudaGetLastError();
   std::printf("parallel_instantiate: %s\n", cudaGetErrorName(status));
   destroy_execs();

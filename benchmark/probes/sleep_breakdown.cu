@@ -15,21 +15,13 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
-#include <algorithm>
-#include <chrono>
+#include "probe_support.hpp"
+
 #include <cstdio>
 #include <vector>
 
 namespace {
 
-using clock_type = std::chrono::steady_clock;
-double millis(clock_type::time_point from) {
-  return std::chrono::duration<double, std::milli>(clock_type::now() - from).count();
-}
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 template <class F>
 F entry(const char* symbol) {
   void* function = nullptr;
@@ -50,9 +42,7 @@ constexpr int cycles = 15;
 } // namespace
 
 int main() {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::printf("sleep_breakdown: no CUDA device\n");
+  if (!probe::device_present("sleep_breakdown")) {
     return 0;
   }
   cudaFree(nullptr);
@@ -83,7 +73,7 @@ int main() {
   };
   const auto raw = [&](bool graphcap_order, bool wait) {
     CUmemGenericAllocationHandle handle = 0;
-    const auto start = clock_type::now();
+    const auto start = probe::clock_type::now();
     create(&handle, bytes, &prop, 0);
     map(base, bytes, 0, handle, 0);
     set_access(base, bytes, &access, 1);
@@ -97,7 +87,7 @@ int main() {
     if (!graphcap_order) {
       release(handle);
     }
-    return millis(start);
+    return probe::millis(start);
   };
   std::vector<double> a, b, c;
   for (int i = 0; i < cycles; ++i) {
@@ -106,9 +96,9 @@ int main() {
     c.push_back(raw(true, true));
   }
   address_free(base, bytes);
-  std::printf("  a. raw cycle                                   %7.3f\n", median(a));
-  std::printf("  b. raw, graphcap's order                       %7.3f\n", median(b));
-  std::printf("  c. raw, graphcap's order and wait              %7.3f\n", median(c));
+  std::printf("  a. raw cycle                                   %7.3f\n", probe::median(a));
+  std::printf("  b. raw, graphcap's order                       %7.3f\n", probe::median(b));
+  std::printf("  c. raw, graphcap's order and wait              %7.3f\n", probe::median(c));
 
   cudaStream_t stream = nullptr;
   cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
@@ -131,20 +121,21 @@ int main() {
     pool.wake();
     std::vector<double> sleeps, wakes, both;
     for (int i = 0; i < cycles; ++i) {
-      const auto start = clock_type::now();
+      const auto start = probe::clock_type::now();
       pool.sleep();
-      const double slept = millis(start);
-      const auto woke = clock_type::now();
+      const double slept = probe::millis(start);
+      const auto woke = probe::clock_type::now();
       pool.wake();
-      wakes.push_back(millis(woke));
+      wakes.push_back(probe::millis(woke));
       sleeps.push_back(slept);
-      both.push_back(millis(start));
+      both.push_back(probe::millis(start));
     }
     graph.replay(stream);
     const cudaError_t status = cudaStreamSynchronize(stream);
     std::printf("  %s sleep %7.3f, wake %7.3f, both %7.3f (replay after: %s)\n",
                 carved ? "e. graphcap, carved:          " : "d. graphcap, 512 blocks grown:",
-                median(sleeps), median(wakes), median(both), cudaGetErrorName(status));
+                probe::median(sleeps), probe::median(wakes), probe::median(both),
+                cudaGetErrorName(status));
   }
   cudaStreamDestroy(stream);
   return 0;

@@ -128,16 +128,17 @@ void compare_element(const std::byte* eager, const std::byte* replay, std::size_
   out.poisoned += is_poison(actual_bytes) ? 1U : 0U;
 }
 
-/// How many of the `count` objects of `Size` bytes at `bytes` are the poison pattern. Objects of
-/// 1, 2, 4 or 8 bytes are loaded as one unsigned word each and compared with the pattern's word,
-/// counted in 32 bits per slice of at most 2^20 (a 64-bit count per element would widen every
-/// lane): a loop g++ vectorizes at -O3. An identical run's elements are all counted this way, so
-/// this loop is the compare's per-element cost in the usual all-equal case: on the CI machine
-/// (session 23) compare_elements<float> of identical copies took 1.15x / 1.36x one memcmp of
-/// them at 1 Mi / 16 Mi floats, against 1.38x / 1.54x with a 64-bit count.
+/// How many of the `count` objects of `Size` bytes at `bytes` are the poison pattern (`count`
+/// under 2^32: compare_elements passes runs of 1024). Objects of 1, 2, 4 or 8 bytes are loaded as
+/// one unsigned word each and compared with the pattern's word, counted in 32 bits (a 64-bit
+/// count per element would widen every lane): a loop g++ vectorizes at -O3. An identical run's
+/// elements are all counted this way, so this loop is the compare's per-element cost in the
+/// usual all-equal case: on the CI machine (session 23, two runs) compare_elements<float> of
+/// identical copies took 1.08-1.11x / 1.24-1.26x one memcmp of them at 1 Mi / 16 Mi floats,
+/// against 1.38x / 1.54x with a 64-bit count.
 template <std::size_t Size>
 std::size_t count_poison(const std::byte* bytes, std::size_t count, unsigned char poison) {
-  std::size_t found = 0;
+  std::uint32_t found = 0;
   if constexpr (Size == 1 || Size == 2 || Size == 4 || Size == 8) {
     using word = std::conditional_t<
         Size == 1, std::uint8_t,
@@ -145,16 +146,10 @@ std::size_t count_poison(const std::byte* bytes, std::size_t count, unsigned cha
                            std::conditional_t<Size == 4, std::uint32_t, std::uint64_t>>>;
     word pattern = 0;
     std::memset(&pattern, poison, Size);
-    constexpr std::size_t slice = std::size_t{1} << 20;
-    for (std::size_t begin = 0; begin < count; begin += slice) {
-      const std::size_t end = std::min(count, begin + slice);
-      std::uint32_t in_slice = 0;
-      for (std::size_t i = begin; i < end; ++i) {
-        word value = 0;
-        std::memcpy(&value, bytes + i * Size, Size);
-        in_slice += value == pattern ? 1U : 0U;
-      }
-      found += in_slice;
+    for (std::size_t i = 0; i < count; ++i) {
+      word value = 0;
+      std::memcpy(&value, bytes + i * Size, Size);
+      found += value == pattern ? 1U : 0U;
     }
   } else {
     std::array<std::byte, Size> pattern{};

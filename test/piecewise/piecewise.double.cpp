@@ -1,5 +1,6 @@
 // Piecewise graphs on the double: what a replay calls (launches per segment, none for an empty
-// segment, one for a graph without island; one liveness check of each segment's inputs per step)
+// segment, one for a graph without island; one liveness check of the segments' inputs per step,
+// an allocation several segments read asked about once)
 // and what a capture leaves behind when it fails.
 #include <graphcap/graphcap.hpp>
 #include <graphcap/piecewise.hpp>
@@ -186,6 +187,57 @@ TEST_CASE("piecewise liveness: one replay asks about each segment's inputs once,
     CHECK(cuda_double::call_counts() ==
           call_map{{"cuPointerGetAttribute", inputs}, {"cudaGraphLaunch", 3}});
   }
+  stream.synchronize();
+}
+
+TEST_CASE("piecewise liveness: an allocation several segments read is asked about once per "
+          "step, and a recapture or a new capture is seen at the next step") {
+  cuda_double::reset();
+  gctest::stream stream;
+  void* weights = nullptr; // read by every segment
+  CUDA_REQUIRE(cudaMalloc(&weights, 64));
+  gctest::device_buffer<unsigned char> a(64);
+  gctest::device_buffer<unsigned char> c(64);
+  void* b = nullptr;
+  CUDA_REQUIRE(cudaMalloc(&b, 64));
+  gc::piecewise_graph<checked> step;
+  const auto capture = [&](void* last) {
+    return [&, last](auto& cap) {
+      CUDA_REQUIRE(cudaMemsetAsync(weights, 0, 64, cap.stream())); // segment 0
+      CUDA_REQUIRE(cudaMemsetAsync(a.get(), 0, 64, cap.stream()));
+      cap.eager([](cudaStream_t /*s*/) {});
+      CUDA_REQUIRE(cudaMemsetAsync(weights, 0, 64, cap.stream())); // segment 1
+      cap.eager([](cudaStream_t /*s*/) {});
+      CUDA_REQUIRE(cudaMemsetAsync(weights, 0, 64, cap.stream())); // segment 2
+      CUDA_REQUIRE(cudaMemsetAsync(last, 0, 64, cap.stream()));
+    };
+  };
+  step.capture(stream, capture(b));
+  std::size_t per_segment = 0;
+  for (std::size_t k = 0; k < step.segment_count(); ++k) {
+    per_segment += step.segment(k).liveness_policy().input_count();
+  }
+  REQUIRE(per_segment == 5); // weights three times, a, b
+  const auto queries_per_step = [&] {
+    cuda_double::clear_call_counts();
+    step.replay(stream);
+    return cuda_double::calls("cuPointerGetAttribute");
+  };
+  CHECK(queries_per_step() == 3); // weights, a, b: each once
+  CHECK(queries_per_step() == 3);
+  // A recapture (the same segments, new inputs): the step's check follows it.
+  CUDA_REQUIRE(cudaFree(b));
+  static_cast<void>(step.recapture(stream, capture(c.get())));
+  CHECK(queries_per_step() == 3); // weights, a, c: b is no longer asked about
+  // A new capture (new segments), reading a in the last segment too.
+  step.reset();
+  step.capture(stream, capture(a.get()));
+  CHECK(queries_per_step() == 2); // weights, a
+  // A freed input every segment reads refuses the step before any launch.
+  CUDA_REQUIRE(cudaFree(weights));
+  cuda_double::clear_call_counts();
+  CHECK_THROWS_AS(step.replay(stream), gc::liveness_error);
+  CHECK(cuda_double::calls("cudaGraphLaunch") == 0);
   stream.synchronize();
 }
 

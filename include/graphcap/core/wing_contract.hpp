@@ -22,6 +22,9 @@
 //                                 capture's conditional bodies           known (a rebinder
 //                                                                        refuses graphs with
 //                                                                        conditional nodes)
+//   liveness_across_segments      typename step_check: several graphs'   each segment   piecewise
+//                                 inputs as one (current(parts),         checks its own
+//                                 rebuild(parts), before_replay(stream))
 //   pool_with_bridges             static gives_back_at_capture_end       blocks stay in piecewise
 //                                 (bool): a slab pool whose blocks can   their segment
 //                                 be freed in a later segment
@@ -89,6 +92,20 @@ concept policy_with_bodies = requires(const P& policy) {
   { policy.conditional_bodies() } -> std::convertible_to<std::span<const cudaGraph_t>>;
 };
 
+/// Liveness: step_check checks the inputs of several graphs of this policy (a piecewise graph's
+/// segments) as one, each allocation once: current(parts) says whether it was built from these
+/// parts as they are now, rebuild(parts) builds it, before_replay(stream) refuses a step whose
+/// input died (the error naming it) before anything is launched.
+template <class L>
+concept liveness_across_segments = requires(typename L::step_check& step,
+                                            const typename L::step_check& built,
+                                            std::span<const L* const> parts, cudaStream_t stream) {
+  { built.current(parts) }
+  noexcept->std::same_as<bool>;
+  step.rebuild(parts);
+  built.before_replay(stream);
+};
+
 /// Pool: a slab pool (gives_back_at_capture_end says when a capture's freed blocks go back)
 /// whose blocks a piecewise graph may free in a later segment than their own (a bridge).
 template <class P>
@@ -150,6 +167,9 @@ void rebound(L& live, const void* from, std::size_t bytes, const void* to) {
     live.rebound(from, bytes, to);
   }
 }
+
+template <class L>
+inline constexpr bool checks_across_segments = liveness_across_segments<L>;
 
 template <class P>
 inline constexpr bool has_bridges = pool_with_bridges<P>;

@@ -19,10 +19,10 @@
 #include <graphcap/core/wing_contract.hpp>
 #include <graphcap/cuda/detail/driver.hpp>
 #include <graphcap/error.hpp>
-#include <graphcap/liveness/detail/free_epoch.hpp>
 #include <graphcap/liveness/detail/inputs.hpp>
 #include <graphcap/liveness/detail/report.hpp>
 #include <graphcap/liveness/detail/scan.hpp>
+#include <graphcap/liveness/detail/watch_list.hpp>
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -35,7 +35,6 @@
 #include <optional>
 #include <span>
 #include <string>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -91,9 +90,11 @@ public:
   /// the first after a free do; without one, every replay. Counted on the full check's own path
   /// (which makes driver queries anyway), never on the one-load path: what tests and diagnostics
   /// read to tell the watch's fast path from the fallback.
-  [[nodiscard]] std::uint64_t full_checks() const noexcept {
-    return __atomic_load_n(&full_checks_, __ATOMIC_RELAXED);
-  }
+  [[nodiscard]] std::uint64_t full_checks() const noexcept { return watch_.full_checks(); }
+
+  /// The inputs of several graphs of this policy checked as one, each allocation once (a
+  /// piecewise graph's step: core/wing_contract.hpp, liveness_across_segments).
+  using step_check = detail::liveness::liveness_step_check<basic_check>;
 
   // ---- hooks -----------------------------------------------------------------------------------
 
@@ -116,22 +117,9 @@ public:
   /// liveness::free_watch runs (`<graphcap/free_watch.hpp>`) and nothing was freed since the last
   /// check that passed, the allocations are not asked about again: one load instead.
   void before_replay(cudaStream_t /*stream*/) const {
-    const std::uint64_t epoch = detail::liveness::trusted_free_epoch();
-    if (!detail::liveness::free_epoch_watched(epoch) ||
-        epoch != __atomic_load_n(&checked_epoch_, __ATOMIC_RELAXED)) {
-      __atomic_fetch_add(&full_checks_, 1, __ATOMIC_RELAXED);
-      if (!allocations_alive()) [[unlikely]] {
-        detail::liveness::liveness_diagnose(tracking_.inputs, query_);
-        return; // everything was alive after all: the next replay asks again
-      }
-      // Read before the queries: a free that ended during them moved it, and is checked next time.
-      __atomic_store_n(&checked_epoch_, epoch, __ATOMIC_RELAXED);
-    }
-    for (const std::weak_ptr<const void>& token : tokens_) {
-      if (token.expired()) [[unlikely]] {
-        detail::liveness::liveness_diagnose(tracking_.inputs, query_);
-        return;
-      }
+    if (!watch_.passes(query_)) [[unlikely]] {
+      detail::liveness::liveness_diagnose(tracking_.inputs, query_);
+      // everything was alive after all: the next replay asks again
     }
   }
 
@@ -190,23 +178,13 @@ public:
   void on_reset() noexcept { clear(); }
 
 private:
-  /// What the replay checks: one representative address per allocation.
-  struct watched_allocation {
-    CUdeviceptr address;
-    unsigned long long buffer_id;
-  };
-
-  /// One query per watched allocation. Any failure goes to the cold diagnosis, which tells them
-  /// apart: only CUDA_ERROR_INVALID_VALUE means freed, any other failure is a cuda_error.
-  [[nodiscard]] bool allocations_alive() const {
-    for (const watched_allocation& watched : watched_) {
-      unsigned long long buffer_id = 0;
-      const CUresult status = query_(&buffer_id, CU_POINTER_ATTRIBUTE_BUFFER_ID, watched.address);
-      if (status != CUDA_SUCCESS || buffer_id != watched.buffer_id) [[unlikely]] {
-        return false;
-      }
-    }
-    return true;
+  template <class Check>
+  friend class detail::liveness::liveness_step_check;
+  [[nodiscard]] const detail::liveness::liveness_watch_list& watch_list() const noexcept {
+    return watch_;
+  }
+  [[nodiscard]] detail::liveness::liveness_pointer_query pointer_query() const noexcept {
+    return query_;
   }
 
   void resolve_query() {
@@ -271,36 +249,27 @@ private:
   }
 
   void rebuild_watch_list() {
-    checked_epoch_ = 0; // a new list: the next replay asks about all of it
-    watched_.clear();
-    tokens_.clear();
-    std::unordered_set<unsigned long long> seen;
+    watch_.restart(); // a new list: the next replay asks about all of it
     for (const detail::liveness::liveness_input& input : tracking_.inputs) {
-      if (input.buffer_id && seen.insert(*input.buffer_id).second) {
-        watched_.push_back({static_cast<CUdeviceptr>(input.address), *input.buffer_id});
+      if (input.buffer_id) {
+        watch_.add(static_cast<CUdeviceptr>(input.address), *input.buffer_id);
       }
       if (input.token) {
-        tokens_.push_back(*input.token);
+        watch_.add_token(*input.token);
       }
     }
+    watch_.finish();
   }
 
   void clear() noexcept {
     bodies_.clear();
     tracking_.clear();
-    watched_.clear();
-    tokens_.clear();
-    checked_epoch_ = 0;
+    watch_.clear();
     captured_ = false;
   }
 
-  // Replay reads only these, and query_.
-  std::vector<watched_allocation> watched_;
-  // The free epoch (liveness/detail/free_epoch.hpp) at the last full check that passed, 0 if not
-  // trusted. Written by the const replay check: atomic builtins, as replays may come from threads.
-  mutable std::uint64_t checked_epoch_ = 0;
-  mutable std::uint64_t full_checks_ = 0; // full_checks(): the full check's path only
-  std::vector<std::weak_ptr<const void>> tokens_;
+  // Replay reads only this (the allocations, tokens and free epoch it checks), and query_.
+  detail::liveness::liveness_watch_list watch_;
   detail::liveness::liveness_pointer_query query_ = nullptr;
   // The tracking behind them, for the error message and for exclude()/add_input() updates.
   detail::liveness::liveness_tracking tracking_;
@@ -314,7 +283,8 @@ using check = basic_check<>;
 // The optional hooks it offers (core/policy.hpp): conditional bodies are scanned too.
 static_assert(liveness_policy<check> && liveness_across_bodies<check> &&
               liveness_that_rebinds<check> && policy_with_bodies<check> &&
-              liveness_with_tokens<check, std::weak_ptr<const void>>);
+              liveness_with_tokens<check, std::weak_ptr<const void>> &&
+              liveness_across_segments<check>);
 
 } // namespace liveness
 } // namespace graphcap

@@ -33,6 +33,7 @@
 #include <graphcap/core/update.hpp>
 #include <graphcap/error.hpp>
 #include <graphcap/piecewise/detail/islands.hpp>
+#include <graphcap/piecewise/detail/step_liveness.hpp>
 #include <graphcap/piecewise/embed.hpp>
 #include <graphcap/piecewise/island_error.hpp>
 #include <graphcap/piecewise/piecewise_scope.hpp>
@@ -172,9 +173,10 @@ public:
   }
 
   /// Replays segment 0, runs island 0 eagerly on `stream`, replays segment 1, and so on. With
-  /// liveness::check every segment's inputs (an empty segment's too) are checked once, before
-  /// anything is launched; the segments' launches do not check again. A graph with a Context is
-  /// replayed with replay(stream, ctx). \throws state_error before a capture, liveness_error,
+  /// liveness::check every segment's inputs (an empty segment's too) are checked once per step,
+  /// before anything is launched (an allocation read by several segments asked about once); the
+  /// launches do not check again. A graph with a Context is replayed with replay(stream, ctx).
+  /// \throws state_error before a capture, liveness_error,
   /// cuda_error; island_error if an island threw (nested): the replay stops, still replayable.
   void replay(stream_ref stream = {}) {
     static_assert(std::is_void_v<Context>,
@@ -348,11 +350,7 @@ private:
       throw state_error("graphcap: replay() of a piecewise graph that holds no capture: "
                         "capture() first");
     }
-    // One liveness check per step, every segment's inputs (an empty segment's too: what
-    // cap.input() declared there is the step's), before any launch; the launches do not check.
-    for (const std::unique_ptr<Graph>& segment : segments_) {
-      detail::policy_access::liveness(*segment, key()).before_replay(raw);
-    }
+    checks_.before_replay(segments_, raw, key()); // every input, once, before any launch
     for (std::size_t k = 0; k < segments_.size(); ++k) {
       if (segments_[k]->node_count() != 0) { // an island at the start or two in a row
         detail::policy_access::replay_checked(*segments_[k], raw, key());
@@ -366,6 +364,8 @@ private:
   std::vector<std::unique_ptr<Graph>> segments_; // each at a fixed address: its scope points there
   std::vector<island_type> islands_;
   std::vector<std::string> island_scopes_; // the mark() scopes each island sits in ("" if none)
+  // replay()'s one liveness check of the segments' inputs (empty with liveness::off)
+  [[no_unique_address]] detail::piecewise::step_liveness<typename Graph::liveness_type> checks_;
   std::optional<pool_handle> shared_pool_; // given, or set at the first break (graphs with a pool)
   std::optional<pool_handle> given_pool_;  // the pool of the constructor, kept across reset()
   bool keep_graph_ = false;                // the segments keep their templates

@@ -138,7 +138,6 @@ public:
   void rebound(const void* from, std::size_t bytes, const void* to) {
     const auto begin = reinterpret_cast<std::uintptr_t>(from);
     const auto target = reinterpret_cast<std::uintptr_t>(to);
-    std::vector<detail::liveness::liveness_input> inputs = tracking_.inputs;
     const auto checkable = [&](std::uintptr_t address) {
       const auto buffer_id = detail::liveness::liveness_buffer_id(query_, address);
       if (!buffer_id) [[unlikely]] {
@@ -150,24 +149,31 @@ public:
       }
       return buffer_id;
     };
-    bool moved = false;
-    for (detail::liveness::liveness_input& input : inputs) {
-      if (input.address >= begin && input.address - begin < bytes) {
-        input.address = target + (input.address - begin);
-        input.token.reset();
-        input.buffer_id =
-            tracking_.is_internal(input.address) ? std::nullopt : checkable(input.address);
-        moved = true;
+    // Every query first (one may throw: then nothing has changed), then the moves. A rebind
+    // runs at every step of a serving loop: the tracking is patched in place, not copied.
+    std::vector<detail::liveness::liveness_input>& inputs = tracking_.inputs;
+    moves_.clear();
+    for (std::size_t k = 0; k < inputs.size(); ++k) {
+      if (inputs[k].address >= begin && inputs[k].address - begin < bytes) {
+        const std::uintptr_t address = target + (inputs[k].address - begin);
+        moves_.push_back(
+            {k, address, tracking_.is_internal(address) ? std::nullopt : checkable(address)});
       }
     }
-    if (!moved && tracking_.is_internal(begin) && !tracking_.is_internal(target)) {
-      inputs.push_back({target,
-                        checkable(target),
-                        std::nullopt,
-                        {{"rebound from the graph's own "
-                          "memory"}}});
+    std::optional<detail::liveness::liveness_input> became_input;
+    if (moves_.empty() && tracking_.is_internal(begin) && !tracking_.is_internal(target)) {
+      became_input.emplace(detail::liveness::liveness_input{
+          target, checkable(target), std::nullopt, {{"rebound from the graph's own memory"}}});
+      inputs.reserve(inputs.size() + 1);
     }
-    tracking_.inputs = std::move(inputs);
+    for (const input_move& move : moves_) {
+      inputs[move.index].address = move.address;
+      inputs[move.index].token.reset(); // it spoke for the old memory
+      inputs[move.index].buffer_id = move.buffer_id;
+    }
+    if (became_input) {
+      inputs.push_back(std::move(*became_input)); // reserved: cannot throw
+    }
     tracking_.drop_internal_inputs();
     rebuild_watch_list();
   }
@@ -267,6 +273,13 @@ private:
     watch_.clear();
     captured_ = false;
   }
+
+  struct input_move { // rebound(): an input's new address and buffer id, before they are set
+    std::size_t index;
+    std::uintptr_t address;
+    std::optional<unsigned long long> buffer_id;
+  };
+  std::vector<input_move> moves_; // rebound()'s scratch, kept: a rebind per step allocates nothing
 
   // Replay reads only this (the allocations, tokens and free epoch it checks), and query_.
   detail::liveness::liveness_watch_list watch_;

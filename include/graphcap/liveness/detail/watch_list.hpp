@@ -12,11 +12,11 @@
 
 #include <cuda.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
-#include <unordered_set>
 #include <vector>
 
 namespace graphcap::detail::liveness {
@@ -36,6 +36,7 @@ public:
     unsigned long long buffer_id;
   };
 
+  /// Empties the list (its capacity kept: a rebuild after a rebind allocates nothing).
   void clear() noexcept {
     watched_.clear();
     tokens_.clear();
@@ -44,27 +45,30 @@ public:
   }
 
   /// Starts a new list (the next check asks about all of it).
-  void restart() {
+  void restart() noexcept {
     clear();
-    seen_.clear();
     stamp_ = next_watch_stamp();
   }
-  /// Adds an allocation unless it is watched already (by buffer id).
+  /// Adds an allocation (finish() drops the repeats).
   void add(CUdeviceptr address, unsigned long long buffer_id) {
-    if (seen_.insert(buffer_id).second) {
-      watched_.push_back({address, buffer_id});
-    }
+    watched_.push_back({address, buffer_id});
   }
   void add_token(const std::weak_ptr<const void>& token) { tokens_.push_back(token); }
   /// Adds another list's allocations and tokens.
   void add_all(const liveness_watch_list& other) {
-    for (const watched_allocation& watched : other.watched_) {
-      add(watched.address, watched.buffer_id);
-    }
+    watched_.insert(watched_.end(), other.watched_.begin(), other.watched_.end());
     tokens_.insert(tokens_.end(), other.tokens_.begin(), other.tokens_.end());
   }
-  /// Done adding: the lookup set is not kept (a replay reads the vectors only).
-  void finish() { seen_ = {}; }
+  /// Done adding: each allocation once (by buffer id; any of its addresses answers for it).
+  /// Sorted in place, no allocation: a rebind rebuilds its lists at every step.
+  void finish() noexcept {
+    std::sort(watched_.begin(), watched_.end(),
+              [](const auto& a, const auto& b) { return a.buffer_id < b.buffer_id; });
+    watched_.erase(
+        std::unique(watched_.begin(), watched_.end(),
+                    [](const auto& a, const auto& b) { return a.buffer_id == b.buffer_id; }),
+        watched_.end());
+  }
 
   [[nodiscard]] std::uint64_t stamp() const noexcept { return stamp_; }
   [[nodiscard]] std::size_t allocations() const noexcept { return watched_.size(); }
@@ -106,7 +110,6 @@ private:
   mutable std::uint64_t checked_epoch_ = 0;
   mutable std::uint64_t full_checks_ = 0; // the full check's path only (tests, diagnostics)
   std::uint64_t stamp_ = 0;               // next_watch_stamp() at the last restart(), 0 if none
-  std::unordered_set<unsigned long long> seen_; // while adding: the buffer ids watched
 };
 
 /// The inputs of several graphs checked as one (liveness::check's step_check: a piecewise

@@ -1,9 +1,11 @@
 // The rebinders of a piecewise graph and of a graph_family on the CUDA test double: the calls a
 // rebind makes (one set-params per patched node of the segments holding the input, none in the
 // others; a family's rebind() patches nothing, its replayed key once however many moves came
-// before), and every failure injected into a piecewise rebind leaves every segment as it was.
+// before), every failure injected into a piecewise rebind leaves every segment as it was, and a
+// step's one liveness check follows a rebind.
 #include <graphcap/family.hpp>
 #include <graphcap/graphcap.hpp>
+#include <graphcap/liveness.hpp>
 #include <graphcap/piecewise.hpp>
 #include <graphcap/rebind.hpp>
 
@@ -155,4 +157,48 @@ TEST_CASE("family rebinder on the double: rebind() patches nothing, a replay its
   inputs.sync_all(); // the three others
   calls = cuda_double::call_counts();
   CHECK(calls["cuGraphExecKernelNodeSetParams"] == 3);
+}
+
+TEST_CASE("piecewise rebinder with liveness::check: the step's one check follows a rebind, each "
+          "allocation once") {
+  cuda_double::reset();
+  gctest::model_rebind_kernels();
+  gctest::stream stream;
+  float* x = nullptr;
+  float* x2 = nullptr;
+  CUDA_REQUIRE(cudaMalloc(reinterpret_cast<void**>(&x), n * sizeof(float)));
+  CUDA_REQUIRE(cudaMalloc(reinterpret_cast<void**>(&x2), n * sizeof(float)));
+  const gctest::device_buffer<float> y(n);
+  const gctest::device_buffer<float> z(n);
+  const gctest::device_buffer<float> copy(n);
+  fill(x, 1.0F);
+  fill(x2, 10.0F);
+  gc::piecewise_graph<gc::graph_with<gc::liveness::check>> step{gc::keep_graph};
+  step.capture(stream, [&](auto& cap) { // x read in segments 0 and 2, y in 0 and 1, z in 1 and 2
+    gctest::launch_axpy(cap.stream(), y.get(), x, 1.0F, n);
+    cap.eager([](cudaStream_t /*s*/) {});
+    gctest::launch_axpy(cap.stream(), z.get(), y.get(), 0.0F, n);
+    cap.eager([](cudaStream_t /*s*/) {});
+    gctest::launch_axpy(cap.stream(), z.get(), x, 1.0F, n);
+    CUDA_REQUIRE(
+        cudaMemcpyAsync(copy.get(), x, n * sizeof(float), cudaMemcpyDeviceToDevice, cap.stream()));
+  });
+  const auto queries_per_step = [&] {
+    cuda_double::clear_call_counts();
+    step.replay(stream);
+    stream.synchronize();
+    return cuda_double::calls("cuPointerGetAttribute");
+  };
+  CHECK(queries_per_step() == 4); // x, y, z, copy: each once, however many segments read it
+  gc::rebinder inputs{step, {x}};
+  inputs.rebind(x, x2);
+  CHECK(queries_per_step() == 4); // x2 in x's place
+  CHECK(first(copy.get()) == 10.0F);
+  CUDA_REQUIRE(cudaFree(x)); // no longer read by the step
+  CHECK(queries_per_step() == 4);
+  CUDA_REQUIRE(cudaFree(x2)); // read by segments 0 and 2
+  cuda_double::clear_call_counts();
+  CHECK_THROWS_AS(step.replay(stream), gc::liveness_error);
+  CHECK(cuda_double::calls("cudaGraphLaunch") == 0);
+  stream.synchronize();
 }

@@ -11,7 +11,8 @@
 //    node, against cudaGraphExecUpdate + cudaGraphLaunch written by hand, and a replay of a graph
 //    kept per key;
 //  - the patch switch against set-params written by hand over the same changed nodes (+ launch),
-//    per changed node; and in a family whose keys differ in one kernel, the cost per unchanged
+//    per changed node, back to back and with the device idle before each switch (session 24);
+//    and in a family whose keys differ in one kernel, the cost per unchanged
 //    node (graphcap's switch less the hand-written one, over the nodes it compared and skipped);
 //  - device memory: what capture_all() of the 64 keys takes from the device (cudaMemGetInfo),
 //    one executable per key against one per topology, with the executables each holds; in this
@@ -468,6 +469,32 @@ int main(int argc, char** argv) {
              "set-params by hand + launch", "us", hand_us);
   report.add("patch switch per changed node", static_cast<long long>(by_hand.changed_nodes()),
              "graphcap patch switch (replay_at_least)", "us", patch_us);
+  // The same switches with the device idle before each (synchronized, untimed): the switch's own
+  // host cost. Back to back, a set-params call may wait for the replay before it, so the rows
+  // above can read the device's time per node rather than the switch's (session 24, an H200:
+  // 2.1-2.6 us per changed node there, against the 0.31-0.33 us of one set-params #47 quotes).
+  std::vector<double> hand_idle_us;
+  std::vector<double> patch_idle_us;
+  bench::interleave(
+      bench::scaled(10), 1,
+      {idle_arm(hand_idle_us,
+                [&] {
+                  by_hand.switch_to(turn++ % 2);
+                  bench::check(cudaGraphLaunch(by_hand.exec(), stream), "cudaGraphLaunch");
+                }),
+       idle_arm(patch_idle_us,
+                [&] { single->replay_at_least(keys[(turn++ % 2) == 0 ? 62 : 63], stream); })});
+  for (std::vector<double>* samples : {&hand_idle_us, &patch_idle_us}) {
+    for (double& sample : *samples) {
+      sample /= changed_all;
+    }
+  }
+  report.add("patch switch per changed node, device idle",
+             static_cast<long long>(by_hand.changed_nodes()), "set-params by hand + launch", "us",
+             hand_idle_us);
+  report.add("patch switch per changed node, device idle",
+             static_cast<long long>(by_hand.changed_nodes()),
+             "graphcap patch switch (replay_at_least)", "us", patch_idle_us);
 
   // ---- the per-unchanged-node cost: keys that differ in one kernel (and their markers) ---------
   float* fixed_a = nullptr;

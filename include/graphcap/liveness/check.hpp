@@ -275,8 +275,8 @@ private:
   }
 
   struct input_move { // rebound(): an input's new address and buffer id, before they are set
-    std::size_t index;
-    std::uintptr_t address;
+    std::size_t index = 0;
+    std::uintptr_t address = 0;
     std::optional<unsigned long long> buffer_id;
   };
   std::vector<input_move> moves_; // rebound()'s scratch, kept: a rebind per step allocates nothing

@@ -32,8 +32,8 @@ inline std::uint64_t liveness_watch_stamps = 0;
 class liveness_watch_list {
 public:
   struct watched_allocation {
-    CUdeviceptr address;
-    unsigned long long buffer_id;
+    CUdeviceptr address = 0;
+    unsigned long long buffer_id = 0;
   };
 
   /// Empties the list (its capacity kept: a rebuild after a rebind allocates nothing).
@@ -160,8 +160,8 @@ public:
 
 private:
   struct part_stamp {
-    const Check* part;
-    std::uint64_t stamp;
+    const Check* part = nullptr;
+    std::uint64_t stamp = 0;
   };
   std::vector<part_stamp> parts_;
   liveness_watch_list list_;

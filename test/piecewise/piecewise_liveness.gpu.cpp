@@ -1,5 +1,6 @@
 // A piecewise step with liveness::check on the GPU: one check of every segment's inputs per step,
-// before anything launches, an empty segment 0 (the step starts with an island) included.
+// before anything launches, an empty segment 0 (the step starts with an island) included, an
+// input every segment reads too.
 #include <graphcap/graphcap.hpp>
 #include <graphcap/piecewise.hpp>
 
@@ -74,5 +75,38 @@ TEST_CASE("piecewise liveness on the GPU: a freed kernel argument of the last se
   CHECK_THROWS_AS(step.replay(stream), gc::liveness_error);
   stream.synchronize();
   CHECK(gctest::sum(data.get(), n) == 2.0 * static_cast<double>(n)); // segments 0, 1 did not run
+  CHECK(island_runs == 2);
+}
+
+TEST_CASE("piecewise liveness on the GPU: freeing an input every segment reads refuses the step "
+          "before anything runs") {
+  // The step's check is the union of the segments' lists, each allocation once (the double counts
+  // the queries); a failed union hands the check to the segments, whose own check throws.
+  gctest::stream stream;
+  gctest::device_buffer<float> data(n);
+  float* shared = nullptr; // read by segments 0, 1 and 2, as weights are
+  CUDA_REQUIRE(cudaMalloc(reinterpret_cast<void**>(&shared), n * sizeof(float)));
+  gctest::launch_fill(stream, data.get(), 0.0F, n);
+  gctest::launch_fill(stream, shared, 1.0F, n);
+  int island_runs = 0;
+  gc::piecewise_graph<checked> step;
+  step.capture(stream, [&](auto& cap) {
+    for (int segment = 0; segment < 3; ++segment) {
+      if (segment > 0) {
+        cap.eager([&](cudaStream_t /*s*/) { ++island_runs; });
+      }
+      gctest::launch_add_scalar(cap.stream(), data.get(), 1.0F, n);
+      gctest::launch_fill(cap.stream(), shared, 1.0F, n); // a kernel argument in every segment
+    }
+  });
+  REQUIRE(step.segment_count() == 3);
+  step.replay(stream);
+  stream.synchronize();
+  REQUIRE(gctest::sum(data.get(), n) == 3.0 * static_cast<double>(n));
+  REQUIRE(island_runs == 2);
+  CUDA_REQUIRE(cudaFree(shared));
+  CHECK_THROWS_AS(step.replay(stream), gc::liveness_error);
+  stream.synchronize();
+  CHECK(gctest::sum(data.get(), n) == 3.0 * static_cast<double>(n)); // no segment ran
   CHECK(island_runs == 2);
 }

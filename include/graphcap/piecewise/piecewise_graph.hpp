@@ -176,8 +176,8 @@ public:
   /// liveness::check every segment's inputs (an empty segment's too) are checked once per step,
   /// before anything is launched (an allocation read by several segments asked about once); the
   /// launches do not check again. A graph with a Context is replayed with replay(stream, ctx).
-  /// \throws state_error before a capture, liveness_error,
-  /// cuda_error; island_error if an island threw (nested): the replay stops, still replayable.
+  /// \throws state_error before a capture, liveness_error, cuda_error; island_error if an island
+  /// threw (nested): the replay stops, still replayable.
   void replay(stream_ref stream = {}) {
     static_assert(std::is_void_v<Context>,
                   "graphcap: this piecewise_graph<Graph, Context> hands its islands a Context: "

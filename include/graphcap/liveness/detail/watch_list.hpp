@@ -71,7 +71,6 @@ public:
   }
 
   [[nodiscard]] std::uint64_t stamp() const noexcept { return stamp_; }
-  [[nodiscard]] std::size_t allocations() const noexcept { return watched_.size(); }
   [[nodiscard]] std::uint64_t full_checks() const noexcept {
     return __atomic_load_n(&full_checks_, __ATOMIC_RELAXED);
   }
@@ -153,10 +152,6 @@ public:
       }
     }
   }
-
-  /// Distinct allocations asked about per step (each once, however many parts read it).
-  [[nodiscard]] std::size_t allocations() const noexcept { return list_.allocations(); }
-  [[nodiscard]] std::uint64_t full_checks() const noexcept { return list_.full_checks(); }
 
 private:
   struct part_stamp {

@@ -51,9 +51,6 @@ public:
     check_.before_replay(stream);
   }
 
-  /// The step's check (tests and diagnostics read how many allocations it asks about).
-  [[nodiscard]] const typename Liveness::step_check& check() const noexcept { return check_; }
-
 private:
   typename Liveness::step_check check_;
   std::vector<const Liveness*> parts_; // the segments' policies, refreshed at every step

@@ -425,6 +425,70 @@ TEST_CASE("verify: outputs of several types and odd sizes, each compared at its 
   gctest::require_no_last_error();
 }
 
+TEST_CASE("verify: outputs of 1 MiB and more, their eager poison counted beside the replay") {
+  constexpr std::size_t n = (std::size_t{1} << 18) + 3; // floats: 1 MiB and 12 bytes
+  constexpr std::size_t poisoned = 1000;
+  gctest::device_buffer<float> out(n);
+  gctest::device_buffer<int> small(16);
+  std::vector<float> values(n, 2.0F);
+  gctest::device_buffer<float> baked(n);
+  gctest::device_buffer<float> changed(n);
+  write(baked.get(), values);
+  values[n - 2] = -2.0F;
+  write(changed.get(), values);
+  const float* source = baked.get();
+  const auto work = [&](cudaStream_t s) {
+    CUDA_REQUIRE(cudaMemcpyAsync(out.get(), source, out.bytes(), cudaMemcpyDeviceToDevice, s));
+    CUDA_REQUIRE(cudaMemsetAsync(out.get() + 5000, 0xFF, poisoned * sizeof(float), s));
+    CUDA_REQUIRE(cudaMemsetAsync(small.get(), 0xFF, small.bytes(), s));
+  };
+  gc::lean_graph graph;
+  graph.capture(work);
+  source = changed.get();
+  for (const bool keep : {true, false}) {
+    gc::verify_options options;
+    options.keep_host_copies = keep;
+    const gc::verify_report report =
+        gc::verify(graph, work, options, gc::output(out.get(), n, "out"),
+                   gc::output(small.get(), 16, "small"));
+    INFO(report.text());
+    CHECK(report[0].eager_poison() == poisoned);
+    CHECK(report[0].mismatches() == 1);
+    CHECK(report[0].first_mismatch() == n - 2);
+    CHECK(report[1].ok());
+    CHECK(report[1].eager_poison() == 16);
+  }
+  gctest::require_no_last_error();
+}
+
+TEST_CASE("verify: the eager poison count beside the replay, with and without a helper thread") {
+  namespace insp = gc::detail::inspection;
+  constexpr std::size_t count = std::size_t{1} << 18; // floats: 1 MiB, the helper's threshold
+  std::vector<float> eager(count, 1.0F);
+  std::memset(eager.data() + 10, 0xFF, 77 * sizeof(float));
+  gc::detail::verify_slot slot;
+  slot.count = count;
+  slot.bytes = count * sizeof(float);
+  slot.count_eager_poison = &insp::count_eager_poison<float>;
+  const std::vector<gc::detail::verify_slot> slots{slot, slot};
+  const std::vector<std::size_t> offsets{0, 0};
+  const auto* bytes = reinterpret_cast<const std::byte*>(eager.data());
+  REQUIRE(2 * slot.bytes >= gc::detail::poison_count_thread_bytes);
+  for (const std::size_t total : {2 * slot.bytes, std::size_t{64}}) { // a thread, then none
+    std::vector<std::size_t> counts;
+    bool ran = false;
+    gc::detail::count_poison_beside(slots, offsets, bytes, 0xFF, total, counts,
+                                    [&] { ran = true; });
+    CHECK(ran);
+    CHECK(counts == std::vector<std::size_t>{77, 77});
+    // A replay that throws while the helper counts: the exception comes out, no thread is left
+    // running (std::terminate otherwise).
+    CHECK_THROWS_AS(gc::detail::count_poison_beside(slots, offsets, bytes, 0xFF, total, counts,
+                                                    [] { throw std::runtime_error("replay"); }),
+                    std::runtime_error);
+  }
+}
+
 namespace {
 
 /// A 3-byte element: counted for the poison byte by byte, not as a word.

@@ -10,14 +10,15 @@
 // a host copy of every output (in host memory kept per thread for the next call, unless
 // verify_options::keep_host_copies is false: fresh pages cost more than the copies), poisons the
 // outputs (0xFF bytes by default: NaN for floats, -1 for signed integers), replays the graph on
-// the same stream, synchronizes and compares. The report says per output whether the replay
-// matched (bit-equal, or for floating-point elements within |replay - eager| <= atol + rtol *
-// |eager|), the first differing index with both values, and the largest absolute and relative
-// differences. A stale pointer baked into the graph, an output the graph does not write (it keeps
-// the poison) and non-reproducible arithmetic all show up here.
-// The graph itself is never changed (a keep_graph graph not yet instantiated is instantiated by
-// the replay, as by any replay); every output is left as the replay wrote it.
-// The lean core never includes this header.
+// the same stream, copies them back and compares (outputs of 1 MiB and more: the eager copy's
+// poison count runs on a helper thread while the replay and its copy run). The report says per
+// output whether the replay matched (bit-equal, or for floating-point elements within |replay -
+// eager| <= atol + rtol * |eager|), the first differing index with both values, and the largest
+// absolute and relative differences. A stale pointer baked into the graph, an output the graph does
+// not write (it keeps the poison) and non-reproducible arithmetic all show up here. The graph
+// itself is never changed (a keep_graph graph not yet instantiated is instantiated by the replay,
+// as by any replay); every output is left as the replay wrote it. The lean core never includes this
+// header.
 #pragma once
 
 #include <graphcap/config.hpp>
@@ -39,6 +40,8 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <system_error>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -105,6 +108,7 @@ struct verify_slot {
   std::string type;
   bool floating = false;
   inspection::compare_function compare = nullptr;
+  inspection::poison_count_function count_eager_poison = nullptr;
 };
 
 template <class T>
@@ -137,9 +141,14 @@ std::string element_type_name() {
 
 template <class T>
 verify_slot make_slot(const verify_output<T>& out) {
-  return {static_cast<void*>(out.data),    out.count * sizeof(T),  out.count,
-          std::string{out.name},           element_type_name<T>(), std::is_floating_point_v<T>,
-          &inspection::compare_elements<T>};
+  return {static_cast<void*>(out.data),
+          out.count * sizeof(T),
+          out.count,
+          std::string{out.name},
+          element_type_name<T>(),
+          std::is_floating_point_v<T>,
+          &inspection::compare_differences<T>,
+          &inspection::count_eager_poison<T>};
 }
 template <class T>
 verify_slot make_slot(const buffer<T>& out) {
@@ -226,6 +235,42 @@ void copy_outputs(const std::vector<verify_slot>& slots, const std::vector<std::
   check(cudaStreamSynchronize(stream), "cudaStreamSynchronize (verify: after the copies)");
 }
 
+/// Outputs of at least this many bytes in all have their eager poison counted on a helper thread
+/// (count_poison_beside); below it a thread costs more than the count.
+inline constexpr std::size_t poison_count_thread_bytes = std::size_t{1} << 20;
+
+/// Runs `replay_and_copy()` and counts each output's eager poison (count_eager_poison) in
+/// `counts`: on a helper thread at the same time where the outputs take `bytes` >=
+/// poison_count_thread_bytes (the replay's copy into pageable memory holds this thread about as
+/// long as the count takes, so the count then costs the check nothing), else after it. A thread
+/// that cannot start leaves the count to this one; one still counting when `replay_and_copy`
+/// throws is joined first (the eager copy outlives it).
+template <class ReplayAndCopy>
+void count_poison_beside(const std::vector<verify_slot>& slots,
+                         const std::vector<std::size_t>& offsets, const std::byte* eager,
+                         unsigned char poison, std::size_t bytes, std::vector<std::size_t>& counts,
+                         ReplayAndCopy&& replay_and_copy) {
+  counts.assign(slots.size(), 0);
+  const auto count = [&]() noexcept {
+    for (std::size_t i = 0; i < slots.size(); ++i) {
+      counts[i] = slots[i].count_eager_poison(eager + offsets[i], slots[i].count, poison);
+    }
+  };
+  std::jthread counter;
+  if (bytes >= poison_count_thread_bytes) {
+    try {
+      counter = std::jthread(count);
+    } catch (const std::system_error&) { // no thread to be had: this one counts
+    }
+  }
+  std::forward<ReplayAndCopy>(replay_and_copy)();
+  if (counter.joinable()) {
+    counter.join();
+  } else {
+    count();
+  }
+}
+
 /// The steps of verify() once its arguments are slots.
 template <class Graph, class Work>
 verify_report verify_slots(Graph& graph, Work&& work, const verify_options& options,
@@ -250,21 +295,26 @@ verify_report verify_slots(Graph& graph, Work&& work, const verify_options& opti
   inspection::copies_lease lease(options.keep_host_copies);
   std::vector<std::size_t> offsets;
   inspection::host_copies& copies = lease.get();
-  copies.reserve(copy_offsets(slots, offsets));
+  const std::size_t bytes = copy_offsets(slots, offsets);
+  copies.reserve(bytes);
   copy_outputs(slots, offsets, copies.eager(), stream);
-  for (const verify_slot& slot : slots) {
-    if (slot.bytes != 0) {
-      check(cudaMemsetAsync(slot.data, options.poison, slot.bytes, stream),
-            "cudaMemsetAsync (verify: poisoning an output)");
+  std::vector<std::size_t> eager_poison;
+  count_poison_beside(slots, offsets, copies.eager(), options.poison, bytes, eager_poison, [&] {
+    for (const verify_slot& slot : slots) {
+      if (slot.bytes != 0) {
+        check(cudaMemsetAsync(slot.data, options.poison, slot.bytes, stream),
+              "cudaMemsetAsync (verify: poisoning an output)");
+      }
     }
-  }
-  graph.replay(stream);
-  copy_outputs(slots, offsets, copies.replay(), stream);
+    graph.replay(stream);
+    copy_outputs(slots, offsets, copies.replay(), stream);
+  });
   const inspection::compare_settings settings{options.atol, options.rtol, options.poison};
   verify_report report{options.atol, options.rtol, options.poison};
   for (std::size_t i = 0; i < slots.size(); ++i) {
     const verify_slot& slot = slots[i];
     inspection::comparison compared;
+    compared.eager_poison = eager_poison[i];
     slot.compare(copies.eager() + offsets[i], copies.replay() + offsets[i], slot.count, settings,
                  compared);
     report.add(output_report{i, slot.name, slot.type, slot.count, slot.floating, compared});

@@ -115,7 +115,6 @@ void compare_element(const std::byte* eager, const std::byte* replay, std::size_
     out.max_rel_diff = std::max(out.max_rel_diff, relative);
   }
   out.not_identical += identical ? 0U : 1U;
-  out.eager_poison += is_poison(expected_bytes) ? 1U : 0U;
   if (good) {
     return;
   }
@@ -129,13 +128,12 @@ void compare_element(const std::byte* eager, const std::byte* replay, std::size_
 }
 
 /// How many of the `count` objects of `Size` bytes at `bytes` are the poison pattern (`count`
-/// under 2^32: compare_elements passes runs of 1024). Objects of 1, 2, 4 or 8 bytes are loaded as
-/// one unsigned word each and compared with the pattern's word, counted in 32 bits (a 64-bit
-/// count per element would widen every lane): a loop g++ vectorizes at -O3. An identical run's
-/// elements are all counted this way, so this loop is the compare's per-element cost in the
-/// usual all-equal case: on the CI machine (session 23, two runs) compare_elements<float> of
-/// identical copies took 1.08-1.11x / 1.24-1.26x one memcmp of them at 1 Mi / 16 Mi floats,
-/// against 1.38x / 1.54x with a 64-bit count.
+/// under 2^32: count_eager_poison passes runs of 1024). Objects of 1, 2, 4 or 8 bytes are loaded
+/// as one unsigned word each and compared with the pattern's word, counted in 32 bits (a 64-bit
+/// count per element would widen every lane): a loop g++ vectorizes at -O3. It reads every
+/// element of the eager copy, about what a memcmp of the two copies costs again (this machine,
+/// session 25: 150-220 us against memcmp's 130-170 us at 1 Mi floats), which is why verify()
+/// runs it beside the replay's copy rather than after it.
 template <std::size_t Size>
 std::size_t count_poison(const std::byte* bytes, std::size_t count, unsigned char poison) {
   std::uint32_t found = 0;
@@ -161,14 +159,28 @@ std::size_t count_poison(const std::byte* bytes, std::size_t count, unsigned cha
   return found;
 }
 
-/// Compares `count` objects of T: `eager` (the eager run's copy) against `replay`. Runs of
-/// elements whose bytes are identical (the usual case) are compared with one memcmp and only
-/// counted for the poison (count_poison): bit-identical elements match under any tolerance and
-/// differ by 0, so skipping the per-element pass there changes no count, no first mismatch and no
-/// largest difference. The other runs are compared element by element (compare_element).
+/// How many of the `count` objects of T in `eager` (the eager run's copy) hold the poison pattern:
+/// a replay that wrote nothing there would go unseen (verify_report's eager_poison).
 template <class T>
-void compare_elements(const std::byte* eager, const std::byte* replay, std::size_t count,
-                      const compare_settings& settings, comparison& out) {
+std::size_t count_eager_poison(const std::byte* eager, std::size_t count, unsigned char poison) {
+  std::size_t found = 0;
+  constexpr std::size_t run = 1024; // count_poison counts in 32 bits
+  for (std::size_t begin = 0; begin < count; begin += run) {
+    found +=
+        count_poison<sizeof(T)>(eager + begin * sizeof(T), std::min(run, count - begin), poison);
+  }
+  return found;
+}
+
+/// Compares `count` objects of T: `eager` (the eager run's copy) against `replay`, every count
+/// of `out` but eager_poison (count_eager_poison: verify() counts it on another thread while the
+/// replay runs). Runs of elements whose bytes are identical (the usual case) are compared with
+/// one memcmp: bit-identical elements match under any tolerance and differ by 0, so skipping the
+/// per-element pass there changes no count, no first mismatch and no largest difference. The
+/// other runs are compared element by element (compare_element).
+template <class T>
+void compare_differences(const std::byte* eager, const std::byte* replay, std::size_t count,
+                         const compare_settings& settings, comparison& out) {
   std::array<std::byte, sizeof(T)> pattern{};
   pattern.fill(static_cast<std::byte>(settings.poison));
   const auto is_poison = [&pattern](const std::byte* bytes) {
@@ -177,9 +189,8 @@ void compare_elements(const std::byte* eager, const std::byte* replay, std::size
   constexpr std::size_t run = 1024; // elements per memcmp
   for (std::size_t begin = 0; begin < count; begin += run) {
     const std::size_t end = std::min(count, begin + run);
-    const std::byte* eager_run = eager + begin * sizeof(T);
-    if (std::memcmp(eager_run, replay + begin * sizeof(T), (end - begin) * sizeof(T)) == 0) {
-      out.eager_poison += count_poison<sizeof(T)>(eager_run, end - begin, settings.poison);
+    if (std::memcmp(eager + begin * sizeof(T), replay + begin * sizeof(T),
+                    (end - begin) * sizeof(T)) == 0) {
       continue;
     }
     for (std::size_t i = begin; i < end; ++i) {
@@ -188,8 +199,19 @@ void compare_elements(const std::byte* eager, const std::byte* replay, std::size
   }
 }
 
-/// compare_elements<T>, through a plain function pointer (outputs of several types in one list).
+/// Compares `count` objects of T, every count of `out` (compare_differences, then
+/// count_eager_poison, on this thread).
+template <class T>
+void compare_elements(const std::byte* eager, const std::byte* replay, std::size_t count,
+                      const compare_settings& settings, comparison& out) {
+  compare_differences<T>(eager, replay, count, settings, out);
+  out.eager_poison += count_eager_poison<T>(eager, count, settings.poison);
+}
+
+/// compare_differences<T>, through a plain function pointer (outputs of several types in one list).
 using compare_function = void (*)(const std::byte*, const std::byte*, std::size_t,
                                   const compare_settings&, comparison&);
+/// count_eager_poison<T>, through a plain function pointer.
+using poison_count_function = std::size_t (*)(const std::byte*, std::size_t, unsigned char);
 
 } // namespace graphcap::detail::inspection

@@ -77,7 +77,6 @@
 #include <concepts>
 #include <cstddef>
 #include <initializer_list>
-#include <span>
 #include <string_view>
 #include <type_traits>
 #include <utility>

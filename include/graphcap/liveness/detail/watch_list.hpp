@@ -28,8 +28,11 @@ inline std::uint64_t liveness_watch_stamps = 0;
   return __atomic_add_fetch(&liveness_watch_stamps, 1, __ATOMIC_RELAXED);
 }
 
-/// One representative address per allocation, its buffer id, and the tokens.
-class liveness_watch_list {
+/// One representative address per allocation, its buffer id, and the tokens. A template with an
+/// unused parameter, named through liveness_watch_list, so that its bodies (and the std::vector
+/// members they instantiate) compile only in a TU that uses them (docs/design.md, "Compile time").
+template <class = void>
+class basic_liveness_watch_list {
 public:
   struct watched_allocation {
     CUdeviceptr address = 0;
@@ -55,7 +58,7 @@ public:
   }
   void add_token(const std::weak_ptr<const void>& token) { tokens_.push_back(token); }
   /// Adds another list's allocations and tokens.
-  void add_all(const liveness_watch_list& other) {
+  void add_all(const basic_liveness_watch_list& other) {
     watched_.insert(watched_.end(), other.watched_.begin(), other.watched_.end());
     tokens_.insert(tokens_.end(), other.tokens_.begin(), other.tokens_.end());
   }
@@ -110,6 +113,7 @@ private:
   mutable std::uint64_t full_checks_ = 0; // the full check's path only (tests, diagnostics)
   std::uint64_t stamp_ = 0;               // next_watch_stamp() at the last restart(), 0 if none
 };
+using liveness_watch_list = basic_liveness_watch_list<>;
 
 /// The inputs of several graphs checked as one (liveness::check's step_check: a piecewise
 /// graph's segments). Rebuilt when a part's list changed (its stamp); a check that fails is

@@ -11,7 +11,8 @@
 //    node, against cudaGraphExecUpdate + cudaGraphLaunch written by hand, and a replay of a graph
 //    kept per key;
 //  - the patch switch against set-params written by hand over the same changed nodes (+ launch),
-//    per changed node, back to back and with the device idle before each switch (session 24);
+//    per changed node, back to back and with the device idle before each switch (session 24),
+//    and the hand-written switch split into its set-params calls and the launch after them;
 //    and in a family whose keys differ in one kernel, the cost per unchanged
 //    node (graphcap's switch less the hand-written one, over the nodes it compared and skipped);
 //  - device memory: what capture_all() of the 64 keys takes from the device (cudaMemGetInfo),
@@ -473,8 +474,31 @@ int main(int argc, char** argv) {
   // host cost. Back to back, a set-params call may wait for the replay before it, so the rows
   // above can read the device's time per node rather than the switch's (session 24, an H200:
   // 2.1-2.6 us per changed node there, against the 0.31-0.33 us of one set-params #47 quotes).
+  // Session 25 (an H100): idle or not, 2.3-2.9 us per changed node by hand. The third arm splits
+  // the hand-written switch into its set-params calls and the launch after them, timed apart,
+  // to tell which of the two a changed node's cost goes to.
   std::vector<double> hand_idle_us;
   std::vector<double> patch_idle_us;
+  std::vector<double> set_alone_us;
+  std::vector<double> launch_after_us;
+  const auto split_arm = [&](bool record) {
+    double set_total = 0;
+    double launch_total = 0;
+    for (int i = 0; i < calls; ++i) {
+      bench::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+      const auto start = bench::steady::now();
+      by_hand.switch_to(turn++ % 2);
+      const auto set = bench::steady::now();
+      bench::check(cudaGraphLaunch(by_hand.exec(), stream), "cudaGraphLaunch");
+      const auto launched = bench::steady::now();
+      set_total += bench::micros(start, set);
+      launch_total += bench::micros(set, launched);
+    }
+    if (record) {
+      set_alone_us.push_back(set_total / calls);
+      launch_after_us.push_back(launch_total / calls);
+    }
+  };
   bench::interleave(
       bench::scaled(10), 1,
       {idle_arm(hand_idle_us,
@@ -483,8 +507,10 @@ int main(int argc, char** argv) {
                   bench::check(cudaGraphLaunch(by_hand.exec(), stream), "cudaGraphLaunch");
                 }),
        idle_arm(patch_idle_us,
-                [&] { single->replay_at_least(keys[(turn++ % 2) == 0 ? 62 : 63], stream); })});
-  for (std::vector<double>* samples : {&hand_idle_us, &patch_idle_us}) {
+                [&] { single->replay_at_least(keys[(turn++ % 2) == 0 ? 62 : 63], stream); }),
+       split_arm});
+  for (std::vector<double>* samples :
+       {&hand_idle_us, &patch_idle_us, &set_alone_us, &launch_after_us}) {
     for (double& sample : *samples) {
       sample /= changed_all;
     }
@@ -495,6 +521,12 @@ int main(int argc, char** argv) {
   report.add("patch switch per changed node, device idle",
              static_cast<long long>(by_hand.changed_nodes()),
              "graphcap patch switch (replay_at_least)", "us", patch_idle_us);
+  report.add("patch switch per changed node, device idle",
+             static_cast<long long>(by_hand.changed_nodes()),
+             "by hand, the set-params calls alone (split)", "us", set_alone_us);
+  report.add("patch switch per changed node, device idle",
+             static_cast<long long>(by_hand.changed_nodes()),
+             "by hand, the launch after them (split)", "us", launch_after_us);
 
   // ---- the per-unchanged-node cost: keys that differ in one kernel (and their markers) ---------
   float* fixed_a = nullptr;

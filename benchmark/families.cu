@@ -521,12 +521,14 @@ int main(int argc, char** argv) {
   report.add("patch switch per changed node, device idle",
              static_cast<long long>(by_hand.changed_nodes()),
              "graphcap patch switch (replay_at_least)", "us", patch_idle_us);
-  report.add("patch switch per changed node, device idle",
-             static_cast<long long>(by_hand.changed_nodes()),
-             "by hand, the set-params calls alone (split)", "us", set_alone_us);
-  report.add("patch switch per changed node, device idle",
-             static_cast<long long>(by_hand.changed_nodes()),
-             "by hand, the launch after them (split)", "us", launch_after_us);
+  // A breakdown of one arm, not a comparison: its own metric, so that no ratio is read against the
+  // whole switch.
+  report.add("hand-written switch split, per changed node, device idle",
+             static_cast<long long>(by_hand.changed_nodes()), "the set-params calls", "us",
+             set_alone_us);
+  report.add("hand-written switch split, per changed node, device idle",
+             static_cast<long long>(by_hand.changed_nodes()), "the launch after them", "us",
+             launch_after_us);
 
   // ---- the per-unchanged-node cost: keys that differ in one kernel (and their markers) ---------
   float* fixed_a = nullptr;

@@ -241,8 +241,9 @@ inline constexpr std::size_t poison_count_thread_bytes = std::size_t{1} << 20;
 
 /// Runs `replay_and_copy()` and counts each output's eager poison (count_eager_poison) in
 /// `counts`: on a helper thread at the same time where the outputs take `bytes` >=
-/// poison_count_thread_bytes (the replay's copy into pageable memory holds this thread about as
-/// long as the count takes, so the count then costs the check nothing), else after it. A thread
+/// poison_count_thread_bytes (the replay's copy into pageable memory holds this thread while the
+/// helper counts; how much that saves is measured by bench_verify, not assumed here), else after
+/// it. A thread
 /// that cannot start leaves the count to this one; one still counting when `replay_and_copy`
 /// throws is joined first (the eager copy outlives it).
 template <class ReplayAndCopy>

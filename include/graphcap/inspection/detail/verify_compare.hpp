@@ -132,8 +132,8 @@ void compare_element(const std::byte* eager, const std::byte* replay, std::size_
 /// as one unsigned word each and compared with the pattern's word, counted in 32 bits (a 64-bit
 /// count per element would widen every lane): a loop g++ vectorizes at -O3. It reads every
 /// element of the eager copy, about what a memcmp of the two copies costs again (this machine,
-/// session 25: 150-220 us against memcmp's 130-170 us at 1 Mi floats), which is why verify()
-/// runs it beside the replay's copy rather than after it.
+/// session 25, not stored: 150-220 us against memcmp's 130-170 us at 1 Mi floats), which is why
+/// verify() runs it beside the replay's copy rather than after it.
 template <std::size_t Size>
 std::size_t count_poison(const std::byte* bytes, std::size_t count, unsigned char poison) {
   std::uint32_t found = 0;
